@@ -1,0 +1,250 @@
+"""Loading: paths in, a :class:`Corpus` of tables out.
+
+``load`` finds the source of each path (or takes the one forced with ``source=``), decodes its
+conversations one at a time and feeds them through the assembly core into the frame builder.
+A folder no source claims is searched one level down, so a folder holding several runtimes'
+data loads them all at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from .assembly import Assembled, ToolCall, assemble, pair_tools, transcript
+from .cursor import Page, entries_page
+from .errors import NoSourceError, UnknownConversationError
+from .frames import FrameBuilder, to_pandas
+from .model import Entry, Message, sorted_entries
+from .sources import Diagnostics, detect, get_source
+from .sources.base import Conversation, Source
+
+__all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
+
+#: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
+#: that opened it) or ``"conversation"`` (a conversation id, once decoded).
+Progress = Callable[[str, str], None]
+
+
+@dataclass
+class ConversationHandle:
+    """One conversation of a corpus, decoded again on demand from its source.
+
+    Every source's conversation pages through the same cursor core and assembles through the
+    same assembly core.
+    """
+
+    source: str
+    conversation_id: str
+    _source: Source
+    _key: Hashable
+    _cached: Conversation | None = None
+
+    def _conversation(self) -> Conversation:
+        if self._cached is None:
+            self._cached = self._source.reopen(self._key, Diagnostics(self.source))
+        return self._cached
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The conversation's entries, oldest first."""
+        conv = self._conversation()
+        if not isinstance(conv.entries, list) or not conv.extra.get("_sorted"):
+            conv.entries = list(sorted_entries(conv.entries))
+            conv.extra["_sorted"] = True
+        assert isinstance(conv.entries, list)
+        return conv.entries
+
+    def read_messages(self, cursor: str | None = None, limit: int = 100) -> Page:
+        """A page of this conversation, newest first, exactly as murmur pages a record.
+
+        Raises:
+            ReadMessagesError: ``invalid-cursor`` for a cursor this conversation did not mint.
+        """
+        return entries_page(self.entries, cursor, limit)
+
+    def assemble(self) -> Assembled:
+        """The wire history litany would assemble from this conversation."""
+        return assemble(self.entries)
+
+    def transcript(self) -> list[Message]:
+        """The unfiltered transcript (orphans kept)."""
+        return transcript(self.entries)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every call with its result, and every result with no call."""
+        return pair_tools(self.entries)
+
+
+class Corpus:
+    """Everything loaded: tables as Arrow and pandas, and a handle per conversation.
+
+    Attributes:
+        tables: every table as ``pa.Table`` by name.
+    """
+
+    def __init__(self, tables: dict[str, pa.Table], handles: dict[tuple[str, str], ConversationHandle]) -> None:
+        self.tables = tables
+        self._handles = handles
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """The table ``name`` as a pandas frame with Arrow-backed dtypes (cached)."""
+        if name not in self._frames:
+            self._frames[name] = to_pandas(self.tables[name])
+        return self._frames[name]
+
+    @property
+    def messages(self) -> pd.DataFrame:
+        """One row per message (entry), oldest first within a conversation."""
+        return self.frame("messages")
+
+    @property
+    def tool_calls(self) -> pd.DataFrame:
+        """One row per tool call, or per result with no call."""
+        return self.frame("tool_calls")
+
+    @property
+    def usage(self) -> pd.DataFrame:
+        """One row per model response that reported usage."""
+        return self.frame("usage")
+
+    @property
+    def orphans(self) -> pd.DataFrame:
+        """One row per orphan result, found by assembly or recorded by the runtime."""
+        return self.frame("orphans")
+
+    @property
+    def growth(self) -> pd.DataFrame:
+        """One row per commit, step, message or compaction: the conversation's size."""
+        return self.frame("growth")
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        """One row per litany step record."""
+        return self.frame("steps")
+
+    @property
+    def conversations(self) -> pd.DataFrame:
+        """One row per conversation."""
+        return self.frame("conversations")
+
+    @property
+    def diagnostics(self) -> pd.DataFrame:
+        """One row per thing that could not be read."""
+        return self.frame("diagnostics")
+
+    def conversation(self, conversation_id: str, source: str | None = None) -> ConversationHandle:
+        """The handle of one conversation.
+
+        Args:
+            conversation_id: its id (the ``conversation_id`` column).
+            source: the source, needed only when two sources use the same id.
+
+        Raises:
+            UnknownConversationError: no such conversation, or the id is ambiguous.
+        """
+        matches = [h for (s, cid), h in self._handles.items() if cid == conversation_id and source in (None, s)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UnknownConversationError(f"no conversation {conversation_id!r} in this corpus")
+        raise UnknownConversationError(
+            f"{conversation_id!r} names a conversation in several sources; pass source=",
+            hint=", ".join(h.source for h in matches),
+        )
+
+    def conversation_ids(self) -> list[tuple[str, str]]:
+        """Every ``(source, conversation_id)`` in load order."""
+        return list(self._handles)
+
+    def to_parquet(self, out: str | os.PathLike[str], **kwargs: Any) -> Any:
+        """Write every table as a hive-partitioned Parquet dataset under ``out``."""
+        from .export import write_parquet
+
+        return write_parquet(self.tables, out, **kwargs)
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={v.num_rows}" for k, v in self.tables.items())
+        return f"<Corpus {sizes}>"
+
+
+def _targets(path: Path, source: str | None, diagnostics: list[Any]) -> Iterator[tuple[Source, Path]]:
+    if source is not None:
+        yield get_source(source), path
+        return
+    try:
+        yield detect(path), path
+        return
+    except NoSourceError:
+        if not path.is_dir():
+            raise
+    found = False
+    for child in sorted(path.iterdir()):
+        if child.name.startswith("."):
+            continue
+        try:
+            yield detect(child), child
+            found = True
+        except NoSourceError:
+            continue
+    if not found:
+        raise NoSourceError(f"no source recognises {path} or anything directly inside it",
+                            hint="pass source= to force one; ma.sources() lists them")
+
+
+def load(
+    *paths: str | os.PathLike[str],
+    source: str | None = None,
+    progress: Progress | None = None,
+) -> Corpus:
+    """Load conversations from any number of paths into one corpus.
+
+    Args:
+        *paths: files or folders of any registered source (``~`` is expanded).
+        source: force this source for every path instead of detecting.
+        progress: called as work advances (see :data:`Progress`).
+
+    Returns:
+        The corpus: every table, and a handle per conversation.
+
+    Raises:
+        NoSourceError: a path no source recognises.
+        UnknownSourceError: ``source`` names no registered source.
+        FileNotFoundError: a path that does not exist.
+
+    Example:
+        >>> corpus = load("data/samples/murmur")  # doctest: +SKIP
+        >>> corpus.messages.groupby("role").size()  # doctest: +SKIP
+    """
+    builder = FrameBuilder()
+    handles: dict[tuple[str, str], ConversationHandle] = {}
+    extra: dict[str, list[pa.Table]] = {}
+    for raw in paths:
+        path = Path(os.path.expanduser(os.fspath(raw)))
+        if not path.exists():
+            raise FileNotFoundError(f"no such file or folder: {path}")
+        for src, target in _targets(path, source, []):
+            if progress:
+                progress("source", f"{src.name}: {target}")
+            diags = Diagnostics(src.name)
+            for conv in src.open(target, diags):
+                builder.add(conv)
+                handles[(conv.source, conv.conversation_id)] = ConversationHandle(
+                    conv.source, conv.conversation_id, src, conv.key
+                )
+                if progress:
+                    progress("conversation", f"{conv.source}: {conv.conversation_id}")
+            builder.add_diagnostics(diags.rows)
+            for name, table in src.extra_tables().items():
+                extra.setdefault(name, []).append(table)
+    tables = builder.finish()
+    for name, parts in extra.items():
+        tables[name] = pa.concat_tables(parts, promote_options="default")
+    return Corpus(tables, handles)

@@ -1,0 +1,527 @@
+"""The cursor core: murmur's ``read-messages`` paging, exactly, for every source.
+
+The arithmetic is murmur's host's (``murmur:conversation/read@0.1.0``)::
+
+    end   = len(messages) if cursor is None else n for "mc_<n>" (n <= len(messages))
+    limit = clamp(limit, 1, 100);  start = max(end - limit, 0)
+    page  = messages[start:end] reversed;  next = "mc_<start>" if start > 0 else None
+
+A cursor counts from the *oldest* message, so appends between pages neither repeat nor skip a
+message. :func:`paginate` is that arithmetic over any sequence; :class:`RecordReader` applies
+it to a murmur ``conversation.jsonl`` with murmur's line rules and a parse cache keyed on the
+file's identity and size, reading only the appended tail when the file grows;
+:func:`entries_page` applies it to any source's ordered entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+
+from .diagnostics import Diagnostic
+from .errors import ReadMessagesError
+from .model import Entry, ToolResult, blocks_to_wire
+
+__all__ = [
+    "MAX_LIMIT",
+    "Page",
+    "PageMessage",
+    "RecordReader",
+    "decode_cursor",
+    "encode_cursor",
+    "entries_page",
+    "lifecycle_message",
+    "paginate",
+    "read_messages",
+    "walk",
+]
+
+CURSOR_PREFIX = "mc_"
+MAX_LIMIT = 100
+TOOL_MARKER = "__murmur_tool_msg__"
+HEADER_TYPE = "murmur.record"
+_CHUNK = 64 << 20
+# Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
+_CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
+_USIZE_MAX = (1 << 64) - 1
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class PageMessage:
+    """One message as murmur hands it to a hook (the lifecycle ``message`` record).
+
+    Attributes:
+        role: the line's ``role``.
+        content: the JSON text of the line's ``content``; for a ``tool`` message, the JSON
+            text of the envelope ``{"__murmur_tool_msg__":true,"body":…,"is_error":…,
+            "tool_call_id":…}``.
+        id: the line's string ``id``, if any.
+        source_id: the line's string ``source_id``, if any.
+    """
+
+    role: str
+    content: str
+    id: str | None
+    source_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page, newest first.
+
+    Attributes:
+        messages: the page, ``messages[0]`` the newest.
+        next_cursor: the cursor of the next (older) page, or ``None`` at the oldest message.
+        total: messages in the whole record when the page was served.
+        reports: what this reader had not yet reported about the record (skipped lines,
+            a truncation marker), each reported once per reader.
+    """
+
+    messages: tuple[PageMessage, ...]
+    next_cursor: str | None
+    total: int
+    reports: tuple[Diagnostic, ...] = ()
+
+
+def encode_cursor(position: int) -> str:
+    """The cursor naming ``position`` (messages counted from the oldest)."""
+    return f"{CURSOR_PREFIX}{position}"
+
+
+def decode_cursor(cursor: str) -> int | None:
+    """The position a cursor names, or ``None`` when it is not one the host mints."""
+    if not cursor.startswith(CURSOR_PREFIX):
+        return None
+    digits = cursor[len(CURSOR_PREFIX) :]
+    if not _CURSOR_NUMBER.fullmatch(digits):
+        return None
+    value = int(digits)
+    return value if value <= _USIZE_MAX else None
+
+
+def window(count: int, cursor: str | None, limit: int) -> tuple[int, int]:
+    """The ``[start, end)`` slice a page of ``count`` messages serves.
+
+    Raises:
+        ReadMessagesError: ``invalid-cursor`` for a cursor the host would refuse.
+    """
+    if cursor is None:
+        end = count
+    else:
+        decoded = decode_cursor(cursor)
+        if decoded is None or decoded > count:
+            raise ReadMessagesError("invalid-cursor")
+        end = decoded
+    limit = min(max(limit, 1), MAX_LIMIT)
+    return max(end - limit, 0), end
+
+
+def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], str | None, int]:
+    """Murmur's paging over any oldest-first sequence.
+
+    Args:
+        items: the messages, oldest first.
+        cursor: ``None`` for the newest page, or a ``next_cursor`` handed back unmodified.
+        limit: requested page size, clamped to ``1..=100``.
+
+    Returns:
+        ``(page newest first, next_cursor, total)``.
+
+    Raises:
+        ReadMessagesError: ``invalid-cursor``.
+    """
+    start, end = window(len(items), cursor, limit)
+    page = list(items[start:end])
+    page.reverse()
+    return page, (encode_cursor(start) if start > 0 else None), len(items)
+
+
+def _dumps(value: Any) -> str:
+    """serde_json's compact, key-sorted encoding (murmur's ``Value::to_string``)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # an integer wider than 64 bits, which orjson will not encode
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def lifecycle_message(line: dict[str, Any]) -> PageMessage:
+    """Lower one murmur record line to the lifecycle ``message`` a hook receives."""
+    role = line["role"]
+    if role == "tool":
+        content = _dumps(
+            {
+                TOOL_MARKER: True,
+                "tool_call_id": line.get("tool_call_id"),
+                "is_error": line.get("is_error"),
+                "body": line.get("content"),
+            }
+        )
+    else:
+        content = _dumps(line["content"]) if "content" in line else ""
+    msg_id = line.get("id")
+    source_id = line.get("source_id")
+    return PageMessage(
+        role,
+        content,
+        msg_id if isinstance(msg_id, str) else None,
+        source_id if isinstance(source_id, str) else None,
+    )
+
+
+def entry_message(entry: Entry) -> PageMessage:
+    """An entry of any source as a lifecycle ``message``.
+
+    A murmur entry keeps its line (``entry.raw``) and lowers exactly as the host does; other
+    sources encode their blocks in their wire dialect, and a tool-side entry is wrapped in the
+    tool envelope naming the call it answers when it answers exactly one.
+    """
+    if isinstance(entry.raw, dict) and isinstance(entry.raw.get("role"), str):
+        return lifecycle_message(entry.raw)
+    body = blocks_to_wire(entry.blocks)
+    if entry.side == "tool":
+        results = [b for b in entry.blocks if isinstance(b, ToolResult)]
+        call_id = entry.tool_call_id
+        is_error = entry.is_error
+        if call_id is None and len(results) == 1:
+            call_id, is_error = results[0].tool_use_id, results[0].is_error
+        content = _dumps({TOOL_MARKER: True, "tool_call_id": call_id, "is_error": is_error, "body": body})
+    else:
+        content = _dumps(body)
+    return PageMessage(entry.side, content, entry.id, entry.source_id)
+
+
+def entries_page(entries: Sequence[Entry], cursor: str | None = None, limit: int = 100) -> Page:
+    """Page any source's ordered entries exactly as murmur pages a record.
+
+    Args:
+        entries: the conversation's entries, oldest first.
+        cursor: ``None`` or a ``next_cursor`` from an earlier page.
+        limit: page size, clamped to ``1..=100``.
+
+    Returns:
+        The page, newest first.
+
+    Raises:
+        ReadMessagesError: ``invalid-cursor``.
+    """
+    page, next_cursor, total = paginate(entries, cursor, limit)
+    return Page(tuple(entry_message(e) for e in page), next_cursor, total)
+
+
+def parse_line(line: bytes) -> Any:
+    """Parse one record line as JSON the way serde_json would, or raise ``ValueError``."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        # orjson refuses integers wider than 64 bits, which serde_json reads as floats.
+        return json.loads(line, parse_constant=_refuse_constant)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def is_message(value: Any) -> bool:
+    """Murmur's rule: a message line is a JSON object carrying a string ``role``."""
+    return isinstance(value, dict) and isinstance(value.get("role"), str)
+
+
+def header_of(value: Any) -> dict[str, Any] | None:
+    """The record header a first line carries, or ``None``."""
+    if (
+        isinstance(value, dict)
+        and value.get("type") == HEADER_TYPE
+        and "role" not in value
+        and isinstance(value.get("capsule"), str)
+        and isinstance(value.get("created_ms"), int)
+    ):
+        return value
+    return None
+
+
+@dataclass
+class _Snapshot:
+    """The parsed state of one record file: where its message lines are."""
+
+    path: str
+    dev: int
+    ino: int
+    size: int
+    parsed_to: int = 0  # offset just past the last newline-terminated line parsed
+    lines_before: int = 0  # lines wholly before parsed_to
+    starts: array[int] = field(default_factory=lambda: array("q"))
+    ends: array[int] = field(default_factory=lambda: array("q"))
+    skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (line, kind, detail)
+    header: dict[str, Any] | None = None
+    tail_start: int = 0  # a message parsed from an unterminated last line sits here
+
+
+class RecordReader:
+    """One reader of murmur records: a parse cache and a memory of what it has reported.
+
+    Re-reading for each page would make a walk quadratic, so a reader keeps, per record, the
+    byte offsets of its message lines, keyed on the file's device, inode and size. A record that
+    only grew is read from where the last parse stopped; one that was replaced or shrank (a
+    retention rewrite) is parsed again from the start. Every skipped line, and a truncation
+    marker, is reported once per reader in :attr:`Page.reports` and kept in
+    :attr:`diagnostics`.
+
+    Args:
+        max_records: how many records' offsets to keep (least recently used go first).
+    """
+
+    def __init__(self, max_records: int = 16) -> None:
+        self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
+        self._reported: set[tuple[str, int | None, str, str]] = set()
+        self._max = max_records
+        self._lock = threading.Lock()
+        self.diagnostics: list[Diagnostic] = []
+        self.reads = 0  # file reads that reached the filesystem; what pins a walk's cost
+
+    def read_messages(
+        self,
+        record: str | os.PathLike[str],
+        cursor: str | None = None,
+        limit: int = 100,
+        *,
+        granted: bool = True,
+    ) -> Page:
+        """One page of a murmur record, newest first (see :func:`read_messages`)."""
+        if not granted:
+            raise ReadMessagesError("not-granted")
+        path = os.fspath(record)
+        with self._lock:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return Page((), None, 0)
+            except OSError as err:
+                raise ReadMessagesError("unavailable", _reason(err)) from err
+            try:
+                snap = self._refresh(path, fd)
+                start, end = window(len(snap.starts), cursor, limit)
+                lines = [
+                    os.pread(fd, snap.ends[i] - snap.starts[i], snap.starts[i]) for i in range(start, end)
+                ]
+            except OSError as err:
+                raise ReadMessagesError("unavailable", _reason(err)) from err
+            finally:
+                os.close(fd)
+            messages = tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
+            reports = self._report(snap)
+            return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
+
+    def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
+        """Every message line of a record, oldest first, as parsed JSON objects."""
+        path = os.fspath(record)
+        with self._lock:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return []
+            except OSError as err:
+                raise ReadMessagesError("unavailable", _reason(err)) from err
+            try:
+                snap = self._refresh(path, fd)
+                out = [
+                    parse_line(os.pread(fd, e - s, s)) for s, e in zip(snap.starts, snap.ends, strict=True)
+                ]
+            except OSError as err:
+                raise ReadMessagesError("unavailable", _reason(err)) from err
+            finally:
+                os.close(fd)
+            self._report(snap)
+            return out
+
+    def header(self, record: str | os.PathLike[str]) -> dict[str, Any] | None:
+        """The record's header line, if it has one (parsed on the reader's last read)."""
+        snap = self._snapshots.get(os.fspath(record))
+        return snap.header if snap else None
+
+    def _refresh(self, path: str, fd: int) -> _Snapshot:
+        st = os.fstat(fd)
+        snap = self._snapshots.get(path)
+        if snap is not None and (snap.dev, snap.ino) == (st.st_dev, st.st_ino) and snap.size == st.st_size:
+            self._snapshots.move_to_end(path)
+            return snap
+        if snap is None or (snap.dev, snap.ino) != (st.st_dev, st.st_ino) or st.st_size < snap.size:
+            snap = _Snapshot(path, st.st_dev, st.st_ino, st.st_size)
+        else:
+            # The record grew: forget what came from an unterminated last line, then read on.
+            del snap.starts[snap.tail_start :]
+            del snap.ends[snap.tail_start :]
+            snap.skipped = [s for s in snap.skipped if s[0] <= snap.lines_before]
+            snap.size = st.st_size
+        self._snapshots.pop(path, None)
+        self.reads += 1
+        _parse_from(fd, snap)
+        self._snapshots[path] = snap
+        while len(self._snapshots) > self._max:
+            self._snapshots.popitem(last=False)
+        return snap
+
+    def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
+        fresh: list[Diagnostic] = []
+        found = list(snap.skipped)
+        marker = snap.header.get("truncated") if snap.header else None
+        if isinstance(marker, dict):
+            dropped = marker.get("dropped")
+            found.append(
+                (
+                    1,
+                    "truncated_record",
+                    f"retention dropped {dropped} message(s) from the front of this record "
+                    f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole "
+                    "conversation",
+                )
+            )
+        for line, kind, detail in found:
+            key = (snap.path, line, kind, detail if kind == "truncated_record" else "")
+            if key in self._reported:
+                continue
+            self._reported.add(key)
+            diag = Diagnostic("murmur", snap.path, line, kind, detail)
+            fresh.append(diag)
+            self.diagnostics.append(diag)
+        return tuple(fresh)
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def _parse_from(fd: int, snap: _Snapshot) -> None:
+    """Parse the record from ``snap.parsed_to`` to its end, recording message line offsets."""
+    offset = snap.parsed_to
+    line_no = snap.lines_before
+    carry = b""
+    carry_at = offset
+    size = snap.size
+    while offset < size:
+        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
+        if not chunk:
+            break
+        offset += len(chunk)
+        data = carry + chunk if carry else chunk
+        base = carry_at
+        cut = data.rfind(b"\n") + 1
+        if offset >= size:
+            cut = len(data)
+        pos = 0
+        while pos < cut:
+            nl = data.find(b"\n", pos, cut)
+            terminated = nl != -1
+            stop = nl if terminated else cut
+            line_no += 1
+            _take_line(snap, data, pos, stop, base, line_no, terminated)
+            if terminated:
+                snap.parsed_to = base + nl + 1
+                snap.lines_before = line_no
+            pos = stop + 1
+        carry = data[cut:]
+        carry_at = base + cut
+    # At most one message can come from an unterminated last line.
+    unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
+    snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
+
+
+def _take_line(snap: _Snapshot, data: bytes, pos: int, stop: int, base: int, line_no: int, terminated: bool) -> None:
+    end = stop
+    if terminated and end > pos and data[end - 1] == 0x0D:  # "\r\n" ends a line too
+        end -= 1
+    raw = data[pos:end]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        snap.skipped.append((line_no, "bad_utf8", f"line {line_no} is not valid UTF-8 and was skipped"))
+        return
+    if not text.strip():
+        return
+    try:
+        value = parse_line(raw)
+    except ValueError:
+        value = None
+    if is_message(value):
+        snap.starts.append(base + pos)
+        snap.ends.append(base + end)
+        return
+    if line_no == 1 and header_of(value) is not None:
+        snap.header = value
+        return
+    if not terminated:
+        snap.skipped.append(
+            (line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped")
+        )
+    else:
+        snap.skipped.append((line_no, "not_a_message", f"line {line_no} is not a message and was skipped"))
+
+
+_DEFAULT_READER = RecordReader()
+
+
+def read_messages(
+    record: str | os.PathLike[str] | None,
+    cursor: str | None = None,
+    limit: int = 100,
+    *,
+    granted: bool = True,
+    reader: RecordReader | None = None,
+) -> Page:
+    """One page of a murmur conversation record, newest first: murmur's ``read-messages``.
+
+    Args:
+        record: the ``conversation.jsonl`` path; ``None`` (no record) reads as an empty page.
+        cursor: ``None`` for the newest page, or the ``next_cursor`` of the page before.
+        limit: page size, clamped to ``1..=100``.
+        granted: ``False`` refuses as an ungranted hook is refused.
+        reader: the reader whose cache and reports to use; a shared default otherwise.
+
+    Returns:
+        The page. ``total`` counts the record's messages when it was served.
+
+    Raises:
+        ReadMessagesError: ``not-granted``, ``invalid-cursor`` or ``unavailable: <reason>``.
+
+    Example:
+        >>> page = read_messages("conversation.jsonl", limit=2)  # doctest: +SKIP
+        >>> page.next_cursor
+        'mc_3'
+    """
+    if not granted:
+        raise ReadMessagesError("not-granted")
+    if record is None:
+        return Page((), None, 0)
+    return (reader or _DEFAULT_READER).read_messages(record, cursor, limit)
+
+
+def walk(
+    record: str | os.PathLike[str] | None,
+    *,
+    limit: int = 100,
+    granted: bool = True,
+    reader: RecordReader | None = None,
+) -> Iterator[PageMessage]:
+    """Every message of a record, newest first, paging until ``next_cursor`` is ``None``.
+
+    The walk is anchored at the record as it was at the first page: messages appended while
+    it runs are not part of it, and none repeats or goes missing.
+    """
+    owner = reader or RecordReader(max_records=1)
+    cursor: str | None = None
+    while True:
+        page = read_messages(record, cursor, limit, granted=granted, reader=owner)
+        yield from page.messages
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor

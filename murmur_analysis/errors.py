@@ -1,0 +1,91 @@
+"""The one exception tree of murmur-analysis.
+
+Every error the library raises on purpose derives from :class:`MurmurAnalysisError`::
+
+    MurmurAnalysisError
+    ├── ReadMessagesError      read_messages refused: str() is the WIT error string
+    │                          ("not-granted", "invalid-cursor", "unavailable: <reason>")
+    ├── SourceError            a path no source can open, or a forced source that cannot
+    │   ├── UnknownSourceError     source= names no registered source
+    │   └── NoSourceError          no registered source recognises the path
+    ├── GitError               a git repository or revision could not be read
+    ├── ExportError            a Parquet export could not be written where asked
+    └── UnknownConversationError  corpus.conversation(id) names no loaded conversation
+
+Unreadable *content* (a malformed line, a blob that is not JSON, a file of an unknown schema
+version) is never raised: it becomes a row of the ``diagnostics`` table and the load goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "ExportError",
+    "GitError",
+    "MurmurAnalysisError",
+    "NoSourceError",
+    "ReadMessagesError",
+    "SourceError",
+    "UnknownConversationError",
+    "UnknownSourceError",
+]
+
+ReadMessagesCode = Literal["not-granted", "invalid-cursor", "unavailable"]
+
+
+class MurmurAnalysisError(Exception):
+    """Base of every error murmur-analysis raises.
+
+    Attributes:
+        hint: an optional sentence saying what the caller can do about it.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class ReadMessagesError(MurmurAnalysisError):
+    """A ``read_messages`` call refused, exactly as murmur's host refuses it.
+
+    ``str(error)`` is the WIT error string: ``not-granted``, ``invalid-cursor`` or
+    ``unavailable: <reason>``.
+
+    Attributes:
+        code: ``"not-granted"``, ``"invalid-cursor"`` or ``"unavailable"``.
+        reason: for ``unavailable``, why the record could not be read.
+    """
+
+    def __init__(self, code: ReadMessagesCode, reason: str | None = None) -> None:
+        text = f"{code}: {reason}" if code == "unavailable" else code
+        super().__init__(text)
+        self.code: ReadMessagesCode = code
+        self.reason = reason
+
+
+class SourceError(MurmurAnalysisError):
+    """A path could not be opened as a conversation source."""
+
+
+class UnknownSourceError(SourceError):
+    """``source=`` named a source that is not registered."""
+
+
+class NoSourceError(SourceError):
+    """No registered source recognises a path."""
+
+
+class GitError(MurmurAnalysisError):
+    """A git repository, object or revision could not be read."""
+
+
+class ExportError(MurmurAnalysisError):
+    """An export could not be written where it was asked to go."""
+
+
+class UnknownConversationError(MurmurAnalysisError, KeyError):
+    """A conversation id that the corpus does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,162 @@
+"""The declared Arrow schema of every table: one field list per table.
+
+Each table is a tuple of :class:`Column` (name, Arrow type, meaning). :func:`schema` turns it
+into a ``pa.Schema``; ``docs/tables.md`` is generated from the same lists (and a test fails
+when the two disagree), so the documentation cannot drift from the data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+__all__ = ["TABLES", "Column", "markdown", "schema"]
+
+_TS = pa.timestamp("us", tz="UTC")
+_STR = pa.string()
+_I64 = pa.int64()
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One declared column."""
+
+    name: str
+    type: pa.DataType
+    doc: str
+
+
+def _tokens(prefix: str = "") -> tuple[Column, ...]:
+    return (
+        Column("input_tokens", _I64, f"{prefix}uncached input tokens (input_total minus both cache slices)"),
+        Column("output_tokens", _I64, f"{prefix}output tokens, reasoning excluded"),
+        Column("cache_read_tokens", _I64, f"{prefix}input tokens read from the prompt cache"),
+        Column("cache_write_tokens", _I64, f"{prefix}input tokens written to the prompt cache"),
+        Column("reasoning_tokens", _I64, f"{prefix}reasoning tokens, where the provider reports the split"),
+    )
+
+
+_KEY = (
+    Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, or a plugin's name"),
+    Column("conversation_id", _STR, "the conversation, unique within its source"),
+)
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "messages": (
+        *_KEY,
+        Column("seq", _I64, "the entry's order key: murmur line index, litany NNN, message index"),
+        Column("message_id", _STR, "the entry's own id, when the runtime gives one"),
+        Column("role", _STR, "user, assistant, tool or system (the side it composes onto)"),
+        Column("origin", _STR, "who wrote it: litany sender or model id, tool, hook origin"),
+        Column("model", _STR, "the model that produced it, when known"),
+        Column("created_at", _TS, "when it was written; null where the runtime records no time"),
+        Column("n_blocks", pa.int32(), "content blocks in the entry"),
+        Column("text_chars", _I64, "characters of text, reasoning and tool-result text"),
+        *_tokens(),
+        Column("status", _STR, "the runtime's status of the message (FlexiGPT), when it has one"),
+        Column("error", _STR, "the runtime's error for the message, when it has one"),
+        Column("source_id", _STR, "a join key a hook supplied (murmur)"),
+        Column("block_kinds", pa.list_(_STR), "the kind of each block, in order (unknown kinds by their tag)"),
+    ),
+    "tool_calls": (
+        *_KEY,
+        Column("call_id", _STR, "the call's id (for a result with no call, the id it names)"),
+        Column("tool_name", _STR, "the tool called, when the call was seen"),
+        Column("kind", _STR, "client (tool_use/tool_result) or server (provider-executed)"),
+        Column("called_seq", _I64, "seq of the entry holding the call; null for an orphan result"),
+        Column("result_seq", _I64, "seq of the entry holding the result; null when unanswered"),
+        Column("status", _STR, "ok, error, unanswered, orphan_result or duplicate_result"),
+        Column("is_error", pa.bool_(), "the result's error flag, as written"),
+        Column("duration_ms", pa.float64(), "how long the call ran, where the runtime timed it"),
+        Column("input_bytes", _I64, "size of the call's input as JSON text"),
+        Column("output_bytes", _I64, "size of the result as the runtime measured it, where it did"),
+        Column("result_chars", _I64, "characters of text in the result"),
+        Column("exit_code", _I64, "the tool process's exit code, where the runtime records one"),
+    ),
+    "usage": (
+        *_KEY,
+        Column("message_id", _STR, "the message the response became, when known"),
+        Column("seq", _I64, "seq of that message, when known"),
+        Column("model", _STR, "the model that answered"),
+        Column("provider", _STR, "the provider, when the runtime says"),
+        Column("created_at", _TS, "when the response was made, when known"),
+        *_tokens(),
+        Column("input_total_tokens", _I64, "the whole prompt, cached slices included"),
+        Column("context_window", _I64, "the model's context window, when reported"),
+        Column("estimated_input_tokens", _I64, "the runtime's own estimate of the prompt"),
+        Column("estimated_output_tokens", _I64, "the runtime's own estimate of the output"),
+        Column("attempt", pa.int32(), "attempt number within a step (1-based), where retries are recorded"),
+        Column("sealed", pa.bool_(), "whether this attempt's output was kept (false: spent on a retry)"),
+        Column("found_in", _STR, "where the counters were read: entry, trace, response"),
+    ),
+    "orphans": (
+        *_KEY,
+        Column("step", _I64, "the litany step that recorded it, when known"),
+        Column("commit", _STR, "the commit whose tree holds the orphan, when known"),
+        Column("tool_use_id", _STR, "the id the orphan result names"),
+        Column("found_by", _STR, "assembly (this toolkit's replay) or record (the runtime's own record)"),
+    ),
+    "growth": (
+        *_KEY,
+        Column("position", _I64, "the commit's index on its branch, or the entry's seq"),
+        Column("at", _TS, "when that state existed, when known"),
+        Column("event", _STR, "commit, message or compaction"),
+        Column("commit", _STR, "the commit, for a git source"),
+        Column("messages", _I64, "entries in the conversation at that point"),
+        Column("chars", _I64, "characters of text in the conversation at that point"),
+        Column("context_tokens", _I64, "tokens in context: the last reported prompt plus its output"),
+        Column("orphans", _I64, "orphan results assembly would drop at that point"),
+        Column("tokens_before", _I64, "for a compaction: context tokens before it"),
+        Column("tokens_after", _I64, "for a compaction: context tokens after it"),
+    ),
+    "steps": (
+        *_KEY,
+        Column("agent_id", _STR, "the litany agent (branch agents/<agent_id>)"),
+        Column("step", _I64, "the step number (1-based)"),
+        Column("commit", _STR, "the read-state commit the step assembled"),
+        Column("started_at", _TS, "when the step started"),
+        Column("ended_at", _TS, "when the step ended"),
+        Column("model", _STR, "the model requested (request.json)"),
+        Column("provider", _STR, "the provider, when recorded"),
+        Column("dropped_orphans", pa.list_(_STR), "orphan ids the runtime dropped at this step"),
+        Column("attempts", pa.int32(), "attempt segments in response.json"),
+        Column("finish_reason", _STR, "the sealing attempt's finish reason"),
+        Column("error", _STR, "the last attempt's error message, if it failed"),
+    ),
+    "conversations": (
+        *_KEY,
+        Column("title", _STR, "the conversation's title or display name, when it has one"),
+        Column("path", _STR, "where it was read from"),
+        Column("first_at", _TS, "time of its first timed entry"),
+        Column("last_at", _TS, "time of its last timed entry"),
+        Column("messages", _I64, "entries"),
+        Column("tool_calls", _I64, "tool calls made"),
+        Column("tool_errors", _I64, "tool calls whose result is an error"),
+        Column("orphans", _I64, "orphan results assembly drops"),
+        Column("tokens", _I64, "input_total plus output tokens over every usage row"),
+        Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
+    ),
+    "diagnostics": (
+        Column("source", _STR, "the source that met it"),
+        Column("path", _STR, "the file, blob or object"),
+        Column("line", _I64, "the 1-based line, when it is a line"),
+        Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, ..."),
+        Column("detail", _STR, "what happened, in a sentence"),
+    ),
+}
+
+
+def schema(table: str) -> pa.Schema:
+    """The declared Arrow schema of ``table``."""
+    return pa.schema([pa.field(c.name, c.type) for c in TABLES[table]])
+
+
+def markdown() -> str:
+    """The column reference as Markdown (what ``docs/tables.md`` holds)."""
+    out = ["# Tables", "", "Generated from `murmur_analysis/schema.py`; a test keeps them equal.", ""]
+    for name, columns in TABLES.items():
+        out += [f"## {name}", "", "| column | type | meaning |", "|---|---|---|"]
+        out += [f"| {c.name} | {c.type} | {c.doc} |" for c in columns]
+        out.append("")
+    return "\n".join(out)

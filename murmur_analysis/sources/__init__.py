@@ -1,0 +1,108 @@
+"""The source registry: built-ins and plugins, registered the same way, found by detection.
+
+Built-in sources are listed in :data:`BUILTIN`; other packages add sources through the
+``murmur_analysis.sources`` entry-point group, each entry point naming a
+:class:`~murmur_analysis.sources.base.Source` subclass. A plugin that fails to import is a
+:class:`PluginWarning`, never a failed import of this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from functools import cache
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from ..errors import NoSourceError, UnknownSourceError
+from .base import Conversation, Diagnostics, Source
+
+__all__ = [
+    "BUILTIN",
+    "Conversation",
+    "Diagnostics",
+    "PluginWarning",
+    "Source",
+    "detect",
+    "get_source",
+    "registry",
+]
+
+ENTRY_POINT_GROUP = "murmur_analysis.sources"
+
+#: Built-in sources as ``name -> "module:Class"``, imported on first use.
+BUILTIN: dict[str, str] = {
+    "murmur": "murmur_analysis.sources.murmur:MurmurSource",
+    "litany": "murmur_analysis.sources.litany:LitanySource",
+    "flexigpt": "murmur_analysis.sources.flexigpt:FlexiGPTSource",
+    "dispatch": "murmur_analysis.sources.dispatch:DispatchSource",
+}
+
+
+class PluginWarning(UserWarning):
+    """A source plugin could not be loaded; the other sources still work."""
+
+
+def _load_class(target: str) -> type[Source]:
+    module_name, _, attr = target.partition(":")
+    cls = getattr(importlib.import_module(module_name), attr)
+    if not (isinstance(cls, type) and issubclass(cls, Source)):
+        raise TypeError(f"{target} is not a murmur_analysis Source subclass")
+    return cls
+
+
+@cache
+def registry() -> dict[str, type[Source]]:
+    """Every available source class by name: built-ins first, then plugins."""
+    found: dict[str, type[Source]] = {}
+    for name, target in BUILTIN.items():
+        try:
+            found[name] = _load_class(target)
+        except ModuleNotFoundError as err:
+            if err.name != target.partition(":")[0]:
+                raise
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found:
+            warnings.warn(f"source plugin {ep.name!r} ({ep.value}) shadows a source already registered; ignored",
+                          PluginWarning, stacklevel=2)
+            continue
+        try:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Source)):
+                raise TypeError("the entry point does not name a Source subclass")
+        except Exception as err:  # noqa: BLE001 - any failure of third-party code is a warning
+            warnings.warn(f"source plugin {ep.name!r} ({ep.value}) could not be loaded: {err!r}",
+                          PluginWarning, stacklevel=2)
+            continue
+        found[ep.name] = cls
+    return found
+
+
+def get_source(name: str) -> Source:
+    """A fresh instance of the source registered as ``name``.
+
+    Raises:
+        UnknownSourceError: no source has that name.
+    """
+    classes = registry()
+    if name not in classes:
+        raise UnknownSourceError(
+            f"no source named {name!r}", hint=f"registered sources: {', '.join(sorted(classes))}"
+        )
+    return classes[name]()
+
+
+def detect(path: Path) -> Source:
+    """The first registered source whose ``guess_can_open`` claims ``path``.
+
+    Raises:
+        NoSourceError: no source recognises the path.
+    """
+    for cls in registry().values():
+        source = cls()
+        if source.guess_can_open(path):
+            return source
+    raise NoSourceError(
+        f"no source recognises {path}",
+        hint="pass source= to force one; ma.sources() lists them",
+    )
