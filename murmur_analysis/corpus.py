@@ -9,7 +9,7 @@ data loads them all at once.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,12 +175,14 @@ class Corpus:
         return f"<Corpus {sizes}>"
 
 
-def _targets(path: Path, source: str | None, diagnostics: list[Any]) -> Iterator[tuple[Source, Path]]:
+def _targets(
+    path: Path, source: str | None, options: Mapping[str, Mapping[str, Any]]
+) -> Iterator[tuple[Source, Path]]:
     if source is not None:
-        yield get_source(source), path
+        yield get_source(source, **options.get(source, {})), path
         return
     try:
-        yield detect(path), path
+        yield detect(path, options), path
         return
     except NoSourceError:
         if not path.is_dir():
@@ -190,7 +192,7 @@ def _targets(path: Path, source: str | None, diagnostics: list[Any]) -> Iterator
         if child.name.startswith("."):
             continue
         try:
-            yield detect(child), child
+            yield detect(child, options), child
             found = True
         except NoSourceError:
             continue
@@ -202,6 +204,7 @@ def _targets(path: Path, source: str | None, diagnostics: list[Any]) -> Iterator
 def load(
     *paths: str | os.PathLike[str],
     source: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
 ) -> Corpus:
     """Load conversations from any number of paths into one corpus.
@@ -209,6 +212,8 @@ def load(
     Args:
         *paths: files or folders of any registered source (``~`` is expanded).
         source: force this source for every path instead of detecting.
+        options: per-source options by source name, e.g.
+            ``{"murmur": {"sessions": ["~/work"]}}``.
         progress: called as work advances (see :data:`Progress`).
 
     Returns:
@@ -230,7 +235,7 @@ def load(
         path = Path(os.path.expanduser(os.fspath(raw)))
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, []):
+        for src, target in _targets(path, source, options or {}):
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from ..errors import NoSourceError, UnknownSourceError
 from .base import Conversation, Diagnostics, Source
@@ -78,8 +80,8 @@ def registry() -> dict[str, type[Source]]:
     return found
 
 
-def get_source(name: str) -> Source:
-    """A fresh instance of the source registered as ``name``.
+def get_source(name: str, **options: Any) -> Source:
+    """A fresh instance of the source registered as ``name``, given ``options``.
 
     Raises:
         UnknownSourceError: no source has that name.
@@ -89,17 +91,21 @@ def get_source(name: str) -> Source:
         raise UnknownSourceError(
             f"no source named {name!r}", hint=f"registered sources: {', '.join(sorted(classes))}"
         )
-    return classes[name]()
+    return classes[name](**options)
 
 
-def detect(path: Path) -> Source:
+def detect(path: Path, options: Mapping[str, Mapping[str, Any]] | None = None) -> Source:
     """The first registered source whose ``guess_can_open`` claims ``path``.
+
+    Args:
+        path: the file or folder.
+        options: per-source options, by source name, given to the source created.
 
     Raises:
         NoSourceError: no source recognises the path.
     """
-    for cls in registry().values():
-        source = cls()
+    for name, cls in registry().items():
+        source = cls(**(options or {}).get(name, {}))
         if source.guess_can_open(path):
             return source
     raise NoSourceError(

@@ -169,6 +169,15 @@ class Source(ABC):
     name: ClassVar[str]
     description: ClassVar[str] = ""
 
+    def __init__(self, **options: Any) -> None:
+        """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).
+
+        Raises:
+            TypeError: an option this source does not take.
+        """
+        if options:
+            raise TypeError(f"source {self.name!r} takes no option {sorted(options)}")
+
     @abstractmethod
     def guess_can_open(self, path: Path) -> bool:
         """Whether ``path`` looks like this source's data (cheap: names and a peek at most)."""
