@@ -443,9 +443,9 @@ def _take_line(snap: _Snapshot, data: bytes, pos: int, stop: int, base: int, lin
     raw = data[pos:end]
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        snap.skipped.append((line_no, "bad_utf8", f"line {line_no} is not valid UTF-8 and was skipped"))
-        return
+    except UnicodeDecodeError as err:
+        # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
+        raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8") from err
     if not text.strip():
         return
     try:

@@ -1,0 +1,101 @@
+"""The project's own promises: dependencies listed twice agree, the API is curated, docs match code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import murmur_analysis as ma
+from murmur_analysis.cli import build_parser
+from murmur_analysis.schema import markdown
+
+REPO = Path(__file__).resolve().parent.parent
+
+# conda-forge names of PyPI packages whose names differ.
+CONDA_NAMES = {"duckdb": "python-duckdb", "dask[dataframe]": "dask"}
+
+
+def _split(requirement: str) -> tuple[str, str]:
+    match = re.fullmatch(r"([A-Za-z0-9_.\-\[\]]+)\s*(.*)", requirement.strip())
+    assert match, requirement
+    return match.group(1).lower(), match.group(2).replace(" ", "")
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *(d for deps in project["optional-dependencies"].values() for d in deps)]
+    expected = {CONDA_NAMES.get(name, name): spec for name, spec in map(_split, wanted)}
+    conda: dict[str, str] = {}
+    lines = (REPO / "environment.yml").read_text().splitlines()
+    start = lines.index("dependencies:")
+    for raw in lines[start + 1 :]:
+        item = raw.strip()
+        if not item.startswith("- "):
+            continue
+        name, spec = _split(item[2:])
+        if name in ("python", "pip"):
+            continue
+        conda[name] = spec
+    assert conda == expected
+
+
+def test_python_floor_is_the_same_in_both_files() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == ">=3.11"
+    assert "  - python>=3.11" in (REPO / "environment.yml").read_text().splitlines()
+
+
+def test_public_api_is_curated_and_sorted() -> None:
+    assert ma.__all__ == sorted(ma.__all__)
+    for name in ma.__all__:
+        assert hasattr(ma, name), name
+    public = {n for n in dir(ma) if not n.startswith("_")}
+    modules = {"assembly", "cli", "corpus", "cursor", "diagnostics", "errors", "export", "frames", "model", "schema",
+               "sources", "annotations"}
+    assert public - set(ma.__all__) - modules == set()
+
+
+def test_every_exception_derives_from_one_base() -> None:
+    errors = [getattr(ma, n) for n in ma.__all__ if n.endswith("Error")]
+    assert errors and all(issubclass(e, ma.MurmurAnalysisError) for e in errors)
+    doc = sys.modules["murmur_analysis.errors"].__doc__ or ""
+    for e in errors:
+        assert e.__name__ in doc, f"{e.__name__} is not drawn in errors.py's tree"
+
+
+def test_tables_doc_is_generated_from_the_schemas() -> None:
+    assert (REPO / "docs" / "tables.md").read_text() == markdown(), "regenerate docs/tables.md from schema.markdown()"
+
+
+def test_every_cli_command_is_documented_in_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in commands:
+        assert f"murmur-analysis {name}" in readme, f"README does not document `murmur-analysis {name}`"
+
+
+@pytest.mark.parametrize("command", ["summary", "export", "page", "sources"])
+def test_each_command_has_helpful_help(command: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "murmur_analysis.cli", command, "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "usage: murmur-analysis " + command in out
+    assert len(out.splitlines()) >= 4
+
+
+def test_readme_leads_with_the_two_commands() -> None:
+    head = (REPO / "README.md").read_text()[:1500]
+    assert "make run" in head and "make test" in head
+
+
+def test_library_code_does_not_print() -> None:
+    for path in (REPO / "murmur_analysis").rglob("*.py"):
+        if path.name == "cli.py":
+            continue
+        assert not re.search(r"^\s*print\(", path.read_text(), re.M), path
