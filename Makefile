@@ -26,7 +26,7 @@ run: setup
 	$(BIN)/murmur-analysis export data/samples --out out/samples
 
 lint: setup
-	$(BIN)/ruff check murmur_analysis tests benchmarks data/samples
+	$(BIN)/ruff check .
 
 typecheck: setup
 	$(BIN)/mypy --strict murmur_analysis
