@@ -1,0 +1,107 @@
+"""The frame builder and the metrics, on conversations built by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import pyarrow as pa
+from litany_entries import model, result, tool, use, user
+
+from murmur_analysis.frames import FrameBuilder, to_pandas
+from murmur_analysis.metrics import growth_curves, orphan_drops, token_usage, tool_error_rates
+from murmur_analysis.model import Entry, Text, Unknown, Usage
+from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def conversation() -> Conversation:
+    u = Usage.normalize(input_tokens=100, output_tokens=10, cache_read_tokens=900, cache_in_input=False,
+                        reasoning_in_output=False)
+    entries = [
+        Entry(1, "user", (Text("go"),), created_at=T0),
+        Entry(2, "assistant", (use("a"), use("b", "grep"), Unknown({"type": "future", "x": 1})), usage=u, model="m-1"),
+        tool(3, result("a")),
+        tool(4, result("b", "boom", is_error=True)),
+        tool(5, result("gone")),
+        user(6, "again"),
+        model(7, use("c")),
+    ]
+    return Conversation("test", "c1", entries, tool_meta={"a": ToolMeta(duration_ms=12.5, exit_code=0)},
+                        recorded_orphans=[OrphanRow("gone", "record", step=2)])
+
+
+def build(*convs: Conversation) -> dict[str, pa.Table]:
+    fb = FrameBuilder()
+    for c in convs:
+        fb.add(c)
+    return fb.finish()
+
+
+def test_every_table_has_its_declared_schema() -> None:
+    tables = build(conversation())
+    assert set(tables) == set(TABLES)
+    for name, table in tables.items():
+        assert table.schema == schema(name)
+
+
+def test_rows_of_one_conversation() -> None:
+    t = {k: to_pandas(v) for k, v in build(conversation()).items()}
+    m = t["messages"]
+    assert list(m["seq"]) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(m.loc[m.seq == 2, "block_kinds"].iloc[0]) == ["tool_use", "tool_use", "future"]
+    assert m.loc[m.seq == 2, "input_tokens"].iloc[0] == 100
+    assert pd.isna(m.loc[m.seq == 1, "input_tokens"].iloc[0])
+    calls = t["tool_calls"]
+    assert list(zip(calls.call_id, calls.status, strict=True)) == [
+        ("a", "ok"), ("b", "error"), ("gone", "orphan_result"), ("c", "unanswered")
+    ]
+    assert calls.loc[calls.call_id == "a", "duration_ms"].iloc[0] == 12.5
+    assert calls.loc[calls.call_id == "a", "exit_code"].iloc[0] == 0
+    assert calls.loc[calls.call_id == "c", "input_bytes"].iloc[0] == 2  # "{}"
+    orphans = t["orphans"]
+    assert sorted(zip(orphans.found_by, orphans.tool_use_id, strict=True)) == [("assembly", "gone"), ("record", "gone")]
+    conv = t["conversations"].iloc[0]
+    assert (conv.messages, conv.tool_calls, conv.tool_errors, conv.orphans, conv.tokens) == (7, 3, 1, 1, 1010)
+    assert conv.first_at == pd.Timestamp(T0)
+    growth = t["growth"]
+    assert list(growth.messages) == [1, 2, 3, 4, 5, 6, 7]
+    assert list(growth.context_tokens.fillna(-1)) == [-1, 1010, 1010, 1010, 1010, 1010, 1010]
+    assert str(t["messages"]["created_at"].dtype) == "timestamp[us, tz=UTC][pyarrow]"
+
+
+def test_given_usage_rows_replace_entry_usage_so_nothing_counts_twice() -> None:
+    conv = conversation()
+    attempt = Usage.normalize(input_tokens=5, output_tokens=1, cache_in_input=True, reasoning_in_output=True)
+    conv.usage = [UsageRow(attempt, attempt=1, sealed=False, found_in="response")]
+    t = build(conv)
+    assert t["usage"].num_rows == 1
+    assert t["conversations"].column("tokens").to_pylist() == [6]
+
+
+def test_streamed_entries_give_the_same_tables_as_a_list() -> None:
+    listed = build(conversation())
+    conv = conversation()
+    conv.entries = iter(list(conv.entries))
+    streamed = build(conv)
+    for name in TABLES:
+        assert streamed[name].equals(listed[name]), name
+
+
+def test_metrics_from_tables() -> None:
+    other = conversation()
+    other.conversation_id = "c2"
+    t = {k: to_pandas(v) for k, v in build(conversation(), other).items()}
+    usage = token_usage(t["usage"])
+    assert usage.loc[0, "responses"] == 2
+    assert usage.loc[0, "input_total_tokens"] == 2000
+    assert usage.loc[0, "cache_hit_ratio"] == 0.9
+    rates = tool_error_rates(t["tool_calls"]).set_index("tool_name")
+    assert rates.loc["grep", "error_rate"] == 1.0 and rates.loc["bash", "unanswered"] == 2
+    assert rates.loc["bash", "error_rate"] == 0.0
+    drops = orphan_drops(t["orphans"])
+    assert list(drops.assembly) == [1, 1] and list(drops.disagree) == [0, 0]
+    curves = growth_curves(t["growth"])
+    assert curves.groupby("conversation_id").progress.max().tolist() == [1.0, 1.0]
