@@ -1,0 +1,511 @@
+"""FlexiGPT conversation stores: one pretty JSON file per conversation (formats.md §3).
+
+Layout: ``<store>/conversations_v1/<YYYYMM>/<uuidv7>_<title>.json`` (seed era:
+``conversationsv1``). A path may be the data folder holding the store, the store itself, one
+month partition, or a single conversation file. ``conversations.fts.sqlite`` (the app's search
+index) is not read.
+
+Decoding rules (what the tables show):
+
+* One :class:`~murmur_analysis.model.Entry` per ``ConversationMessage``; ``position`` is the
+  message's index, ``id``/``created_at`` are the message's own (RFC 3339 with nanoseconds, cut
+  to microseconds, UTC), ``side`` is its ``role``.
+* Blocks are ``inputs`` then ``outputs`` in order. Tool outputs a user turn starts with stay
+  *inside* that user entry as ``ToolResult`` blocks: the calls they answer sit in the assistant
+  entry before, so pairing and orphan dropping see call then result, and each stored message
+  stays one row.
+* ``functionToolCall``/``customToolCall`` become ``ToolUse`` (``id`` = ``callID``; ``input`` =
+  the parsed ``arguments`` when they are JSON, else the string; the raw ``arguments`` string is
+  kept in ``extra["arguments"]`` and its UTF-8 size is the call's ``input_bytes``).
+  ``…ToolOutput`` become ``ToolResult`` (``is_error`` = ``isError``). Web search calls and
+  outputs are provider-executed: ``ServerToolUse``/``ServerToolResult``. Unknown kinds are kept
+  whole as ``Unknown``.
+* ``modelParam.name`` names the model; ``modelPresetRef.providerName`` (else the model name)
+  names the provider. Both carry over to later turns that omit them, as the app does. The model
+  is set on assistant entries only (a user turn is not produced by a model).
+* ``usage`` is normalized per provider (``docs/tokens.md``); ``error`` becomes
+  ``"<code>: <message>"``; ``status`` is kept.
+
+Conversations are listed newest first, in descending UUIDv7 order, like the app: month
+partitions newest first, files within one partition newest first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+
+from ..cursor import paginate
+from ..model import (
+    Block,
+    Entry,
+    File,
+    Image,
+    RedactedThinking,
+    Refusal,
+    ServerToolResult,
+    ServerToolUse,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    Unknown,
+    Usage,
+)
+from .base import Conversation, Diagnostics, Source, ToolMeta, UsageRow
+
+__all__ = [
+    "SCHEMA_VERSIONS",
+    "STORE_DIRS",
+    "ConversationListItem",
+    "FlexiGPTSource",
+    "decode",
+    "normalize_usage",
+    "parse_rfc3339",
+    "provider_of",
+]
+
+#: The store folder names: the current one first, then the seed era's.
+STORE_DIRS = ("conversations_v1", "conversationsv1")
+#: The ``schemaVersion`` values this reader decodes (the seed era's and the current one).
+SCHEMA_VERSIONS = frozenset({"v1.0.0", "v1"})
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_FILE = re.compile(rf"^({_UUID})(?:_.*)?\.json$")
+_PARTITION = re.compile(r"^[0-9]{6}$")
+_RFC3339 = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+_PEEK = 4096
+
+
+def parse_rfc3339(value: Any) -> datetime | None:
+    """An RFC 3339 time (Go's ``time.Time`` JSON, up to nanoseconds) as aware UTC.
+
+    Fractions beyond microseconds are cut (not rounded); Go's zero time and anything that does
+    not parse give ``None``.
+    """
+    if not isinstance(value, str):
+        return None
+    m = _RFC3339.match(value)
+    if m is None:
+        return None
+    date, clock, frac, zone = m.groups()
+    text = f"{date}T{clock}"
+    if frac:
+        text += "." + frac[:6].ljust(6, "0")
+    text += "+00:00" if zone in ("Z", "z") else zone
+    try:
+        at = datetime.fromisoformat(text).astimezone(UTC)
+    except ValueError:
+        return None
+    return None if at.year <= 1 else at
+
+
+def provider_of(provider_name: str | None, model: str | None) -> str | None:
+    """The provider family (``openai``, ``google``, ``anthropic``) a turn's usage follows.
+
+    ``modelPresetRef.providerName`` decides when it names a known family (``anthropic``,
+    ``googlegemini``, ``openai``, ``openairesponses``, …); otherwise the model name does
+    (``claude-…``, ``gemini-…``, ``gpt-…``/``o1``/``o3``/``o4``/``chatgpt-…``). ``None`` when
+    neither tells.
+    """
+    name = (provider_name or "").lower()
+    for family, marks in (("anthropic", ("anthropic", "claude")), ("google", ("google", "gemini")),
+                          ("openai", ("openai",))):
+        if any(mark in name for mark in marks):
+            return family
+    model_name = (model or "").lower().rpartition("/")[2]
+    if model_name.startswith("claude"):
+        return "anthropic"
+    if model_name.startswith(("gemini", "gemma")):
+        return "google"
+    if model_name.startswith(("gpt", "chatgpt", "o1", "o3", "o4", "codex")):
+        return "openai"
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def normalize_usage(raw: Mapping[str, Any], family: str | None) -> Usage | None:
+    """FlexiGPT's ``Usage`` as normalized counters (see ``docs/tokens.md``).
+
+    ``inputTokensTotal`` is the whole prompt and ``inputTokensCached`` its cached slice; OpenAI's
+    ``outputTokens`` includes ``reasoningTokens`` (subtracted), Google's does not, Anthropic's
+    ``reasoningTokens`` is always 0 and is reported as null. A provider not known is read with
+    OpenAI's rule (the OpenAI-compatible APIs every other provider preset speaks). A usage whose
+    counters are all 0 (a failed turn) is no usage.
+    """
+    total = _int(raw.get("inputTokensTotal"))
+    cached = _int(raw.get("inputTokensCached"))
+    uncached = _int(raw.get("inputTokensUncached"))
+    output = _int(raw.get("outputTokens"))
+    reasoning = _int(raw.get("reasoningTokens"))
+    counters = (total, cached, uncached, output, reasoning)
+    if all(c is None or c == 0 for c in counters):
+        return None
+    if total is None and uncached is not None:
+        total = uncached + (cached or 0)
+    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in (
+        "inputTokensTotal", "inputTokensCached", "outputTokens", "reasoningTokens")}
+    if family == "anthropic":
+        if reasoning:
+            extra["reasoningTokens"] = reasoning
+        reasoning = None
+    return Usage.normalize(
+        input_tokens=total,
+        output_tokens=output,
+        cache_read_tokens=cached,
+        input_total_tokens=total,
+        reasoning_tokens=reasoning,
+        cache_in_input=True,
+        reasoning_in_output=family != "google",
+        extra=extra,
+    )
+
+
+# -- blocks -----------------------------------------------------------------------------------
+
+_ITEM_KEYS = {"text": "textItem", "image": "imageItem", "file": "fileItem", "refusal": "refusalItem"}
+
+
+def _content_block(item: Any) -> Block:
+    if not isinstance(item, Mapping):
+        return Unknown(item)
+    kind = item.get("kind")
+    payload = item.get(_ITEM_KEYS.get(kind, ""), None) if isinstance(kind, str) else None
+    if not isinstance(payload, Mapping):
+        return Unknown(dict(item))
+    if kind == "text" and isinstance(payload.get("text"), str):
+        rest = {k: v for k, v in payload.items() if k != "text"}
+        return Text(payload["text"], rest) if rest else Text(payload["text"])
+    if kind == "refusal" and isinstance(payload.get("refusal"), str):
+        rest = {k: v for k, v in payload.items() if k != "refusal"}
+        return Refusal(payload["refusal"], rest) if rest else Refusal(payload["refusal"])
+    if kind == "image":
+        return Image(dict(payload))
+    if kind == "file":
+        return File(dict(payload))
+    return Unknown(dict(item))
+
+
+def _contents(payload: Mapping[str, Any]) -> list[Block]:
+    items = payload.get("contents")
+    return [_content_block(c) for c in items] if isinstance(items, list) else []
+
+
+def _strings(value: Any) -> list[str]:
+    return [s for s in value if isinstance(s, str)] if isinstance(value, list) else []
+
+
+def _reasoning(payload: Mapping[str, Any]) -> Block:
+    thinking, summary = _strings(payload.get("thinking")), _strings(payload.get("summary"))
+    redacted, encrypted = _strings(payload.get("redactedThinking")), _strings(payload.get("encryptedContent"))
+    extra = {k: v for k, v in payload.items() if k not in ("id", "signature")}
+    if not thinking and not summary and redacted and not encrypted:
+        return RedactedThinking("\n".join(redacted), extra)
+    rid, signature = payload.get("id"), payload.get("signature")
+    return Thinking(
+        "\n\n".join(thinking or summary),
+        signature if isinstance(signature, str) and signature else None,
+        rid if isinstance(rid, str) and rid else None,
+        "\n".join(encrypted) if encrypted else None,
+        extra,
+    )
+
+
+def _tool_call(payload: Mapping[str, Any], kind: str, meta: dict[str, ToolMeta]) -> Block:
+    call_id, name = payload.get("callID"), payload.get("name")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        return Unknown({"kind": kind, kind: dict(payload)})
+    extra = {k: v for k, v in payload.items() if k not in ("callID", "name")}
+    extra["kind"] = kind
+    raw = payload.get("arguments")
+    args: Any = None
+    if isinstance(raw, str):
+        meta[call_id] = ToolMeta(input_bytes=len(raw.encode()))
+        try:
+            args = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            args = raw  # custom tools take free-form text
+    if kind == "webSearchToolCall":
+        if args is None and "webSearchToolCallItems" in payload:
+            args = payload["webSearchToolCallItems"]
+        return ServerToolUse(call_id, name, args, extra)
+    return ToolUse(call_id, name, args, None, extra)
+
+
+def _tool_output(payload: Mapping[str, Any], kind: str) -> Block:
+    call_id = payload.get("callID")
+    if not isinstance(call_id, str):
+        return Unknown({"kind": kind, kind: dict(payload)})
+    extra = {k: v for k, v in payload.items() if k not in ("callID", "contents", "isError")}
+    extra["kind"] = kind
+    if kind == "webSearchToolOutput":
+        return ServerToolResult("web_search_tool_result", call_id, payload.get("webSearchToolOutputItems"), extra)
+    is_error = payload.get("isError")
+    return ToolResult(call_id, tuple(_contents(payload)), is_error if isinstance(is_error, bool) else None, extra)
+
+
+def _union_blocks(union: Any, meta: dict[str, ToolMeta]) -> list[Block]:
+    """The blocks of one ``InputUnion``/``OutputUnion``."""
+    if not isinstance(union, Mapping):
+        return [Unknown(union)]
+    kind = union.get("kind")
+    payload = union.get(kind) if isinstance(kind, str) else None
+    if not isinstance(payload, Mapping):
+        return [Unknown(dict(union))]
+    if kind in ("inputMessage", "outputMessage"):
+        return _contents(payload)
+    if kind == "reasoningMessage":
+        return [_reasoning(payload)]
+    if kind in ("functionToolCall", "customToolCall", "webSearchToolCall"):
+        return [_tool_call(payload, kind, meta)]
+    if kind in ("functionToolOutput", "customToolOutput", "webSearchToolOutput"):
+        return [_tool_output(payload, kind)]
+    return [Unknown(dict(union))]
+
+
+# -- conversations ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationListItem:
+    """One conversation in a listing (the app's ``ConversationListItem`` plus its file).
+
+    Attributes:
+        id: the conversation's UUIDv7 (from the file name).
+        title: the sanitized title in the file name.
+        path: the conversation file.
+    """
+
+    id: str
+    title: str
+    path: str
+
+
+def _error_text(raw: Any) -> str | None:
+    if not isinstance(raw, Mapping):
+        return None
+    code, message = raw.get("code"), raw.get("message")
+    code = code if isinstance(code, str) and code else None
+    message = message if isinstance(message, str) and message else None
+    if code and message:
+        return f"{code}: {message}"
+    return code or message
+
+
+def decode(data: Mapping[str, Any], path: str) -> Conversation:
+    """Decode one parsed conversation file (of a known schema version) into a conversation."""
+    entries: list[Entry] = []
+    usage_rows: list[UsageRow] = []
+    meta: dict[str, ToolMeta] = {}
+    model: str | None = None
+    provider_name: str | None = None
+    messages = data.get("messages")
+    for index, msg in enumerate(messages if isinstance(messages, list) else []):
+        if not isinstance(msg, Mapping):
+            entries.append(Entry(index, "unknown", (Unknown(msg),)))
+            continue
+        param, preset = msg.get("modelParam"), msg.get("modelPresetRef")
+        if isinstance(param, Mapping) and isinstance(param.get("name"), str) and param["name"]:
+            model = param["name"]
+        if isinstance(preset, Mapping):
+            if isinstance(preset.get("providerName"), str) and preset["providerName"]:
+                provider_name = preset["providerName"]
+            if model is None and isinstance(preset.get("modelPresetID"), str) and preset["modelPresetID"]:
+                model = preset["modelPresetID"]
+        role = msg.get("role") if isinstance(msg.get("role"), str) and msg.get("role") else "unknown"
+        blocks: list[Block] = []
+        for key in ("inputs", "outputs"):
+            unions = msg.get(key)
+            if isinstance(unions, list):
+                for union in unions:
+                    blocks.extend(_union_blocks(union, meta))
+        produced = role == "assistant"
+        family = provider_of(provider_name, model)
+        usage = normalize_usage(msg["usage"], family) if isinstance(msg.get("usage"), Mapping) else None
+        status = msg.get("status")
+        msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
+        at = parse_rfc3339(msg.get("createdAt"))
+        entry = Entry(
+            index,
+            str(role),
+            tuple(blocks),
+            id=msg_id,
+            model=model if produced else None,
+            created_at=at,
+            usage=usage,
+            status=status if isinstance(status, str) and status else None,
+            error=_error_text(msg.get("error")),
+        )
+        entries.append(entry)
+        if usage is not None:
+            usage_rows.append(UsageRow(usage, msg_id, index, entry.model, family, at, found_in="entry"))
+    conv_id = data.get("id")
+    title = data.get("title")
+    return Conversation(
+        source="flexigpt",
+        conversation_id=str(conv_id) if isinstance(conv_id, str) and conv_id else Path(path).stem.split("_")[0],
+        entries=entries,
+        key=path,
+        title=title if isinstance(title, str) and title else None,
+        path=path,
+        usage=usage_rows,
+        tool_meta=meta,
+    )
+
+
+def _json_files(folder: Path) -> list[str]:
+    try:
+        return [e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".json")]
+    except OSError:
+        return []
+
+
+def _newest_first(folders: list[Path]) -> Iterator[Path]:
+    """The conversation files of some folders, merged newest first (descending UUIDv7, then name)."""
+    found = [(f, name) for f in folders for name in _json_files(f)]
+
+    def key(item: tuple[Path, str]) -> tuple[str, str]:
+        m = _FILE.match(item[1])
+        return (m.group(1).lower() if m else "", item[1])
+
+    for folder, name in sorted(found, key=key, reverse=True):
+        yield folder / name
+
+
+def _store_files(roots: list[Path]) -> Iterator[Path]:
+    """Every conversation file of some store folders, newest first: month partitions, then loose files.
+
+    Only one partition's names are held at a time.
+    """
+    parts: set[str] = set()
+    for root in roots:
+        try:
+            parts.update(e.name for e in os.scandir(root) if e.is_dir() and _PARTITION.match(e.name))
+        except OSError:
+            continue
+    for part in sorted(parts, reverse=True):
+        yield from _newest_first([root / part for root in roots if (root / part).is_dir()])
+    yield from _newest_first(roots)
+
+
+class FlexiGPTSource(Source):
+    """FlexiGPT's JSON conversation store (both schema versions)."""
+
+    name: ClassVar[str] = "flexigpt"
+    description: ClassVar[str] = "FlexiGPT conversation stores (conversations_v1/ or conversationsv1/ JSON files)"
+
+    def guess_can_open(self, path: Path) -> bool:
+        """A store folder, a folder holding one, a month partition, or a ``<uuid>_<title>.json``."""
+        if path.is_file():
+            return _FILE.match(path.name) is not None and self._peek(path)
+        if not path.is_dir():
+            return False
+        if path.name in STORE_DIRS:
+            return True
+        if any((path / d).is_dir() for d in STORE_DIRS):
+            return True
+        return _PARTITION.match(path.name) is not None and path.parent.name in STORE_DIRS
+
+    @staticmethod
+    def _peek(path: Path) -> bool:
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(_PEEK)
+        except OSError:
+            return False
+        return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)
+
+    def files(self, path: Path) -> Iterator[Path]:
+        """Every conversation file under ``path``, newest first."""
+        if path.is_file():
+            yield path
+            return
+        stores = [path / d for d in STORE_DIRS if (path / d).is_dir()]
+        if stores:
+            yield from _store_files(stores)
+        elif _PARTITION.match(path.name):
+            yield from _newest_first([path])
+        else:
+            yield from _store_files([path])
+
+    def list_conversations(
+        self, path: str | os.PathLike[str], cursor: str | None = None, limit: int = 12
+    ) -> tuple[list[ConversationListItem], str | None, int]:
+        """One page of the store's listing, newest first, through the cursor core.
+
+        Args:
+            path: a store, the folder holding it, a partition or a file.
+            cursor: ``None`` for the newest page, or the ``next_cursor`` of the page before.
+            limit: page size (the app's default is 12; the cursor core clamps to ``1..=100``).
+
+        Returns:
+            ``(items newest first, next_cursor, total)``.
+
+        Raises:
+            ReadMessagesError: ``invalid-cursor``.
+        """
+        items: list[ConversationListItem] = []
+        for file in self.files(Path(path)):
+            m = _FILE.match(file.name)
+            stem = file.name[: -len(".json")]
+            cid, _, title = stem.partition("_") if m else (stem, "", "")
+            items.append(ConversationListItem(cid, title, str(file)))
+        items.reverse()  # the cursor core takes items oldest first
+        return paginate(items, cursor, limit)
+
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+        """Every readable conversation under ``path``, newest first."""
+        seen: set[str] = set()
+        for file in self.files(path):
+            conv = self._read(str(file), diagnostics)
+            if conv is None:
+                continue
+            if conv.conversation_id in seen:
+                diagnostics.report(file, "duplicate_conversation",
+                                   f"conversation {conv.conversation_id} was already read from another file; skipped")
+                continue
+            seen.add(conv.conversation_id)
+            yield conv
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Decode the conversation file ``key`` again (an empty conversation if it became unreadable)."""
+        path = str(key)
+        conv = self._read(path, diagnostics)
+        if conv is None:
+            return Conversation(self.name, Path(path).stem.split("_")[0], [], key=path, path=path)
+        return conv
+
+    def _read(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as err:
+            diagnostics.report(path, "unreadable", f"could not read the file: {err.strerror or err}")
+            return None
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            diagnostics.report(path, "bad_json", f"not a JSON document ({err}); skipped")
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
+            diagnostics.report(path, "bad_json", "not a FlexiGPT conversation object; skipped")
+            return None
+        version = data.get("schemaVersion")
+        if version not in SCHEMA_VERSIONS:
+            diagnostics.report(path, "unknown_schema",
+                               f"schemaVersion {version!r} is not one this reader knows "
+                               f"({', '.join(sorted(SCHEMA_VERSIONS))}); skipped, as the app skips it")
+            return None
+        return decode(data, path)
