@@ -28,6 +28,7 @@ from .errors import (
 )
 from .model import Entry, Message, Usage
 from .sources.base import Source
+from .sources.litany import assemble_commit
 
 __version__ = "0.1.0"
 
@@ -61,6 +62,7 @@ __all__ = [
     "UnknownSourceError",
     "Usage",
     "assemble",
+    "assemble_commit",
     "drop_orphans",
     "load",
     "pair_tools",

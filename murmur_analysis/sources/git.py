@@ -1,0 +1,265 @@
+"""A safe, fast reader of git objects through git's own plumbing.
+
+A repository is untrusted data. Every git process started here
+
+* runs with a scrubbed environment: no inherited ``GIT_*`` variable, no system or global
+  config (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), no terminal prompt, no
+  optional locks, no replace objects, and no transport at all (``GIT_ALLOW_PROTOCOL`` names
+  none, so a partial clone can never fetch a missing object over a command the repo names);
+* is given ``--no-pager`` and command-line overrides of every repo-config key that could run
+  a program (``core.fsmonitor``, ``core.hooksPath``, ``core.sshCommand``, ``core.pager``,
+  ``diff.external``, signature verification);
+* is plumbing that reads objects only (``for-each-ref``, ``rev-parse``, ``log --raw``,
+  ``ls-tree``, ``cat-file --batch``): no work tree, no index, no checkout, no diff driver,
+  no textconv, no hook.
+
+The cost model: one ``git log --raw`` per branch lists every commit with the blobs it changed,
+and one ``git cat-file --batch`` per repository reads every blob not read before. Blobs are
+cached by object id, so a blob shared by a thousand commits is read once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ..errors import GitError
+
+__all__ = ["Change", "Commit", "GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
+
+_OVERRIDES = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.sshCommand=false",
+    "core.pager=cat",
+    "core.askPass=false",
+    "core.quotePath=false",
+    "diff.external=",
+    "log.showSignature=false",
+    "log.showRoot=true",
+    "color.ui=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "protocol.allow=never",
+)
+_HEX = re.compile(r"\A[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+_HEADER = "commit "
+
+
+def safe_env() -> dict[str, str]:
+    """The environment of every git process: the caller's, minus git's, plus the locks."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_ALLOW_PROTOCOL="none",
+        GIT_NO_LAZY_FETCH="1",
+        GIT_PAGER="cat",
+        GIT_ASKPASS="false",
+        SSH_ASKPASS="false",
+        LC_ALL="C",
+    )
+    return env
+
+
+def is_git_dir(path: Path) -> bool:
+    """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
+    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+
+
+def find_git_dir(path: Path) -> Path | None:
+    """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
+    for candidate in (path / "repo.git", path, path / ".git"):
+        if candidate.is_dir() and is_git_dir(candidate):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One path a commit changed against its first parent (a ``--raw`` line)."""
+
+    path: str
+    mode: str
+    blob: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One commit of a walk, with the paths it changed."""
+
+    sha: str
+    time: datetime
+    parents: tuple[str, ...]
+    changes: tuple[Change, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeItem:
+    """One entry of a tree, as ``ls-tree`` lists it."""
+
+    mode: str
+    type: str
+    oid: str
+    name: str
+
+
+class GitRepo:
+    """Read-only access to one repository's refs, history and blobs.
+
+    Args:
+        git_dir: the repository's git directory (a bare repository, or a ``.git`` folder).
+
+    Attributes:
+        blob_reads: blobs read from git so far.
+    """
+
+    def __init__(self, git_dir: str | os.PathLike[str], git: str = "git") -> None:
+        self.git_dir = Path(git_dir)
+        self.git = git
+        self.blob_reads = 0
+
+    def run(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """Run one git command on this repository and return its standard output.
+
+        Raises:
+            GitError: git could not be started or exited with an error.
+        """
+        cmd = [self.git, "--no-pager", "--git-dir", os.fspath(self.git_dir), "--literal-pathspecs"]
+        for override in _OVERRIDES:
+            cmd += ["-c", override]
+        cmd += args
+        try:
+            done = subprocess.run(
+                cmd, input=stdin, capture_output=True, env=safe_env(), cwd=os.fspath(self.git_dir), check=False,
+            )
+        except OSError as err:
+            raise GitError(f"cannot run git on {self.git_dir}: {err}", hint="is git installed?") from err
+        if done.returncode != 0:
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else done.returncode}")
+        return done.stdout
+
+    def refs(self, prefix: str = "refs/heads/") -> dict[str, str]:
+        """Every ref under ``prefix`` as ``full name -> commit id``, sorted by name."""
+        out = self.run("for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", prefix)
+        refs: dict[str, str] = {}
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            oid, kind, name = line.split(" ", 2)
+            if kind == "commit":
+                refs[name] = oid
+        return dict(sorted(refs.items()))
+
+    def resolve(self, rev: str) -> str:
+        """The commit id ``rev`` names (a branch, a sha, ``agents/x~3``).
+
+        Raises:
+            GitError: ``rev`` names no commit.
+        """
+        if not rev or "\n" in rev or "\0" in rev:
+            raise GitError(f"not a revision: {rev!r}")
+        try:
+            out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        except GitError as err:
+            raise GitError(f"{rev!r} names no commit in {self.git_dir}") from err
+        return out.decode().strip()
+
+    def log(self, rev: str) -> list[Commit]:
+        """The first-parent history of ``rev``, oldest first, each commit with its changed paths.
+
+        One ``git log --raw`` process; merges are diffed against their first parent, the root
+        commit against the empty tree.
+        """
+        out = self.run(
+            "log", "--first-parent", "--reverse", "--raw", "-z", "--no-abbrev", "--no-renames", "--root",
+            "--diff-merges=first-parent", "--no-relative", "--no-color", "--no-decorate", "--no-show-signature",
+            "--no-ext-diff", "--no-textconv", "--no-mailmap", f"--format=tformat:{_HEADER}%H %ct %P",
+            "--end-of-options", rev, "--",
+        )
+        return parse_log(out)
+
+    def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
+        """The entries directly inside the folder ``path`` of commit ``rev``, in tree order.
+
+        An absent folder lists nothing.
+        """
+        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", rev, "--", path.rstrip("/") + "/")
+        items = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, kind, oid = meta.decode().split(" ")
+            items.append(TreeItem(mode, kind, oid, name.decode("utf-8", "surrogateescape").rpartition("/")[2]))
+        return items
+
+    def read(self, names: Iterable[str]) -> dict[str, bytes | None]:
+        """The contents of the given blobs (``None`` for a missing object or one not a blob).
+
+        One ``git cat-file --batch`` process reads them all. A name may be an object id or
+        ``<commit>:<path>``. Nothing is cached here: callers keep what they parsed, keyed by
+        object id, and never ask twice.
+        """
+        wanted = list(dict.fromkeys(names))
+        return self._batch(wanted) if wanted else {}
+
+    def _batch(self, names: Sequence[str]) -> dict[str, bytes | None]:
+        if any("\n" in n for n in names):
+            raise GitError("an object name holds a newline")
+        out = self.run("cat-file", "--batch", stdin=("\n".join(names) + "\n").encode("utf-8", "surrogateescape"))
+        found: dict[str, bytes | None] = {}
+        pos = 0
+        for name in names:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split(b" ")
+            pos = end + 1
+            if len(header) != 3 or header[-1] == b"missing":
+                found[name] = None
+                continue
+            size = int(header[2])
+            found[name] = out[pos : pos + size] if header[1] == b"blob" else None
+            self.blob_reads += header[1] == b"blob"
+            pos += size + 1
+        return found
+
+
+def parse_log(out: bytes) -> list[Commit]:
+    """Parse the ``-z`` output of :meth:`GitRepo.log`."""
+    commits: list[Commit] = []
+    tokens = out.split(b"\0")
+    sha = ""
+    when = datetime.min.replace(tzinfo=UTC)
+    parents: tuple[str, ...] = ()
+    changes: list[Change] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i].lstrip(b"\n")
+        i += 1
+        if not token:
+            continue
+        if token.startswith(b":"):
+            _old_mode, mode, _old, blob, status = token[1:].decode().split(" ")
+            path = tokens[i].decode("utf-8", "surrogateescape")
+            i += 1
+            changes.append(Change(path, mode, blob, status[:1]))
+        elif token.startswith(_HEADER.encode()):
+            if sha:
+                commits.append(Commit(sha, when, parents, tuple(changes)))
+            fields = token[len(_HEADER) :].decode().split(" ")
+            sha, when = fields[0], datetime.fromtimestamp(int(fields[1]), UTC)
+            parents = tuple(p for p in fields[2:] if p)
+            changes = []
+        else:
+            raise GitError(f"unexpected git log output: {token[:80]!r}")
+    if sha:
+        commits.append(Commit(sha, when, parents, tuple(changes)))
+    return commits

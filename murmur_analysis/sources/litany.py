@@ -1,0 +1,449 @@
+"""The litany source: transcripts committed to git, one branch per agent (formats.md §2).
+
+``load`` accepts a workspace (``repo.git/`` beside ``steps/``), a workspaces root (or a data
+root holding ``workspaces/``), or any git repository with ``agents/*`` branches. Each branch
+``agents/<agent-id>`` is one conversation:
+
+* **entries** are the ``messages/`` files of the branch head, decoded as litany reads them
+  (:mod:`.litany_entries`); ``message_id`` is the file name, ``created_at`` the commit time
+  of the commit that added the file;
+* **growth** has one row per commit of the branch (first-parent, oldest first): the entries,
+  characters, context tokens (the last reported prompt plus its output) and the orphans
+  assembly would drop, for the tree of that commit;
+* **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.litany_steps`);
+* **usage**: a step whose ``response.json`` reported usage gives one row per attempt
+  (``found_in="response"``; ``sealed`` false for spend on a discarded attempt); a model
+  entry whose step left no such record gives its own row (``found_in="entry"``). The entry's
+  usage is the sealing attempt's, so the two are never both counted;
+* **orphans**: ``found_by="assembly"`` for the orphans dropped when assembling each step's
+  read-state commit and the branch head (``step`` null), ``found_by="record"`` for the ids
+  each ``meta.json`` recorded, so a disagreement is a row under one and not the other.
+
+Git is read through :mod:`.git` (plumbing only, safe on hostile repositories). Every blob is
+parsed once per load however many commits hold it, and a commit that does not touch
+``messages/`` costs one log line: no read, no parse, no assembly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Hashable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import ClassVar
+
+from ..assembly import Assembled, assemble
+from ..errors import GitError
+from ..model import Entry, sorted_entries, text_chars
+from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
+from .git import Commit, GitRepo, find_git_dir, is_git_dir
+from .litany_entries import Family, Parsed, entry_name, normalize_usage, parse_body, provider_family
+from .litany_steps import StepRecord, read_steps
+
+__all__ = ["LitanySource", "Replayer", "assemble_commit"]
+
+AGENTS = "refs/heads/agents/"
+MESSAGES = "messages/"
+_FILE_MODES = ("100644", "100755")
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    messages: int
+    chars: int
+    context_tokens: int | None
+    dropped: tuple[str, ...]
+
+
+# One messages/ file as a branch holds it: name, blob id, mode, index of the commit adding it.
+_Item = tuple[str, str, str, int]
+
+
+class Replayer:
+    """Decodes and assembles ``messages/`` states of one repository, with its caches.
+
+    Attributes:
+        parses: blobs parsed so far (each ``(blob id, kind)`` once).
+    """
+
+    def __init__(self, repo: GitRepo, diags: Diagnostics) -> None:
+        self.repo = repo
+        self.diags = diags
+        self.parses = 0
+        self._parsed: dict[tuple[str, bool], Parsed] = {}
+        self._summaries: dict[tuple[tuple[str, str, str], ...], _Summary] = {}
+        self._reported: set[tuple[str, str]] = set()
+
+    def where(self, commit: str, name: str) -> str:
+        """The diagnostics path of a file of a commit."""
+        return f"{self.repo.git_dir}@{commit}:{MESSAGES}{name}"
+
+    def prefetch(self, wanted: Iterable[tuple[str, str, str, str]]) -> None:
+        """Read and parse, in one batch, every ``(name, oid, mode, commit)`` not parsed yet."""
+        todo: dict[tuple[str, bool], str] = {}
+        for name, oid, mode, commit in wanted:
+            parsed_name = entry_name(name)
+            if parsed_name is None or mode not in _FILE_MODES:
+                continue
+            key = (oid, parsed_name.is_md)
+            if key not in self._parsed and key not in todo:
+                todo[key] = self.where(commit, name)
+        if not todo:
+            return
+        data = self.repo.read(oid for oid, _ in todo)
+        for (oid, is_md), where in todo.items():
+            raw = data.get(oid)
+            if raw is None:
+                parsed = Parsed(error=f"blob {oid} is missing from the repository")
+            else:
+                self.parses += 1
+                parsed = parse_body(raw, is_md)
+            self._parsed[(oid, is_md)] = parsed
+            if parsed.error:
+                self.diags.report(where, "bad_entry", parsed.error)
+
+    def entry(
+        self, name: str, oid: str, mode: str, commit: str, at: datetime | None, family: Family | None
+    ) -> Entry | None:
+        """The entry a ``messages/`` file makes, or ``None`` (not an entry, or unreadable).
+
+        Args:
+            name: the file name under ``messages/``.
+            oid: its blob id.
+            mode: its git file mode.
+            commit: a commit holding it (for diagnostics).
+            at: the entry's ``created_at``.
+            family: the usage accounting to apply (``None``: from the model id).
+        """
+        parsed_name = entry_name(name)
+        if parsed_name is None:
+            return None
+        if mode not in _FILE_MODES:
+            if (name, oid) not in self._reported:
+                self._reported.add((name, oid))
+                self.diags.report(self.where(commit, name), "not_a_file",
+                                  f"an entry of mode {mode} (a link or submodule) cannot be read")
+            return None
+        parsed = self._parsed.get((oid, parsed_name.is_md))
+        if parsed is None:
+            self.prefetch([(name, oid, mode, commit)])
+            parsed = self._parsed[(oid, parsed_name.is_md)]
+        if parsed.error:
+            return None
+        assistant = parsed_name.side == "assistant"
+        model = parsed_name.origin if assistant else None
+        usage = None
+        if parsed.usage is not None:
+            usage = normalize_usage(parsed.usage, family or provider_family(None, model))
+        return Entry(
+            position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=name,
+            origin=parsed_name.origin, model=model, created_at=at, usage=usage,
+        )
+
+    def summary(self, entries: list[Entry], key: tuple[tuple[str, str, str], ...]) -> _Summary:
+        """Size, context and orphans of one state (cached by its files and their accounting)."""
+        hit = self._summaries.get(key)
+        if hit is None:
+            context = None
+            for e in entries:
+                u = e.usage
+                if u is not None and u.input_total_tokens is not None:
+                    context = u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+            dropped = assemble(entries).dropped_orphans
+            hit = _Summary(len(entries), sum(text_chars(e.blocks) for e in entries), context, tuple(dropped))
+            self._summaries[key] = hit
+        return hit
+
+    def entries_at(self, rev: str) -> tuple[str, list[Entry]]:
+        """The commit ``rev`` names and the entries of its tree, in order (``created_at`` null).
+
+        Raises:
+            GitError: ``rev`` names no commit of the repository.
+        """
+        sha = self.repo.resolve(rev)
+        items = [i for i in self.repo.ls_tree(sha, "messages") if i.type != "tree"]
+        self.prefetch((i.name, i.oid, i.mode, sha) for i in items)
+        made = (self.entry(i.name, i.oid, i.mode, sha, None, None) for i in items)
+        return sha, list(sorted_entries(e for e in made if e is not None))
+
+
+def _sort_key(name: str) -> tuple[int, bytes]:
+    parsed = entry_name(name)
+    return (parsed.seq if parsed else -1, name.encode("utf-8", "surrogateescape"))
+
+
+@dataclass
+class _Branch:
+    agent_id: str
+    head: str
+    log: list[Commit]
+
+
+class _Steps:
+    """Which step a commit of the branch belongs to: the last whose read state precedes it."""
+
+    def __init__(self, records: list[StepRecord], index_of: dict[str, int]) -> None:
+        points = sorted((index_of[r.commit], r.step, r) for r in records if r.commit in index_of)
+        self._at = [p[0] for p in points]
+        self._records = [p[2] for p in points]
+
+    def of(self, commit_index: int) -> StepRecord | None:
+        i = bisect.bisect_left(self._at, commit_index)
+        return self._records[i - 1] if i else None
+
+
+class LitanySource(Source):
+    """Litany workspaces: one conversation per ``agents/<agent-id>`` branch."""
+
+    name: ClassVar[str] = "litany"
+    description: ClassVar[str] = "litany git transcripts: one agents/<id> branch per agent, steps/ records beside"
+
+    def __init__(self, git: str = "git") -> None:
+        """Create the source.
+
+        Args:
+            git: the git executable to run.
+        """
+        self.git = git
+
+    def guess_can_open(self, path: Path) -> bool:
+        """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches."""
+        return bool(_workspaces(path, limit=1))
+
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+        """Every agent branch of every workspace under ``path``."""
+        for git_dir, steps_dir in _workspaces(path):
+            yield from self._read(git_dir, steps_dir, diagnostics, None)
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Decode one agent branch again (``key`` is ``(git_dir, steps_dir, agent_id)``)."""
+        assert isinstance(key, tuple)
+        git_dir, steps_dir, agent_id = key
+        for conv in self._read(Path(git_dir), Path(steps_dir) if steps_dir else None, diagnostics, agent_id):
+            return conv
+        raise GitError(f"no branch agents/{agent_id} in {git_dir}")
+
+    def _read(
+        self, git_dir: Path, steps_dir: Path | None, diags: Diagnostics, only: str | None
+    ) -> Iterator[Conversation]:
+        repo = GitRepo(git_dir, self.git)
+        replayer = Replayer(repo, diags)
+        try:
+            refs = repo.refs(AGENTS + only if only else AGENTS)
+        except GitError as err:
+            diags.report(git_dir, "unreadable_repo", str(err))
+            return
+        branches: list[_Branch] = []
+        for ref, head in refs.items():
+            agent = ref[len(AGENTS) :]
+            if only is not None and agent != only:
+                continue
+            try:
+                branches.append(_Branch(agent, head, repo.log(head)))
+            except GitError as err:
+                diags.report(f"{git_dir}@{ref}", "unreadable_branch", str(err))
+        replayer.prefetch(
+            (ch.path[len(MESSAGES) :], ch.blob, ch.mode, c.sha)
+            for b in branches for c in b.log for ch in c.changes
+            if ch.status != "D" and ch.path.startswith(MESSAGES) and "/" not in ch.path[len(MESSAGES) :]
+        )
+        try:
+            names = repo.read(f"{b.head}:name" for b in branches)
+        except GitError:
+            names = {}
+        for branch in branches:
+            steps = read_steps(steps_dir / branch.agent_id, diags) if steps_dir else []
+            conv = _replay(replayer, branch, steps)
+            title = names.get(f"{branch.head}:name")
+            conv.title = title.decode("utf-8", "replace").strip() if title else None
+            conv.path = os.fspath(git_dir)
+            conv.key = (os.fspath(git_dir), os.fspath(steps_dir) if steps_dir else None, branch.agent_id)
+            yield conv
+        if steps_dir is not None and only is None and steps_dir.is_dir():
+            known = {b.agent_id for b in branches}
+            for child in sorted(steps_dir.iterdir()):
+                if child.is_dir() and child.name not in known:
+                    diags.report(child, "no_branch", f"step records for agent {child.name} with no agents/ branch")
+
+
+def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord]) -> Conversation:
+    log = branch.log
+    index_of = {c.sha: i for i, c in enumerate(log)}
+    steps = _Steps(records, index_of)
+    state: dict[str, tuple[str, str, int]] = {}  # name -> (oid, mode, index of the adding commit)
+    made: dict[_Item, Entry | None] = {}
+    nested: set[str] = set()
+    growth: list[GrowthRow] = []
+    dropped_at: list[tuple[str, ...]] = []
+    summary: _Summary | None = None
+    entries: list[Entry] = []
+    for i, commit in enumerate(log):
+        changed = summary is None
+        for ch in commit.changes:
+            if not ch.path.startswith(MESSAGES):
+                continue
+            name = ch.path[len(MESSAGES) :]
+            if "/" in name:
+                top = name.split("/", 1)[0]
+                if entry_name(top) is not None and top not in nested:
+                    nested.add(top)
+                    replayer.diags.report(replayer.where(commit.sha, top), "not_a_file",
+                                          "an entry name that is a folder cannot be read")
+                continue
+            changed = True
+            if ch.status == "D":
+                state.pop(name, None)
+            else:
+                old = state.get(name)
+                state[name] = (ch.blob, ch.mode, old[2] if old else i)
+        if changed:
+            entries, key = [], []
+            for name in sorted(state, key=_sort_key):
+                oid, mode, added = state[name]
+                item = (name, oid, mode, added)
+                if item not in made:
+                    parsed = entry_name(name)
+                    rec = steps.of(added)
+                    fam = provider_family(rec.provider if rec else None, parsed.origin if parsed else None)
+                    made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, fam)
+                entry = made[item]
+                if entry is not None:
+                    entries.append(entry)
+                    key.append((name, oid, _usage_tag(entry)))
+            summary = replayer.summary(entries, tuple(key))
+        assert summary is not None
+        dropped_at.append(summary.dropped)
+        growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
+                                context_tokens=summary.context_tokens, orphans=len(summary.dropped),
+                                at=commit.time, commit=commit.sha))
+    added_at = {name: added for name, (_oid, _mode, added) in state.items()}
+    conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
+    _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, dropped_at)
+    return conv
+
+
+def _usage_tag(entry: Entry) -> str:
+    u = entry.usage
+    return "" if u is None else f"{u.input_total_tokens}/{u.output_tokens}/{u.reasoning_tokens}"
+
+
+def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],
+                dropped_at: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+    index = index_of.get(commit)
+    if index is not None:
+        return dropped_at[index]
+    try:  # a read state no longer on the branch (history rewritten): replay its tree alone
+        _sha, entries = replayer.entries_at(commit)
+    except GitError as err:
+        replayer.diags.report(f"{replayer.repo.git_dir}@{commit}", "unknown_commit", str(err))
+        return None
+    return tuple(assemble(entries).dropped_orphans)
+
+
+def _attach_steps(
+    conv: Conversation, replayer: Replayer, branch: _Branch, records: list[StepRecord], steps: _Steps,
+    index_of: dict[str, int], added_at: dict[str, int], dropped_at: list[tuple[str, ...]],
+) -> None:
+    entries = conv.entries
+    assert isinstance(entries, list)
+    assembly = [OrphanRow(t, "assembly", None, branch.head) for t in (dropped_at[-1] if dropped_at else ())]
+    output_of: dict[int, Entry] = {}  # step -> the model entry it committed
+    step_of: dict[str, StepRecord | None] = {}
+    for e in entries:
+        rec = step_of[e.id or ""] = steps.of(added_at[e.id or ""])
+        if rec is not None and e.side == "assistant":
+            output_of[rec.step] = e
+    usage: list[UsageRow] = []
+    metered: set[int] = set()
+    for rec in records:
+        last = rec.attempts[-1] if rec.attempts else None
+        sealing = rec.sealing
+        conv.steps.append(StepRow(
+            branch.agent_id, rec.step, rec.commit, rec.started_at, rec.ended_at, rec.model, rec.provider,
+            rec.dropped_orphans, len(rec.attempts), sealing.finish_reason if sealing else None,
+            last.error if last is not None else None,
+        ))
+        conv.recorded_orphans += [OrphanRow(t, "record", rec.step, rec.commit) for t in rec.dropped_orphans or ()]
+        dropped = _dropped_at(replayer, rec.commit, index_of, dropped_at) if rec.commit else None
+        assembly += [OrphanRow(t, "assembly", rec.step, rec.commit) for t in dropped or ()]
+        out = output_of.get(rec.step)
+        for attempt in rec.attempts:
+            model = rec.model or attempt.model or (out.model if out else None)
+            u = normalize_usage(attempt.usage, provider_family(rec.provider, model))
+            if u is None:
+                continue
+            metered.add(rec.step)
+            sealed = attempt is sealing
+            linked = out if sealed else None
+            usage.append(UsageRow(
+                u, linked.id if linked else None, linked.position if linked else None, model, rec.provider,
+                rec.ended_at, attempt.number, sealed, "response",
+            ))
+    for e in entries:
+        rec = step_of[e.id or ""]
+        if e.usage is not None and (rec is None or rec.step not in metered):
+            usage.append(UsageRow(e.usage, e.id, e.position, e.model, rec.provider if rec else None, e.created_at,
+                                  found_in="entry"))
+    conv.usage = usage
+    conv.assembly_orphans = assembly
+
+
+def _has_agents(git_dir: Path) -> bool:
+    if (git_dir / "refs" / "heads" / "agents").is_dir():
+        return True
+    try:
+        with open(git_dir / "packed-refs", "rb") as fh:
+            return any(b" refs/heads/agents/" in line for line in fh)
+    except OSError:
+        return False
+
+
+def _workspaces(path: Path, limit: int | None = None) -> list[tuple[Path, Path | None]]:
+    """``(git_dir, steps_dir)`` of each workspace at or directly under ``path``."""
+    git_dir = find_git_dir(path)
+    if git_dir is not None:
+        if git_dir.name == "repo.git" and (git_dir.parent / "steps").is_dir():
+            return [(git_dir, git_dir.parent / "steps")]
+        return [(git_dir, None)] if git_dir.name == "repo.git" or _has_agents(git_dir) else []
+    base = path / "workspaces" if (path / "workspaces").is_dir() else path
+    found: list[tuple[Path, Path | None]] = []
+    try:
+        children = sorted(base.iterdir())
+    except OSError:
+        return found
+    for child in children:
+        repo = child / "repo.git"
+        if child.name.startswith(".") or not (repo.is_dir() and is_git_dir(repo)):
+            continue
+        found.append((repo, child / "steps" if (child / "steps").is_dir() else None))
+        if limit is not None and len(found) >= limit:
+            break
+    return found
+
+
+def assemble_commit(repo: str | os.PathLike[str], rev: str) -> Assembled:
+    """Replay one git revision: assemble the ``messages/`` of its tree as litany would.
+
+    Args:
+        repo: a workspace (holding ``repo.git/``), a bare repository, or a work tree.
+        rev: any revision: a branch (``agents/x``), a commit id, ``agents/x~3``.
+
+    Returns:
+        The wire messages and the dropped orphan ids. Entries that cannot be read are left
+        out (``load`` reports them as diagnostics).
+
+    Raises:
+        GitError: ``repo`` is not a git repository, or ``rev`` names no commit in it.
+
+    Example:
+        >>> asm = assemble_commit("data/samples/litany/workspaces/demo", "agents/x~3")  # doctest: +SKIP
+    """
+    path = Path(os.path.expanduser(os.fspath(repo)))
+    git_dir = find_git_dir(path)
+    if git_dir is None:
+        raise GitError(f"not a git repository or litany workspace: {path}")
+    replayer = Replayer(GitRepo(git_dir), Diagnostics("litany"))
+    _sha, entries = replayer.entries_at(rev)
+    return assemble(entries)

@@ -1,0 +1,184 @@
+"""Litany step records: ``steps/<agent-id>/NNN/`` beside the repository, outside git.
+
+Each step folder (1-indexed, zero-padded; ``driver.log`` and other files beside them are not
+steps) holds
+
+* ``meta.json``: ``{"commit", "config_commit"?, "workflow_commit"?, "provider"?,
+  "dropped_orphans"?, "started_at", "ended_at"}``, pretty-printed; older records lack the
+  optional fields;
+* ``request.json``: the request sent, whose ``model`` names the step's model;
+* ``response.json``: brazen stream events as JSON lines, one segment per attempt, each ending
+  ``{"type":"end"}``. ``usage`` events are cumulative within an attempt: each counter is
+  taken as last reported, a ``null`` leaving the earlier value standing (litany's
+  ``UsageReport::fold``). An attempt ending in ``error`` was discarded; the sealing attempt is
+  the last one that finished without error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .base import Diagnostics
+
+__all__ = ["Attempt", "StepRecord", "parse_response", "read_steps"]
+
+
+@dataclass
+class Attempt:
+    """One attempt segment of ``response.json``."""
+
+    number: int
+    usage: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    ended: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the attempt finished without an error."""
+        return self.error is None and self.finish_reason is not None
+
+
+@dataclass
+class StepRecord:
+    """What one step folder says."""
+
+    step: int
+    path: Path
+    commit: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    provider: str | None = None
+    dropped_orphans: tuple[str, ...] | None = None
+    model: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def sealing(self) -> Attempt | None:
+        """The attempt whose output was kept: the last that finished without error."""
+        for attempt in reversed(self.attempts):
+            if attempt.succeeded:
+                return attempt
+        return None
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _json(path: Path, diags: Diagnostics) -> Any:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        diags.report(path, "unreadable", str(err))
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as err:
+        diags.report(path, "bad_json", str(err))
+        return None
+
+
+def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, Path]]:
+    try:
+        children = list(agent_dir.iterdir())
+    except OSError:
+        return
+    found = [(int(c.name), c) for c in children if c.name.isascii() and c.name.isdigit() and c.is_dir()]
+    yield from sorted(found)
+
+
+def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
+    """Every step record under ``steps/<agent-id>/``, in step order."""
+    steps = []
+    for number, folder in _step_dirs(agent_dir):
+        rec = StepRecord(number, folder)
+        meta = _json(folder / "meta.json", diags)
+        if isinstance(meta, dict):
+            rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
+            rec.started_at = _time(meta.get("started_at"))
+            rec.ended_at = _time(meta.get("ended_at"))
+            rec.provider = meta.get("provider") if isinstance(meta.get("provider"), str) else None
+            dropped = meta.get("dropped_orphans")
+            if isinstance(dropped, list):
+                rec.dropped_orphans = tuple(str(d) for d in dropped)
+        elif meta is None and not (folder / "meta.json").exists():
+            diags.report(folder / "meta.json", "missing_file", "the step has no meta.json (an unfinished step?)")
+        else:
+            diags.report(folder / "meta.json", "unknown_schema", "meta.json is not a JSON object")
+        request = _json(folder / "request.json", diags)
+        if isinstance(request, dict) and isinstance(request.get("model"), str):
+            rec.model = request["model"]
+        response = folder / "response.json"
+        try:
+            data = response.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        except OSError as err:
+            diags.report(response, "unreadable", str(err))
+            data = b""
+        rec.attempts = parse_response(data, response, diags)
+        steps.append(rec)
+    return steps
+
+
+def _error_text(event: dict[str, Any]) -> str:
+    message = event.get("message")
+    kind = event.get("kind")
+    text = message if isinstance(message, str) else "error"
+    if isinstance(kind, str):
+        return f"{kind}: {text}"
+    if isinstance(kind, dict) and kind:
+        return f"{next(iter(kind))}: {text}"
+    return text
+
+
+def parse_response(data: bytes, path: Path, diags: Diagnostics) -> list[Attempt]:
+    """Split ``response.json`` into attempts (see the module docs)."""
+    attempts: list[Attempt] = []
+    current: Attempt | None = None
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError as err:
+            diags.report(path, "bad_json", str(err), line=number)
+            continue
+        if not isinstance(event, dict):
+            diags.report(path, "bad_json", "a stream event is not a JSON object", line=number)
+            continue
+        if current is None:
+            current = Attempt(len(attempts) + 1)
+            attempts.append(current)
+        kind = event.get("type")
+        if kind == "message_start" and isinstance(event.get("model"), str):
+            current.model = event["model"]
+        elif kind == "usage":
+            for counter, value in event.items():
+                if counter not in ("type", "v") and value is not None:
+                    current.usage[counter] = value
+        elif kind == "finish":
+            reason = event.get("reason")
+            current.finish_reason = reason if isinstance(reason, str) else "unknown"
+        elif kind == "error":
+            current.error = _error_text(event)
+        elif kind == "end":
+            current.ended = True
+            current = None
+    return attempts
