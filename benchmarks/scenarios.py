@@ -1,0 +1,267 @@
+"""The measured callables: this toolkit through its public API, and each baseline.
+
+Every function here takes JSON-able keyword arguments, does its setup (imports, warm-up) and
+returns the zero-argument callable :mod:`measure` times. The callable returns a small summary
+(row counts) so a run that did no work shows up in the results.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from generate import SAFE_GIT, safe_git_env
+
+Summary = dict[str, Any]
+Timed = Callable[[], Summary]
+
+
+def record_files(home: str, limit_fraction: float = 1.0) -> list[str]:
+    """The ``conversation.jsonl`` files under a murmur home, sorted; the first fraction of them."""
+    files = sorted(str(p) for p in Path(home).glob("*/*/conversation.jsonl"))
+    if limit_fraction < 1.0:
+        files = files[: max(1, int(len(files) * limit_fraction))]
+    return files
+
+
+# ---------------------------------------------------------------------------------------------
+# murmur-analysis, through the public API only
+
+
+def toolkit_load(path: str, tables: list[str], source: str | None = None) -> Timed:
+    """``ma.load(path).tables[...]``: the whole pipeline to Arrow tables."""
+    import murmur_analysis as ma
+
+    def run() -> Summary:
+        corpus = ma.load(path, source=source)
+        return {name: corpus.tables[name].num_rows for name in tables}
+
+    return run
+
+
+def toolkit_first_page(record: str) -> Timed:
+    """``ma.read_messages(record, limit=100)`` in a fresh process: the cold first page."""
+    import murmur_analysis as ma
+
+    def run() -> Summary:
+        page = ma.read_messages(record, limit=100)
+        return {"messages": len(page.messages), "total": page.total, "next": page.next_cursor}
+
+    return run
+
+
+def toolkit_walk(record: str) -> Timed:
+    """``ma.walk(record)``: every message, newest first, a page at a time."""
+    import murmur_analysis as ma
+
+    def run() -> Summary:
+        n = chars = 0
+        for message in ma.walk(record):
+            n += 1
+            chars += len(message.content)
+        return {"messages": n, "content_chars": chars}
+
+    return run
+
+
+def toolkit_warm_page(record: str, prime_first_page: bool = True) -> Timed:
+    """The first page again after a whole walk in the same process.
+
+    With ``prime_first_page`` the process has also read a first page (the default reader's
+    cache holds the record); without it only ``ma.walk`` ran, which shows whether a walk warms
+    the reader ``ma.read_messages`` uses.
+    """
+    import murmur_analysis as ma
+
+    if prime_first_page:
+        ma.read_messages(record, limit=100)
+    for _ in ma.walk(record):
+        pass
+
+    def run() -> Summary:
+        page = ma.read_messages(record, limit=100)
+        return {"messages": len(page.messages), "total": page.total}
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Baselines: what a user would otherwise reach for
+
+
+def pandas_read_json(files: list[str]) -> Timed:
+    """``pandas.read_json(lines=True)`` per file, concatenated."""
+    import pandas as pd
+
+    def run() -> Summary:
+        frames = [pd.read_json(f, lines=True) for f in files]
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return {"rows": len(frame), "columns": len(frame.columns)}
+
+    return run
+
+
+def polars_read_ndjson(files: list[str]) -> Timed:
+    """``polars.read_ndjson`` over every file in one call, ``content`` declared a string.
+
+    Left to infer, polars refuses a record whose tool bodies are sometimes a string and
+    sometimes a list (and infers a multi-file schema from the first file only); declared a
+    string, nested content is re-serialized by polars, not always correctly
+    (pola-rs/polars#26574, see tests/test_benchmark_engines.py).
+    """
+    import polars as pl
+
+    def run() -> Summary:
+        frame = pl.read_ndjson(files, schema_overrides={"content": pl.String}, infer_schema_length=None)
+        return {"rows": frame.height, "columns": frame.width}
+
+    return run
+
+
+def _arrow(result: Any) -> Any:
+    """A DuckDB result as a ``pa.Table`` (the method's name changed across DuckDB releases)."""
+    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        method = getattr(result, name, None)
+        if method is not None:
+            return method()
+    raise AttributeError("this DuckDB cannot return Arrow tables")
+
+
+def duckdb_read_json_auto(files: list[str]) -> Timed:
+    """DuckDB ``read_json_auto`` to an Arrow table (schema inferred, no tool pairing)."""
+    import duckdb
+
+    con = duckdb.connect()
+
+    def run() -> Summary:
+        table = _arrow(con.execute("SELECT * FROM read_json_auto(?, union_by_name=true)", [files]))
+        return {"rows": table.num_rows, "columns": table.num_columns}
+
+    return run
+
+
+MURMUR_COLUMNS = {"role": "VARCHAR", "id": "VARCHAR", "content": "JSON", "tool_call_id": "VARCHAR",
+                  "is_error": "BOOLEAN", "source_id": "VARCHAR"}
+
+
+def duckdb_read_ndjson_columns(files: list[str]) -> Timed:
+    """DuckDB ``read_ndjson`` with the murmur columns declared (``content`` kept as JSON text)."""
+    import duckdb
+
+    con = duckdb.connect()
+    columns = "{" + ", ".join(f"'{k}': '{v}'" for k, v in MURMUR_COLUMNS.items()) + "}"
+
+    def run() -> Summary:
+        table = _arrow(con.execute(f"SELECT * FROM read_ndjson(?, columns={columns})", [files]))
+        return {"rows": table.num_rows, "columns": table.num_columns}
+
+    return run
+
+
+def orjson_loop(files: list[str]) -> Timed:
+    """``orjson.loads`` on every line, results dropped: the single-core parse floor."""
+    import orjson
+
+    loads = orjson.loads
+
+    def run() -> Summary:
+        n = 0
+        for name in files:
+            with open(name, "rb") as f:
+                for line in f:
+                    if line.strip():
+                        loads(line)
+                        n += 1
+        return {"rows": n}
+
+    return run
+
+
+def tail_page(record: str, lines: int = 100) -> Timed:
+    """Read the last ``lines`` lines from the end of the file and parse them (no validation of the rest)."""
+    import orjson
+
+    def run() -> Summary:
+        with open(record, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            end = f.tell()
+            buf = b""
+            pos = end
+            while pos > 0 and buf.count(b"\n") <= lines:
+                step = min(1 << 20, pos)
+                pos -= step
+                f.seek(pos)
+                buf = f.read(step) + buf
+        tail = [x for x in buf.split(b"\n") if x.strip()][-lines:]
+        parsed = [orjson.loads(x) for x in reversed(tail)]
+        return {"messages": len(parsed)}
+
+    return run
+
+
+def git_walk(repo: str) -> Timed:
+    """Plain git plumbing: one ``git log --raw -z`` over every agent branch, then one
+    ``git cat-file --batch`` reading each ``messages/`` blob once, parsing the JSON ones.
+
+    Per commit it counts the ``messages/`` files added or changed, so it sees every commit.
+    """
+    import orjson
+
+    env = safe_git_env()
+
+    def run() -> Summary:
+        log = subprocess.run(
+            [*SAFE_GIT, "--git-dir", repo, "log", "--raw", "-z", "--no-abbrev", "--no-renames",
+             "--format=%x01%H %P", "--branches=agents/*"],
+            env=env, capture_output=True, check=True,
+        ).stdout
+        blobs: dict[str, str] = {}
+        commits = changes = 0
+        tokens = log.split(b"\0")
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i].lstrip(b"\n")
+            if tok.startswith(b"\x01"):
+                commits += 1
+            elif tok.startswith(b":"):
+                path = tokens[i + 1].decode()
+                i += 1
+                fields = tok.split()
+                if path.startswith("messages/") and fields[4] != b"D":
+                    changes += 1
+                    blobs.setdefault(fields[3].decode(), path)
+            i += 1
+        proc = subprocess.Popen([*SAFE_GIT, "--git-dir", repo, "cat-file", "--batch"], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        shas = list(blobs)
+
+        def feed() -> None:
+            assert proc.stdin is not None
+            proc.stdin.write("".join(s + "\n" for s in shas).encode())
+            proc.stdin.close()
+
+        writer = threading.Thread(target=feed)
+        writer.start()
+        out = proc.stdout
+        parsed = nbytes = 0
+        for sha in shas:
+            header = out.readline().split()
+            size = int(header[2])
+            data = out.read(size)
+            out.read(1)
+            nbytes += size
+            if blobs[sha].endswith(".json"):
+                orjson.loads(data)
+            else:
+                data.decode()
+            parsed += 1
+        writer.join()
+        proc.wait()
+        return {"commits": commits, "message_changes": changes, "blobs": parsed, "bytes": nbytes}
+
+    return run
