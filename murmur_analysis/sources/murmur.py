@@ -1,0 +1,522 @@
+"""The murmur source: conversation records, joined to their sessions' traces.
+
+murmur keeps one record per (record store, context id) at
+``~/.murmur/conversations/<record>/<context-id>/conversation.jsonl``: one JSON message per line,
+appended by the runtime while it runs. This source finds records under a murmur home, its
+``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``,
+and decodes each one as a stream, with the cursor core's line rules (so its messages are
+exactly the ones :func:`~murmur_analysis.cursor.read_messages` pages):
+
+* blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
+  and reported with its 1-based line number; line 1 may be the ``murmur.record`` header (not a
+  message; its ``truncated`` marker is reported and sets ``truncated_dropped``);
+* an unterminated last line that is not JSON is a line still being written: it is no message
+  and is reported (``partial_line``) only once the file has been still for ``settle_seconds``.
+
+Each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the line, so the
+cursor core lowers it exactly as murmur's host does). Token usage, tool timings, compactions and
+retention come from session traces (:mod:`.murmur_trace`); the join rules are in
+``docs/tokens.md`` (``## murmur``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections import deque
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+
+from ..cursor import header_of, parse_line
+from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
+from .base import Conversation, Diagnostics, GrowthRow, Source, ToolMeta, UsageRow
+from .murmur_trace import Inference, Task, TraceIndex, discover, trace_files
+
+__all__ = ["MurmurSource"]
+
+RECORD_NAME = "conversation.jsonl"
+CONVERSATIONS = "conversations"
+_CHUNK = 8 << 20
+_PEEK = 1 << 20
+_TITLE_CHARS = 80
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_NOT_JSON = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    """One record file and the two path segments that name it."""
+
+    path: Path
+    record: str
+    context_id: str
+
+    @property
+    def conversation_id(self) -> str:
+        return f"{self.record}/{self.context_id}"
+
+
+def _visible_dirs(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def _before(at_ms: int | None, created_ms: int) -> bool:
+    return at_ms is not None and at_ms < created_ms
+
+
+def _ms(at: datetime | None) -> int | None:
+    if at is None:
+        return None
+    delta = at - datetime(1970, 1, 1, tzinfo=UTC)
+    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+
+
+class _Join:
+    """Trace facts joined to one record's entries while they stream, in position order.
+
+    The inference -> message rule (``docs/tokens.md``):
+
+    1. an ``inference`` carrying ``message_ids`` answers with the first assistant message
+       after the last id it embedded;
+    2. otherwise, within one task, the n-th agent-loop ``inference`` answers with the n-th
+       assistant message minted during that task (``task_start`` to ``task_end``, read from
+       the message id's UUIDv7 time);
+    3. hook-made inferences (``origin`` set) answer no record message; in a record whose
+       front retention dropped, rule 2 is not applied to tasks that began before the drop.
+
+    Compactions are placed after the last message minted at or before them.
+    """
+
+    def __init__(self, tasks: Sequence[Task], cutoff_ms: int | None) -> None:
+        self.tasks = list(tasks)
+        self.starts = [t.start_ms if t.start_ms is not None else -1 for t in self.tasks]
+        self.queues: list[deque[Inference]] = []
+        self.after: dict[str, list[Inference]] = {}
+        for task in self.tasks:
+            queue: deque[Inference] = deque()
+            positional = cutoff_ms is None or (task.start_ms is not None and task.start_ms > cutoff_ms)
+            for inference in task.inferences:
+                if inference.hook:
+                    continue
+                if inference.message_ids:
+                    self.after.setdefault(inference.message_ids[-1], []).append(inference)
+                elif positional:
+                    queue.append(inference)
+            self.queues.append(queue)
+        self.armed: deque[Inference] = deque()
+        self.joined: dict[int, tuple[str | None, int]] = {}
+        comps = [c for t in self.tasks for c in t.compactions]
+        comps.sort(key=lambda c: (c.at_ms is None, c.at_ms or 0))
+        self.compactions = comps
+        self.comp_positions: list[int | None] = []
+        self.task: int | None = None
+        self.last: int | None = None
+        self.count = 0
+
+    def claim(self, position: int, msg_id: str | None, role: str, created_ms: int | None) -> Inference | None:
+        """Take one entry; return the inference it is the response of, if any."""
+        comps = self.compactions
+        if comps and created_ms is not None:
+            done = self.comp_positions
+            while len(done) < len(comps) and _before(comps[len(done)].at_ms, created_ms):
+                done.append(self.last)
+        self.last = position
+        self.count += 1
+        if created_ms is not None and self.tasks:
+            i = bisect.bisect_right(self.starts, created_ms) - 1
+            task = self.tasks[i] if i >= 0 else None
+            self.task = i if task is not None and (task.end_ms is None or created_ms <= task.end_ms) else None
+        found: Inference | None = None
+        if role == "assistant":
+            if self.armed:
+                found = self.armed.popleft()
+            elif self.task is not None and self.queues[self.task]:
+                found = self.queues[self.task].popleft()
+            if found is not None:
+                self.joined[found.index] = (msg_id, position)
+        if msg_id is not None and self.after:
+            waiting = self.after.pop(msg_id, None)
+            if waiting:
+                self.armed.extend(waiting)
+        return found
+
+    def usage_rows(self) -> list[UsageRow]:
+        """One row per inference of the record's tasks, in trace order."""
+        rows: list[UsageRow] = []
+        for task in self.tasks:
+            for inf in task.inferences:
+                msg_id, seq = self.joined.get(inf.index, (None, None))
+                rows.append(UsageRow(inf.usage, msg_id, seq, inf.model, inf.provider, inf.at, found_in="trace"))
+        return rows
+
+    def growth_rows(self) -> list[GrowthRow]:
+        """One ``compaction`` row per compaction, at the last message minted before it."""
+        rows: list[GrowthRow] = []
+        for n, comp in enumerate(self.compactions):
+            position = self.comp_positions[n] if n < len(self.comp_positions) else self.last
+            rows.append(
+                GrowthRow(
+                    position=position if position is not None else 0,
+                    event="compaction",
+                    messages=(position + 1) if position is not None else 0,
+                    context_tokens=comp.tokens_after,
+                    at=comp.at,
+                    tokens_before=comp.tokens_before,
+                    tokens_after=comp.tokens_after,
+                )
+            )
+        return rows
+
+
+class MurmurSource(Source):
+    """murmur conversation records, with usage and tool timings from session traces.
+
+    Args:
+        sessions: session paths to join: a ``trace.jsonl``, a session workdir, a folder of
+            them (``<manifest-dir>/workdir``, ``<workdir>/.murmur``), or a folder holding one of
+            those. ``ma.load(path, options={"murmur": {"sessions": [...]}})``.
+        discover_sessions: also join the traces found under the murmur home being loaded
+            (``formations/*/*/.murmur/*/`` and ``sessions/*``).
+        settle_seconds: how long a file must be unchanged before its unterminated, unparsable
+            last line is reported as ``partial_line`` rather than taken as still being written.
+
+    Example:
+        >>> import murmur_analysis as ma
+        >>> corpus = ma.load("~/.murmur", options={"murmur": {"sessions": ["~/proj/workdir"]}})  # doctest: +SKIP
+    """
+
+    name: ClassVar[str] = "murmur"
+    description: ClassVar[str] = "murmur conversation records (~/.murmur/conversations), joined to session traces"
+
+    def __init__(
+        self,
+        *,
+        sessions: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        discover_sessions: bool = True,
+        settle_seconds: float = 5.0,
+    ) -> None:
+        if sessions is None:
+            paths: list[Path] = []
+        elif isinstance(sessions, str | os.PathLike):
+            paths = [Path(os.path.expanduser(os.fspath(sessions)))]
+        else:
+            paths = [Path(os.path.expanduser(os.fspath(p))) for p in sessions]
+        self.sessions = paths
+        self.discover_sessions = discover_sessions
+        self.settle_seconds = float(settle_seconds)
+        self._index: TraceIndex | None = None
+
+    # ---------------------------------------------------------------------------- finding
+
+    def guess_can_open(self, path: Path) -> bool:
+        """A ``conversation.jsonl``, or a folder holding records at one of murmur's depths."""
+        if path.is_file():
+            return path.name == RECORD_NAME
+        if not path.is_dir():
+            return False
+        if (path / RECORD_NAME).is_file() or (path / CONVERSATIONS).is_dir():
+            return True
+        for n, child in enumerate(_visible_dirs(path)):
+            if n >= 64:
+                break
+            if (child / RECORD_NAME).is_file():
+                return True
+            if path.name == CONVERSATIONS and any((g / RECORD_NAME).is_file() for g in _visible_dirs(child)[:64]):
+                return True
+        return False
+
+    def _records(self, path: Path) -> Iterator[_Record]:
+        if path.is_file():
+            yield _Record(path, path.parent.parent.name, path.parent.name)
+            return
+        if (path / RECORD_NAME).is_file():
+            yield _Record(path / RECORD_NAME, path.parent.name, path.name)
+            return
+        root = path / CONVERSATIONS if (path / CONVERSATIONS).is_dir() else path
+        children = _visible_dirs(root)
+        if root is path and path.name != CONVERSATIONS and any((c / RECORD_NAME).is_file() for c in children):
+            records = [path]  # a record folder
+        else:
+            records = children
+        for record in records:
+            for context in _visible_dirs(record):
+                file = context / RECORD_NAME
+                if file.is_file():
+                    yield _Record(file, record.name, context.name)
+
+    @staticmethod
+    def _home(path: Path) -> Path | None:
+        if path.is_dir() and (path / CONVERSATIONS).is_dir():
+            return path
+        for candidate in (path, *list(path.parents)[:3]):
+            if candidate.name == CONVERSATIONS:
+                return candidate.parent
+        return None
+
+    def _build_index(self, path: Path, diagnostics: Diagnostics) -> TraceIndex:
+        traces: list[Path] = []
+        for session in self.sessions:
+            found = trace_files(session)
+            if not found:
+                diagnostics.report(session, "no_trace", "no trace.jsonl found at this sessions path")
+            traces.extend(found)
+        home = self._home(path) if self.discover_sessions else None
+        if home is not None:
+            traces.extend(discover(home))
+        return TraceIndex(diagnostics, self.settle_seconds).add_all(traces)
+
+    # ---------------------------------------------------------------------------- decoding
+
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+        """Every record under ``path``, each joined to its sessions (see the module doc)."""
+        index = self._build_index(path, diagnostics)
+        self._index = index
+        by_context: dict[str, list[_Record]] = {}
+        for rec in self._records(path):
+            by_context.setdefault(rec.context_id, []).append(rec)
+            yield self._conversation(rec, index, diagnostics)
+        for event in index.retentions:
+            if event.store not in (None, "records"):
+                continue
+            for target in event.targets:
+                detail = (
+                    f"retention ({event.reason or 'unknown reason'}) acted on context {target}"
+                    + (f", dropping {event.messages_dropped} message(s)" if event.messages_dropped is not None else "")
+                    + f"; recorded in {event.trace} line {event.line}"
+                )
+                recs = by_context.get(target)
+                if recs:
+                    for rec in recs:
+                        diagnostics.report(rec.path, "retention", detail)
+                else:
+                    diagnostics.report(event.trace, "retention", detail + " (no such record loaded)", event.line)
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Decode one record again (joined to the traces the last :meth:`open` read)."""
+        assert isinstance(key, tuple) and len(key) == 3
+        path, record, context_id = key
+        index = self._index if self._index is not None else TraceIndex(diagnostics)
+        return self._conversation(_Record(Path(path), record, context_id), index, diagnostics)
+
+    def _conversation(self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics) -> Conversation:
+        header = self._peek_header(rec.path)
+        marker = header.get("truncated") if header else None
+        dropped: int | None = None
+        cutoff: int | None = None
+        if isinstance(marker, dict):
+            raw_dropped = marker.get("dropped")
+            dropped = raw_dropped if type(raw_dropped) is int else None
+            last_id = marker.get("last_dropped_id")
+            at_ms = marker.get("at_ms")
+            cutoff = _ms(uuid7_datetime(last_id)) if isinstance(last_id, str) else None
+            if cutoff is None:
+                cutoff = at_ms if type(at_ms) is int else (1 << 62)
+            diagnostics.report(
+                rec.path,
+                "truncated_record",
+                f"retention dropped {raw_dropped} message(s) from the front of this record "
+                f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole conversation",
+                1,
+            )
+        tasks = index.for_record(rec.record, rec.context_id)
+        conv = Conversation(
+            source=self.name,
+            conversation_id=rec.conversation_id,
+            entries=(),
+            key=(str(rec.path), rec.record, rec.context_id),
+            path=str(rec.path),
+            truncated_dropped=dropped,
+        )
+        join: _Join | None = None
+        if tasks:
+            join = _Join(tasks, cutoff)
+            conv.usage = []
+            conv.growth = []
+            meta: dict[str, ToolMeta] = {}
+            for task in tasks:
+                meta.update(task.tool_meta)
+            conv.tool_meta = meta
+            conv.extra["sessions"] = sorted({t.session_id for t in tasks if t.session_id})
+            summaries = [c.summary for t in tasks for c in t.compactions if c.summary is not None]
+            if summaries:
+                conv.extra["compaction_summaries"] = summaries
+        conv.entries = self._stream(rec, conv, join, diagnostics)
+        return conv
+
+    @staticmethod
+    def _peek_header(path: Path) -> dict[str, Any] | None:
+        try:
+            with path.open("rb") as f:
+                head = f.read(_PEEK)
+        except OSError:
+            return None
+        first = head.split(b"\n", 1)[0]
+        try:
+            return header_of(parse_line(first))
+        except ValueError:
+            return None
+
+    def _stream(
+        self, rec: _Record, conv: Conversation, join: _Join | None, diagnostics: Diagnostics
+    ) -> Iterator[Entry]:
+        """The record's entries, read in large chunks, one line dict alive at a time.
+
+        When the stream ends it hands the joined usage and compaction rows to ``conv`` (the
+        frame builder reads them after the entries).
+        """
+        path = rec.path
+        try:
+            f = path.open("rb")
+        except OSError as err:
+            diagnostics.report(path, "unreadable", f"could not open: {err.strerror or err}")
+            return
+        with f:
+            try:
+                st = os.fstat(f.fileno())
+            except OSError as err:
+                diagnostics.report(path, "unreadable", f"could not stat: {err.strerror or err}")
+                return
+            settled = time.time() - st.st_mtime >= self.settle_seconds
+            remaining = st.st_size
+            position = 0
+            line_no = 0
+            carry = b""
+            loads = _loads
+            decode_error = _JSONDecodeError
+            entry_of = self._entry
+            while remaining > 0:
+                try:
+                    chunk = f.read(min(_CHUNK, remaining))
+                except OSError as err:
+                    diagnostics.report(path, "unreadable", f"read failed: {err.strerror or err}", line_no + 1)
+                    break
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                data = carry + chunk if carry else chunk
+                lines = data.split(b"\n")
+                carry = lines.pop()
+                del data
+                for raw in lines:
+                    line_no += 1
+                    try:
+                        value = loads(raw)
+                    except decode_error:
+                        value = self._slow_line(raw, line_no, True, settled, path, diagnostics)
+                        if value is _NOT_JSON:
+                            continue
+                    if type(value) is dict and type(value.get("role")) is str:
+                        yield entry_of(value, position, line_no, conv, join, path, diagnostics)
+                        position += 1
+                    elif not (line_no == 1 and header_of(value) is not None):
+                        diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped",
+                                           line_no)
+            if carry:
+                line_no += 1
+                value = self._slow_line(carry, line_no, False, settled, path, diagnostics)
+                if value is not _NOT_JSON:
+                    if isinstance(value, dict) and isinstance(value.get("role"), str):
+                        yield entry_of(value, position, line_no, conv, join, path, diagnostics)
+                        position += 1
+                    elif not (line_no == 1 and header_of(value) is not None) and settled:
+                        diagnostics.report(path, "partial_line",
+                                           f"line {line_no} is not a message (an unterminated last line) and was "
+                                           "skipped", line_no)
+        if join is not None:
+            assert conv.usage is not None and conv.growth is not None
+            conv.usage.extend(join.usage_rows())
+            conv.growth.extend(join.growth_rows())
+
+    @staticmethod
+    def _slow_line(
+        raw: bytes, line_no: int, terminated: bool, settled: bool, path: Path, diagnostics: Diagnostics
+    ) -> Any:
+        """A line orjson refused: blank, CR-ended, wider-than-64-bit numbers, or not JSON.
+
+        Returns the parsed value, or ``_NOT_JSON`` for a line that is no JSON value (reported
+        unless blank, or unless it is an unterminated last line of a file still being written).
+        """
+        if terminated and raw.endswith(b"\r"):
+            raw = raw[:-1]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            if terminated or settled:
+                diagnostics.report(path, "bad_utf8", f"line {line_no} is not valid UTF-8 and was skipped", line_no)
+            return _NOT_JSON
+        if not text.strip():
+            return _NOT_JSON
+        try:
+            return parse_line(raw)
+        except ValueError:
+            if terminated:
+                diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped", line_no)
+            elif settled:
+                diagnostics.report(path, "partial_line",
+                                   f"line {line_no} is not a message (an unterminated last line) and was skipped",
+                                   line_no)
+            return _NOT_JSON
+
+    @staticmethod
+    def _entry(
+        line: dict[str, Any],
+        position: int,
+        line_no: int,
+        conv: Conversation,
+        join: _Join | None,
+        path: Path,
+        diagnostics: Diagnostics,
+    ) -> Entry:
+        role: str = line["role"]
+        msg_id = line.get("id")
+        if type(msg_id) is not str:
+            msg_id = None
+        created = uuid7_datetime(msg_id) if msg_id is not None else None
+        source_id = line.get("source_id")
+        content = line.get("content")
+        blocks = blocks_from_wire(content, "murmur") if content is not None else ()
+        call_id: str | None = None
+        is_error: bool | None = None
+        if role == "tool":
+            raw_call = line.get("tool_call_id")
+            call_id = raw_call if type(raw_call) is str else None
+            raw_error = line.get("is_error")
+            is_error = raw_error if type(raw_error) is bool else None
+            if call_id is not None:
+                blocks = (ToolResult(call_id, blocks if content is not None else None, is_error),)
+            else:
+                diagnostics.report(path, "missing_tool_call_id",
+                                   f"line {line_no}: a tool message names no tool_call_id; kept as text", line_no)
+        elif conv.title is None and role == "user":
+            for block in blocks:
+                if isinstance(block, Text) and block.text.strip():
+                    conv.title = block.text.strip().splitlines()[0][:_TITLE_CHARS]
+                    break
+        usage = model = None
+        if join is not None:
+            found = join.claim(position, msg_id, role, _ms(created))
+            if found is not None:
+                usage, model = found.usage, found.model
+        return Entry(
+            position=position,
+            side=role,
+            blocks=blocks,
+            id=msg_id,
+            model=model,
+            created_at=created,
+            source_id=source_id if type(source_id) is str else None,
+            usage=usage,
+            tool_call_id=call_id,
+            is_error=is_error,
+            raw=line,
+        )
