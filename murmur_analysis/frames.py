@@ -103,7 +103,9 @@ class FrameBuilder:
             entries = sorted_entries(entries)
         messages = self.builders["messages"]
         growth = self.builders["growth"]
-        derive_growth = conv.growth is None
+        # Compaction rows are events on the message timeline, not a replacement of it: the
+        # per-message rows are derived unless the source gave rows of its own timeline.
+        derive_growth = conv.growth is None or all(g.event == "compaction" for g in conv.growth)
         usage_rows: list[UsageRow] = [] if conv.usage is None else conv.usage
         pairer = Pairer()
         first_at: datetime | None = None

@@ -134,6 +134,7 @@ class Conversation:
             usage on the entries"; a list replaces it (so nothing is counted twice).
         tool_meta: timings and outcomes per tool call id.
         growth: growth rows; ``None`` means one row per entry, derived by the frame builder.
+            A list holding only ``compaction`` rows adds them to the derived rows.
         steps: step records (litany).
         recorded_orphans: orphans the runtime itself recorded.
         assembly_orphans: orphans found by replaying states the entries alone do not show
