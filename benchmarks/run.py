@@ -1,0 +1,415 @@
+"""The side-by-side benchmarks: this toolkit and the baselines on the same data, in one run.
+
+``make bench`` runs this file. It generates the corpora it needs (``generate.py``; skipped when
+up to date), runs every scenario's tools each in fresh processes (``measure.py``), prints a
+markdown table per scenario with wall time, peak memory and the toolkit's ratio to each
+baseline, checks the targets, and writes ``benchmarks/RESULTS.md``.
+
+    python benchmarks/run.py                      # full scale (~3 GB of data, ~15 min)
+    python benchmarks/run.py --scale small        # a quick run (~1 min)
+    python benchmarks/run.py --only big-load --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from generate import DATA, SCALES, Paths, ensure, paths  # noqa: E402
+from measure import Measurement, measure  # noqa: E402
+from scenarios import record_files  # noqa: E402
+
+PANDAS_SLICE_ABOVE = 256 << 20  # bytes; bigger inputs run pandas on a tenth and scale up
+TOOLKIT = "murmur-analysis"
+
+
+@dataclass
+class Tool:
+    """One tool of a scenario."""
+
+    name: str
+    target: str
+    kwargs: dict[str, Any]
+    toolkit: bool = False
+    needs: str | None = None  # the toolkit source this row needs ("murmur", "litany")
+    scale_by: float = 1.0  # > 1: measured on a slice, wall and memory above the base scaled up
+    note: str = ""
+    repeat: int | None = None
+    result: Measurement = field(default_factory=Measurement)
+
+    @property
+    def wall(self) -> float | None:
+        w = self.result.wall_s
+        return None if w is None or not self.result.ok else w * self.scale_by
+
+    @property
+    def peak(self) -> float | None:
+        m = self.result
+        if m.peak_mb is None or not m.ok:
+            return None
+        if self.scale_by == 1.0 or m.base_mb is None:
+            return m.peak_mb
+        return m.base_mb + (m.peak_mb - m.base_mb) * self.scale_by
+
+
+@dataclass
+class Scenario:
+    """A dataset and the tools run on it."""
+
+    key: str
+    title: str
+    input_desc: str
+    input_bytes: int | None
+    tools: list[Tool]
+
+    def tool(self, name: str) -> Tool | None:
+        return next((t for t in self.tools if t.name == name), None)
+
+    def toolkit(self) -> Tool | None:
+        return next((t for t in self.tools if t.toolkit), None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Scenarios
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _tree_bytes(files: list[str]) -> int:
+    return sum(os.path.getsize(f) for f in files)
+
+
+def _pandas(files: list[str], slice_files: list[str], full_bytes: int, mode: str) -> Tool | None:
+    if mode == "skip":
+        return None
+    if mode == "full" or full_bytes <= PANDAS_SLICE_ABOVE:
+        return Tool("pandas.read_json(lines=True)", "scenarios:pandas_read_json", {"files": files}, repeat=1)
+    factor = full_bytes / _tree_bytes(slice_files)
+    return Tool("pandas.read_json(lines=True)", "scenarios:pandas_read_json", {"files": slice_files}, repeat=1,
+                scale_by=factor, note=f"run on the first {100 / factor:.0f}% of the input, scaled x{factor:.1f}")
+
+
+def build(p: Paths, pandas_mode: str) -> list[Scenario]:
+    """Every scenario on the datasets at ``p``."""
+    big = [str(p.big)]
+    big_bytes = _size(p.big)
+    small = record_files(str(p.small_home))
+    small_bytes = _tree_bytes(small)
+    big_mb = big_bytes / 1e6
+    json_baselines = lambda files: [  # noqa: E731
+        Tool("duckdb read_json_auto", "scenarios:duckdb_read_json_auto", {"files": files}),
+        Tool("duckdb read_ndjson (declared columns)", "scenarios:duckdb_read_ndjson_columns", {"files": files}),
+        Tool("polars.read_ndjson", "scenarios:polars_read_ndjson", {"files": files}),
+        Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": files}),
+    ]
+    litany_tables = ["messages", "tool_calls", "growth", "steps"]
+    scenarios = [
+        Scenario("big-load", "Big murmur record to the messages and tool_calls tables",
+                 f"1 record, {big_mb:,.0f} MB", big_bytes, [
+                     Tool(TOOLKIT, "scenarios:toolkit_load",
+                          {"path": str(p.big_home), "tables": ["messages", "tool_calls"]}, toolkit=True, needs="murmur",
+                          note="ma.load(home).tables"),
+                     *json_baselines(big),
+                     *filter(None, [_pandas(big, [str(p.big_slice)], big_bytes, pandas_mode)]),
+                 ]),
+        Scenario("small-load", "Many small murmur records to tables",
+                 f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes, [
+                     Tool(TOOLKIT, "scenarios:toolkit_load", {"path": str(p.small_home), "tables": ["messages",
+                          "tool_calls"]}, toolkit=True, needs="murmur", note="ma.load(home).tables"),
+                     *json_baselines(small),
+                     *filter(None, [_pandas(small, record_files(str(p.small_home), 0.1), small_bytes, pandas_mode)]),
+                 ]),
+    ]
+    for key, folder, desc in (("litany", p.litany, "one commit per transcript change"),
+                              ("litany-10x", p.litany10, "each commit followed by 9 worktree-only commits")):
+        scenarios.append(Scenario(key, f"litany workspace with per-commit growth ({desc})",
+                                  _litany_desc(folder), None, [
+                                      Tool(TOOLKIT, "scenarios:toolkit_load", {"path": str(folder),
+                                           "tables": litany_tables}, toolkit=True, needs="litany",
+                                           note="ma.load(workspace).tables"),
+                                      Tool("git log --raw + cat-file --batch", "scenarios:git_walk",
+                                           {"repo": str(folder / "repo.git")}),
+                                  ]))
+    record = str(p.big)
+    scenarios += [
+        Scenario("page-cold", "read_messages first page (limit 100), cold: a fresh process",
+                 f"1 record, {big_mb:,.0f} MB", big_bytes, [
+                     Tool(TOOLKIT, "scenarios:toolkit_first_page", {"record": record}, toolkit=True,
+                          note="ma.read_messages(record, limit=100)"),
+                     Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record},
+                          note="validates nothing before the tail"),
+                     Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": big}),
+                 ]),
+        Scenario("walk", "read_messages whole walk (every page, newest first)",
+                 f"1 record, {big_mb:,.0f} MB", big_bytes, [
+                     Tool(TOOLKIT, "scenarios:toolkit_walk", {"record": record}, toolkit=True,
+                          note="list(ma.walk(record))"),
+                     Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": big}),
+                 ]),
+        Scenario("page-warm", "read_messages first page, warm: after a first page and a walk in the same process",
+                 f"1 record, {big_mb:,.0f} MB", big_bytes, [
+                     Tool(TOOLKIT, "scenarios:toolkit_warm_page", {"record": record}, toolkit=True,
+                          note="ma.read_messages after ma.read_messages + ma.walk"),
+                     Tool(f"{TOOLKIT} (after ma.walk only)", "scenarios:toolkit_warm_page",
+                          {"record": record, "prime_first_page": False}, note="ma.read_messages after ma.walk"),
+                     Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record}),
+                 ]),
+    ]
+    return scenarios
+
+
+def _litany_desc(folder: Path) -> str:
+    manifest = json.loads((folder.parents[2] / "manifest.json").read_text())
+    info = manifest["litany-10x" if folder.parents[1].name == "litany-10x" else "litany"]["info"]
+    agents = len(list((folder / "steps").iterdir())) if (folder / "steps").exists() else 0
+    return f"{agents} branches, {info['commits']:,} commits, {info['pack_bytes'] / 1e6:,.1f} MB packed"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running and reporting
+
+
+def available_sources() -> tuple[set[str], str]:
+    """The toolkit's registered sources in this checkout (asked of a fresh interpreter)."""
+    proc = subprocess.run([sys.executable, "-c", "import json, murmur_analysis as ma; print(json.dumps(list("
+                           "ma.sources())))"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        return set(), f"murmur_analysis does not import: {tail}"
+    return set(json.loads(proc.stdout)), ""
+
+
+def loadavg() -> float:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return float("nan")
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+def _fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.2f}x" if x < 100 else f"{x:,.0f}x"
+
+
+def _summary(m: Measurement) -> str:
+    if not m.ok:
+        return ""
+    return ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in m.summary.items())
+
+
+def scenario_table(s: Scenario) -> str:
+    """The markdown table of one scenario."""
+    kit = s.toolkit()
+    kit_wall = kit.wall if kit else None
+    lines = [
+        f"### {s.key}: {s.title}",
+        "",
+        f"Input: {s.input_desc}.",
+        "",
+        "| tool | wall s | peak MB | peak / input | toolkit ÷ tool | output | note |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    for t in s.tools:
+        m = t.result
+        if not m.ok:
+            lines.append(f"| {t.name} | {m.error or 'not run'} | - | - | - | | {t.note} |")
+            continue
+        peak = t.peak
+        per_input = f"{peak * 2**20 / s.input_bytes:.2f}" if peak and s.input_bytes else "-"
+        ratio = "1.00x (itself)" if t.toolkit else _fmt_ratio(kit_wall / t.wall if kit_wall and t.wall else None)
+        scaled = " (est.)" if t.scale_by != 1.0 else ""
+        lines.append(f"| {t.name} | {_fmt_s(t.wall)}{scaled} | {peak:,.0f}{scaled} | {per_input} | {ratio} | "
+                     f"{_summary(m)} | {t.note} |")
+    lines += ["", "toolkit ÷ tool: the toolkit's wall time over this tool's (above 1: the toolkit is slower)."]
+    return "\n".join(lines)
+
+
+@dataclass
+class Target:
+    """One target of the issue, checked against the measurements."""
+
+    scenario: str
+    what: str
+    goal: str
+    measured: str
+    met: bool | None
+
+
+def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
+    """Every target the issue sets, with what was measured."""
+    out: list[Target] = []
+
+    def wall(key: str, name: str) -> float | None:
+        s = by_key.get(key)
+        t = s.tool(name) if s else None
+        return t.wall if t else None
+
+    kit = wall("big-load", TOOLKIT)
+    duck = wall("big-load", "duckdb read_json_auto")
+    pandas = wall("big-load", "pandas.read_json(lines=True)")
+    big = by_key.get("big-load")
+    kit_tool = big.toolkit() if big else None
+    peak = kit_tool.peak if kit_tool else None
+
+    def rel(a: float | None, b: float | None) -> float | None:
+        return a / b if a is not None and b else None
+
+    r = rel(kit, duck)
+    out.append(Target("big-load", "wall vs DuckDB read_json_auto", "<= 1.5x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.5))
+    r = rel(pandas, kit)
+    out.append(Target("big-load", "speed-up over pandas.read_json", ">= 30x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r >= 30))
+    r = peak * 2**20 / big.input_bytes if peak and big and big.input_bytes else None
+    out.append(Target("big-load", "peak memory / file size", "<= 1.2x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
+    one, ten = wall("litany", TOOLKIT), wall("litany-10x", TOOLKIT)
+    r = rel(ten, one)
+    out.append(Target("litany-10x", "cost at 10x the commits, same content", "flat (<= 1.25x)",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.25))
+    for key in ("litany", "litany-10x"):
+        r = rel(wall(key, TOOLKIT), wall(key, "git log --raw + cat-file --batch"))
+        out.append(Target(key, "wall vs the git plumbing walk", "<= 2x",
+                          _fmt_ratio(r) if r else "not measured", None if r is None else r <= 2))
+    w = wall("page-warm", TOOLKIT)
+    out.append(Target("page-warm", "first page, warm cache", "well under 1 s (<= 0.25 s)",
+                      f"{w:.4f} s" if w is not None else "not measured", None if w is None else w <= 0.25))
+    c = wall("page-cold", TOOLKIT)
+    out.append(Target("page-cold", "first page, cold (documented, no target)", "-",
+                      f"{c:.2f} s" if c is not None else "not measured", None))
+    return out
+
+
+def targets_table(targets: list[Target]) -> str:
+    lines = ["| scenario | target | goal | measured | met? |", "|---|---|---|---|---|"]
+    for t in targets:
+        met = "-" if t.met is None else ("yes" if t.met else "**no**")
+        lines.append(f"| {t.scenario} | {t.what} | {t.goal} | {t.measured} | {met} |")
+    return "\n".join(lines)
+
+
+def _versions() -> str:
+    out = []
+    for mod in ("murmur_analysis", "orjson", "pyarrow", "pandas", "polars", "duckdb"):
+        try:
+            out.append(f"{mod} {__import__(mod).__version__}")
+        except ImportError:
+            out.append(f"{mod} missing")
+    git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+    return ", ".join(out) + f", {git}"
+
+
+def _machine() -> str:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) / 2**20
+    except OSError:
+        mem = float("nan")
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, Python {platform.python_version()}, {platform.system()}"
+
+
+def _commit() -> str:
+    proc = subprocess.run(["git", "-C", str(HERE), "log", "-1", "--format=%h %s"], capture_output=True, text=True)
+    return proc.stdout.strip()[:90]
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
+    """Run every selected scenario; returns the markdown report."""
+    ensure(args.scale, only=None, data=args.data, log=lambda m: log(f"data: {m}"))
+    p = paths(args.scale, args.data)
+    sources, why = available_sources()
+    scenarios = [s for s in build(p, args.pandas) if not args.only or s.key in args.only]
+    loads: list[float] = []
+    started = time.perf_counter()
+    for s in scenarios:
+        log(f"\n== {s.key}: {s.title} ({s.input_desc})")
+        for t in s.tools:
+            if t.needs and t.needs not in sources:
+                t.result = Measurement(error=f"not available: no {t.needs} source in this checkout"
+                                       + (f" ({why})" if why else ""))
+                log(f"  {t.name}: {t.result.error}")
+                continue
+            loads.append(loadavg())
+            t.result = measure(t.target, t.kwargs, repeat=t.repeat or args.repeat, timeout=args.timeout)
+            m = t.result
+            shown = f"{_fmt_s(t.wall)} s, peak {t.peak or 0:,.0f} MB" if m.ok else m.error
+            log(f"  {t.name}: {shown}  [{', '.join(f'{w:.3f}' for w in m.walls)}] {_summary(m)}")
+    by_key = {s.key: s for s in scenarios}
+    targets = check_targets(by_key)
+    busy = max(loads, default=0.0)
+    report = [
+        "# Benchmark results",
+        "",
+        f"Scale `{args.scale}` (seed 20260422), best of {args.repeat} fresh-process runs per tool (pandas: 1),"
+        f" measured {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC in {time.perf_counter() - started:,.0f} s.",
+        f"Machine: {_machine()}. Versions: {_versions()}. Toolkit at `{_commit()}`.",
+        "",
+        (f"**Background load:** other work ran on this machine during the run (1-minute load average up to "
+         f"{busy:.1f} when a tool started, on {os.cpu_count()} cores); wall times are best-of-N to damp it, "
+         "but ratios between tools measured minutes apart carry that noise."
+         if busy >= 0.5 else f"The machine was otherwise idle (1-minute load average at most {busy:.1f})."),
+        "",
+        "Wall time is the measured call alone (interpreter start and imports excluded); peak MB is the",
+        "whole process's peak resident set (VmHWM), interpreter and imports included. `(est.)` rows ran",
+        "on a slice and were scaled up (wall linearly, memory above the post-import baseline linearly).",
+        "",
+        "## Targets",
+        "",
+        targets_table(targets),
+        "",
+        "## Scenarios",
+        "",
+    ]
+    for s in scenarios:
+        report += [scenario_table(s), ""]
+    return "\n".join(report)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale", choices=list(SCALES), default=os.environ.get("BENCH_SCALE", "full"))
+    parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs per tool; the best is kept")
+    parser.add_argument("--pandas", choices=["slice", "full", "skip"], default="slice",
+                        help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
+    parser.add_argument("--only", action="append", help="a scenario key (repeatable): big-load, small-load, "
+                        "litany, litany-10x, page-cold, walk, page-warm")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
+    args = parser.parse_args(argv)
+    report = run(args, log=lambda m: print(m, flush=True))
+    print("\n" + report)
+    if str(args.out) != "-":
+        args.out.write_text(report + "\n")
+        print(f"\nwritten to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
