@@ -1,0 +1,91 @@
+"""An example source plugin: plain-text chat transcripts, one ``*.chat.txt`` file per conversation.
+
+A transcript is lines of ``<role>: <text>``; a line starting with whitespace continues the
+message before it; blank lines are ignored. Any other line is reported as a diagnostic. A
+tool call is written ``assistant: -> <call_id> <tool> <json input>`` and its result
+``tool: <- <call_id> [error] <text>``.
+
+The package registers itself under the ``murmur_analysis.sources`` entry-point group, which is
+all a plugin needs: ``ma.sources()`` lists it and ``ma.load`` detects its files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Hashable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
+from murmur_analysis.sources.base import Conversation, Diagnostics, Source
+
+__all__ = ["SAMPLE", "PlaintextSource"]
+
+#: The plugin's own sample transcripts.
+SAMPLE = Path(__file__).resolve().parent / "sample"
+SUFFIX = ".chat.txt"
+_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*): ?(.*)$")
+_CALL = re.compile(r"^-> (\S+) (\S+) (.*)$")
+_RESULT = re.compile(r"^<- (\S+) (error )?(.*)$")
+
+
+def _blocks(role: str, text: str) -> tuple[Block, ...]:
+    call = _CALL.match(text) if role == "assistant" else None
+    if call:
+        try:
+            args: Any = json.loads(call.group(3))
+        except json.JSONDecodeError:
+            args = call.group(3)
+        return (ToolUse(call.group(1), call.group(2), args),)
+    result = _RESULT.match(text) if role == "tool" else None
+    if result:
+        return (ToolResult(result.group(1), (Text(result.group(3)),), result.group(2) is not None),)
+    return (Text(text),)
+
+
+class PlaintextSource(Source):
+    """Plain-text chat transcripts (``*.chat.txt``)."""
+
+    name: ClassVar[str] = "plaintext"
+    description: ClassVar[str] = "plain-text chat transcripts (*.chat.txt), an example plugin"
+
+    def guess_can_open(self, path: Path) -> bool:
+        """A ``*.chat.txt`` file, or a folder holding one."""
+        if path.is_file():
+            return path.name.endswith(SUFFIX)
+        return path.is_dir() and any(p.name.endswith(SUFFIX) for p in path.iterdir() if p.is_file())
+
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+        """Every transcript under ``path``."""
+        files = [path] if path.is_file() else sorted(p for p in path.rglob(f"*{SUFFIX}") if p.is_file())
+        for file in files:
+            yield self._read(file, diagnostics)
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Read the transcript ``key`` again."""
+        return self._read(Path(str(key)), diagnostics)
+
+    def _read(self, file: Path, diagnostics: Diagnostics) -> Conversation:
+        conv_id = file.name[: -len(SUFFIX)]
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as err:
+            diagnostics.report(file, "unreadable", f"could not read the transcript: {err}")
+            lines = []
+        turns: list[tuple[str, str]] = []
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            if line[0].isspace() and turns:
+                role, text = turns[-1]
+                turns[-1] = (role, f"{text}\n{line.strip()}")
+                continue
+            m = _LINE.match(line)
+            if m is None:
+                diagnostics.report(file, "not_a_message", f"line {number} is not '<role>: <text>'", line=number)
+                continue
+            turns.append((m.group(1), m.group(2)))
+        entries = [Entry(i, role, _blocks(role, text)) for i, (role, text) in enumerate(turns)]
+        return Conversation(self.name, conv_id, entries, key=str(file), title=conv_id.replace("-", " "),
+                            path=str(file))
