@@ -476,3 +476,21 @@ def test_sessions_option_reaches_the_source_and_handles_reopen(tmp_path: Path) -
     assert [e.usage is not None for e in handle.entries] == [False, True, False, True, False, True]
     with pytest.raises(TypeError):
         MurmurSource(nonsense=1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [text("a"), call("c1", args={"p": 1}), call("c2", args=[]), call("c3", args=0)],
+        [{"id": "c", "input": None, "name": "n", "type": "tool_call"}, {"id": "c", "name": "n", "type": "tool_call"}],
+        [{"text": 1, "type": "text"}, {"text": "t", "type": "text", "x": 1}, {"type": "text"}, "bare", 7, None],
+        [{"id": 1, "input": {}, "name": "n", "type": "tool_call"}, {"id": "c", "input": {}, "name": "n", "x": 1}],
+        [{"signature": "s", "text": "t", "type": "thinking"}, {"source": {}, "type": "image"}, {"type": "weird"}],
+        "plain string",
+        {"type": "text", "text": "object"},
+    ],
+)
+def test_fast_block_decoding_equals_the_model(content: Any) -> None:
+    from murmur_analysis.model import blocks_from_wire
+
+    assert murmur_module._blocks(content) == blocks_from_wire(content, "murmur")

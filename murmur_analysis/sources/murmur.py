@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import orjson
 
 from ..cursor import header_of, parse_line
-from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
+from ..model import Block, Entry, Text, ToolResult, ToolUse, block_from_wire, blocks_from_wire, uuid7_datetime
 from .base import Conversation, Diagnostics, GrowthRow, Source, ToolMeta, UsageRow
 from .murmur_trace import Inference, Task, TraceIndex, discover, trace_files
 
@@ -61,6 +61,34 @@ class _Record:
     @property
     def conversation_id(self) -> str:
         return f"{self.record}/{self.context_id}"
+
+
+def _blocks(content: Any) -> tuple[Block, ...]:
+    """``blocks_from_wire(content, "murmur")``, with the two commonest block shapes built directly.
+
+    A ``{"text", "type"}`` text block and a ``{"id", "input", "name", "type"}`` tool call with a
+    non-null input decode to exactly what :func:`~murmur_analysis.model.block_from_wire` gives;
+    every other block goes through it.
+    """
+    if type(content) is not list:
+        return blocks_from_wire(content, "murmur")
+    out: list[Block] = []
+    append = out.append
+    for block in content:
+        if type(block) is dict:
+            kind = block.get("type")
+            if kind == "text" and len(block) == 2:
+                value = block.get("text")
+                if type(value) is str:
+                    append(Text(value))
+                    continue
+            elif kind == "tool_call" and len(block) == 4:
+                call_id, name, args = block.get("id"), block.get("name"), block.get("input")
+                if type(call_id) is str and type(name) is str and args is not None:
+                    append(ToolUse(call_id, name, args))
+                    continue
+        append(block_from_wire(block, "murmur"))
+    return tuple(out)
 
 
 def _visible_dirs(path: Path) -> list[Path]:
@@ -484,7 +512,7 @@ class MurmurSource(Source):
         created = uuid7_datetime(msg_id) if msg_id is not None else None
         source_id = line.get("source_id")
         content = line.get("content")
-        blocks = blocks_from_wire(content, "murmur") if content is not None else ()
+        blocks = _blocks(content) if content is not None else ()
         call_id: str | None = None
         is_error: bool | None = None
         if role == "tool":
