@@ -6,7 +6,7 @@ What a path may be:
   ``<plugin>/<sha24>.session.json``);
 * a folder: ``.dispatch/runs/`` pairs each ``<run_id>.session.json`` with its run record
   ``<run_id>.json``; a channel bot's session folder; or any folder holding these (searched
-  recursively, hidden ``.dispatch`` folders included);
+  recursively, hidden ``.dispatch`` folders included, :data:`SKIP_DIRS` left out);
 * a ``session.sqlite`` (table ``dispatch_sessions``, column ``payload_json``), opened read-only;
   its ``dispatch_memory`` rows become the ``memory`` table;
 * an eval trace ``evals/<parcel-digest>/<ms>-<case>.dispatch-trace.json``.
@@ -22,7 +22,8 @@ What the frames say, and why:
   (system), each ``tool_call_started`` (an assistant ``ToolUse``), each ``tool_call_finished``
   (a tool ``ToolResult``, an error when ``exit_code != 0``), and courier messages. Traces give
   calls no ids, so call ``n`` is ``call_<n>``; a result answers the oldest open call of the same
-  tool. The exit code reaches ``tool_calls.exit_code``.
+  tool (else the oldest open call; with none open it is an orphan ``result_<n>``). The exit code
+  reaches ``tool_calls.exit_code``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
 from .base import Conversation, Diagnostics, Source, ToolMeta
 
-__all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "DispatchSource"]
+__all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "SKIP_DIRS", "DispatchSource", "history_entries", "trace_conversation"]
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()
@@ -92,6 +93,8 @@ def _schema(columns: tuple[Column, ...]) -> pa.Schema:
 
 _RUN_ID = re.compile(r"^[0-9]+-[0-9a-f]{1,64}$")
 _CHANNEL_SESSION = re.compile(r"^[0-9a-f]{24}\.session\.json$")
+#: Folders a recursive search never enters: version control, dependencies, build output, built parcels.
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", "target", "parcels"})
 SESSION_SUFFIX = ".session.json"
 TRACE_SUFFIX = ".dispatch-trace.json"
 
@@ -358,7 +361,7 @@ class DispatchSource(Source):
             yield from self._file(path, diagnostics, with_memory=True)
             return
         for folder, dirs, names in os.walk(path):
-            dirs.sort()
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
             here = Path(folder)
             for name in sorted(names):
                 yield from self._file(here / name, diagnostics, with_memory=True, lone_record=False)
