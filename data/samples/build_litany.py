@@ -104,7 +104,8 @@ class RepoBuilder:
         shutil.rmtree(self.git_dir / "hooks", ignore_errors=True)
         marks = self.git_dir / "marks.tmp"
         stream = b"".join(self.chunks) + b"done\n"
-        subprocess.run(["git", "--git-dir", str(self.git_dir), "fast-import", "--quiet", "--done",
+        subprocess.run(["git", "--git-dir", str(self.git_dir), "-c", "fastimport.unpackLimit=0", "fast-import",
+                        "--quiet", "--done",
                         f"--export-marks={marks}"], input=stream, check=True, env=env)
         found = {}
         for line in marks.read_text().splitlines():

@@ -14,10 +14,14 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
 * **usage**: a step whose ``response.json`` reported usage gives one row per attempt
   (``found_in="response"``; ``sealed`` false for spend on a discarded attempt); a model
   entry whose step left no such record gives its own row (``found_in="entry"``). The entry's
-  usage is the sealing attempt's, so the two are never both counted;
+  usage is the sealing attempt's, so the two are never both counted. A child agent's branch
+  (its id extends a loaded parent's with ``-``) inherits the parent's history: entries added
+  by commits of the parent's branch are the parent's spend and give no usage row here;
 * **orphans**: ``found_by="assembly"`` for the orphans dropped when assembling each step's
   read-state commit and the branch head (``step`` null), ``found_by="record"`` for the ids
-  each ``meta.json`` recorded, so a disagreement is a row under one and not the other.
+  each ``meta.json`` recorded, so a disagreement is a row under one and not the other. An
+  orphan that stays in the tree is dropped again at every later step, so it has a row per
+  step (and ``conversations.orphans`` counts these drops).
 
 Git is read through :mod:`.git` (plumbing only, safe on hostile repositories). Every blob is
 parsed once per load however many commits hold it, and a commit that does not touch
@@ -253,9 +257,14 @@ class LitanySource(Source):
             names = repo.read(f"{b.head}:name" for b in branches)
         except GitError:
             names = {}
+        shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
             steps = read_steps(steps_dir / branch.agent_id, diags) if steps_dir else []
-            conv = _replay(replayer, branch, steps)
+            inherited: set[str] = set()
+            for other, held in shas.items():
+                if branch.agent_id.startswith(other + "-"):
+                    inherited |= held
+            conv = _replay(replayer, branch, steps, inherited)
             title = names.get(f"{branch.head}:name")
             conv.title = title.decode("utf-8", "replace").strip() if title else None
             conv.path = os.fspath(git_dir)
@@ -268,7 +277,7 @@ class LitanySource(Source):
                     diags.report(child, "no_branch", f"step records for agent {child.name} with no agents/ branch")
 
 
-def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord]) -> Conversation:
+def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inherited: set[str]) -> Conversation:
     log = branch.log
     index_of = {c.sha: i for i, c in enumerate(log)}
     steps = _Steps(records, index_of)
@@ -319,8 +328,9 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord]) -> C
                                 context_tokens=summary.context_tokens, orphans=len(summary.dropped),
                                 at=commit.time, commit=commit.sha))
     added_at = {name: added for name, (_oid, _mode, added) in state.items()}
+    theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
     conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
-    _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, dropped_at)
+    _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)
     return conv
 
 
@@ -344,7 +354,7 @@ def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],
 
 def _attach_steps(
     conv: Conversation, replayer: Replayer, branch: _Branch, records: list[StepRecord], steps: _Steps,
-    index_of: dict[str, int], added_at: dict[str, int], dropped_at: list[tuple[str, ...]],
+    index_of: dict[str, int], added_at: dict[str, int], theirs: set[str], dropped_at: list[tuple[str, ...]],
 ) -> None:
     entries = conv.entries
     assert isinstance(entries, list)
@@ -383,7 +393,7 @@ def _attach_steps(
             ))
     for e in entries:
         rec = step_of[e.id or ""]
-        if e.usage is not None and (rec is None or rec.step not in metered):
+        if e.usage is not None and e.id not in theirs and (rec is None or rec.step not in metered):
             usage.append(UsageRow(e.usage, e.id, e.position, e.model, rec.provider if rec else None, e.created_at,
                                   found_in="entry"))
     conv.usage = usage
