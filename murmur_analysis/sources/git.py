@@ -124,7 +124,7 @@ class GitRepo:
     """
 
     def __init__(self, git_dir: str | os.PathLike[str], git: str = "git") -> None:
-        self.git_dir = Path(git_dir)
+        self.git_dir = Path(os.path.abspath(git_dir))
         self.git = git
         self.blob_reads = 0
 
