@@ -494,3 +494,11 @@ def test_fast_block_decoding_equals_the_model(content: Any) -> None:
     from murmur_analysis.model import blocks_from_wire
 
     assert murmur_module._blocks(content) == blocks_from_wire(content, "murmur")
+
+
+def test_trace_half_written_last_line_waits_for_the_settle_window(tmp_path: Path) -> None:
+    home, _ = _two_task_home(tmp_path)
+    with (home / "sessions" / "ses_1" / "trace.jsonl").open("a") as f:
+        f.write('{"event_type":"inference","timest')
+    assert _diags(_load(home, settle_seconds=60)) == []
+    assert _diags(_load(home, settle_seconds=0)) == [("partial_line", 10)]

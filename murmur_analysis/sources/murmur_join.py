@@ -1,0 +1,130 @@
+"""The join of one murmur record to its sessions' trace facts, made while the record streams.
+
+:class:`Join` is fed the record's messages in position order (one call per message) and
+answers which ``inference`` each assistant message is the response of; at the end it gives the
+record's usage rows and compaction growth rows. The rules are in ``docs/tokens.md``
+(``## murmur``).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from .base import GrowthRow, UsageRow
+from .murmur_trace import Inference, Task
+
+__all__ = ["Join", "ms_of"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _before(at_ms: int | None, created_ms: int) -> bool:
+    return at_ms is not None and at_ms < created_ms
+
+
+def ms_of(at: datetime | None) -> int | None:
+    """Unix milliseconds of ``at`` (exact: no float on the way)."""
+    if at is None:
+        return None
+    delta = at - _EPOCH
+    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
+
+
+class Join:
+    """Trace facts joined to one record's entries while they stream, in position order.
+
+    The inference -> message rule (``docs/tokens.md``):
+
+    1. an ``inference`` carrying ``message_ids`` answers with the first assistant message
+       after the last id it embedded;
+    2. otherwise, within one task, the n-th agent-loop ``inference`` answers with the n-th
+       assistant message minted during that task (``task_start`` to ``task_end``, read from
+       the message id's UUIDv7 time);
+    3. hook-made inferences (``origin`` set) answer no record message; in a record whose
+       front retention dropped, rule 2 is not applied to tasks that began before the drop.
+
+    Compactions are placed after the last message minted at or before them.
+    """
+
+    def __init__(self, tasks: Sequence[Task], cutoff_ms: int | None) -> None:
+        self.tasks = list(tasks)
+        self.starts = [t.start_ms if t.start_ms is not None else -1 for t in self.tasks]
+        self.queues: list[deque[Inference]] = []
+        self.after: dict[str, list[Inference]] = {}
+        for task in self.tasks:
+            queue: deque[Inference] = deque()
+            positional = cutoff_ms is None or (task.start_ms is not None and task.start_ms > cutoff_ms)
+            for inference in task.inferences:
+                if inference.hook:
+                    continue
+                if inference.message_ids:
+                    self.after.setdefault(inference.message_ids[-1], []).append(inference)
+                elif positional:
+                    queue.append(inference)
+            self.queues.append(queue)
+        self.armed: deque[Inference] = deque()
+        self.joined: dict[int, tuple[str | None, int]] = {}
+        comps = [c for t in self.tasks for c in t.compactions]
+        comps.sort(key=lambda c: (c.at_ms is None, c.at_ms or 0))
+        self.compactions = comps
+        self.comp_positions: list[int | None] = []
+        self.task: int | None = None
+        self.last: int | None = None
+        self.count = 0
+
+    def claim(self, position: int, msg_id: str | None, role: str, created_ms: int | None) -> Inference | None:
+        """Take one entry; return the inference it is the response of, if any."""
+        comps = self.compactions
+        if comps and created_ms is not None:
+            done = self.comp_positions
+            while len(done) < len(comps) and _before(comps[len(done)].at_ms, created_ms):
+                done.append(self.last)
+        self.last = position
+        self.count += 1
+        if created_ms is not None and self.tasks:
+            i = bisect.bisect_right(self.starts, created_ms) - 1
+            task = self.tasks[i] if i >= 0 else None
+            self.task = i if task is not None and (task.end_ms is None or created_ms <= task.end_ms) else None
+        found: Inference | None = None
+        if role == "assistant":
+            if self.armed:
+                found = self.armed.popleft()
+            elif self.task is not None and self.queues[self.task]:
+                found = self.queues[self.task].popleft()
+            if found is not None:
+                self.joined[found.index] = (msg_id, position)
+        if msg_id is not None and self.after:
+            waiting = self.after.pop(msg_id, None)
+            if waiting:
+                self.armed.extend(waiting)
+        return found
+
+    def usage_rows(self) -> list[UsageRow]:
+        """One row per inference of the record's tasks, in trace order."""
+        rows: list[UsageRow] = []
+        for task in self.tasks:
+            for inf in task.inferences:
+                msg_id, seq = self.joined.get(inf.index, (None, None))
+                rows.append(UsageRow(inf.usage, msg_id, seq, inf.model, inf.provider, inf.at, found_in="trace"))
+        return rows
+
+    def growth_rows(self) -> list[GrowthRow]:
+        """One ``compaction`` row per compaction, at the last message minted before it."""
+        rows: list[GrowthRow] = []
+        for n, comp in enumerate(self.compactions):
+            position = self.comp_positions[n] if n < len(self.comp_positions) else self.last
+            rows.append(
+                GrowthRow(
+                    position=position if position is not None else 0,
+                    event="compaction",
+                    messages=(position + 1) if position is not None else 0,
+                    context_tokens=comp.tokens_after,
+                    at=comp.at,
+                    tokens_before=comp.tokens_before,
+                    tokens_after=comp.tokens_after,
+                )
+            )
+        return rows
