@@ -45,14 +45,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
     if conv.empty:
         print("no conversations found")
         return 0
-    by_source = conv.groupby("source").agg(
+    grouped = conv.groupby("source")
+    by_source = grouped.agg(
         conversations=("conversation_id", "count"),
         messages=("messages", "sum"),
         tool_calls=("tool_calls", "sum"),
         tool_errors=("tool_errors", "sum"),
         orphans=("orphans", "sum"),
-        tokens=("tokens", "sum"),
     )
+    by_source["tokens"] = grouped["tokens"].sum(min_count=1).astype("Int64")  # null where nobody reported tokens
     by_source["error_rate"] = (by_source.tool_errors / by_source.tool_calls.where(by_source.tool_calls > 0)).round(3)
     print(by_source.to_string())
     print(f"\ndiagnostics: {diag} row(s)" + (" (see corpus.diagnostics)" if diag else ""))
