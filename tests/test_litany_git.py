@@ -297,3 +297,17 @@ def test_a_partial_clone_never_fetches_a_missing_object(tmp_path: Path) -> None:
     corpus = ma.load(git_dir)
     assert "bad_entry" in set(corpus.diagnostics["kind"])
     assert not marker.exists()
+
+
+def test_load_takes_a_data_root_a_workspace_a_bare_repo_and_a_work_tree(tmp_path: Path) -> None:
+    repo = RepoBuilder(tmp_path / "root" / "workspaces" / "w1" / "repo.git")
+    Branch(repo, "a").put(tree(("001-op.md", "go")))
+    repo.finish()
+    other = RepoBuilder(tmp_path / "wt" / ".git")
+    Branch(other, "b").put(tree(("001-op.md", "go")))
+    other.finish()
+    for path in (tmp_path / "root", tmp_path / "root" / "workspaces", tmp_path / "root" / "workspaces" / "w1",
+                 tmp_path / "root" / "workspaces" / "w1" / "repo.git"):
+        assert list(ma.load(path).conversations["conversation_id"]) == ["a"], path
+    assert list(ma.load(tmp_path / "wt").conversations["conversation_id"]) == ["b"]
+    assert ma.assemble_commit(tmp_path / "wt", "agents/b").messages[0].content == [{"type": "text", "text": "go"}]

@@ -25,7 +25,10 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
 
 Git is read through :mod:`.git` (plumbing only, safe on hostile repositories). Every blob is
 parsed once per load however many commits hold it, and a commit that does not touch
-``messages/`` costs one log line: no read, no parse, no assembly.
+``messages/`` costs one log line: no read, no parse, no assembly. A commit that does change
+``messages/`` assembles its state once (states are cached by their files, so a state met again
+on another branch or after a revert is not assembled twice): the cost grows with the number of
+distinct transcript states times their length, never with commits that leave them alone.
 """
 
 from __future__ import annotations
