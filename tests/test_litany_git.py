@@ -15,7 +15,7 @@ from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
 from murmur_analysis.model import Text, ToolResult, ToolUse
-from murmur_analysis.sources import litany as litany_module
+from murmur_analysis.sources import litany_replay as litany_module
 
 USE = {"type": "tool_use", "id": "call_1", "name": "bash", "input": {"cmd": "ls"}}
 RESULT = {"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "out"}],
