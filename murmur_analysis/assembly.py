@@ -181,7 +181,8 @@ class Pairer:
         self.rows: list[ToolCall] = []
         self._open: dict[tuple[str, str], list[int]] = {}  # (kind, id) -> unanswered row indexes
         self._called: set[tuple[str, str]] = set()
-        self._run: list[Entry] = []
+        self._run: list[tuple[Entry, list[Block]]] = []  # the run's entries that hold tool blocks
+        self._side: str | None = None
         self._message = -1
         self._last: int | None = None
 
@@ -194,22 +195,29 @@ class Pairer:
         if self._last is not None and entry.position < self._last:
             raise ValueError("entries must be fed in ascending position order")
         self._last = entry.position
-        if self._run and self._run[-1].side != entry.side:
-            self._close_run()
-        self._run.append(entry)
+        if entry.side != self._side:
+            if self._side is not None:
+                self._close_run()
+            self._side = entry.side
+        tools = [b for b in entry.blocks if type(b) in _TOOL_BLOCKS]
+        if tools:
+            self._run.append((entry, tools))
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
-        if self._run:
+        if self._side is not None:
             self._close_run()
+            self._side = None
         return self.rows
 
     def _close_run(self) -> None:
         self._message += 1
+        if not self._run:
+            return
         message_index = self._message
         rows = self.rows
-        for entry in self._run:
-            for block in entry.blocks:
+        for entry, tools in self._run:
+            for block in tools:
                 if isinstance(block, ToolUse | ServerToolUse):
                     kind: Literal["client", "server"] = "client" if isinstance(block, ToolUse) else "server"
                     key = (kind, block.id)
@@ -221,8 +229,8 @@ class Pairer:
                             "unanswered", None, block.input,
                         )
                     )
-        for entry in self._run:
-            for block in entry.blocks:
+        for entry, tools in self._run:
+            for block in tools:
                 if isinstance(block, ToolResult):
                     kind = "client"
                     key = (kind, block.tool_use_id)
@@ -237,6 +245,8 @@ class Pairer:
                 waiting = self._open.get(key)
                 if waiting:
                     index = waiting.pop(0)
+                    if not waiting:
+                        del self._open[key]
                     call = rows[index]
                     rows[index] = ToolCall(
                         call.call_id, call.tool_name, call.kind, call.called_seq, entry.position,
@@ -250,6 +260,9 @@ class Pairer:
                     )
                 )
         self._run = []
+
+
+_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
 
 
 def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:

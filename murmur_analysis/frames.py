@@ -7,7 +7,7 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,18 @@ from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 __all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
 
 BATCH_ROWS = 65_536
+
+
+def _array(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
+    """Convert one column to Arrow.
+
+    Timestamps go through integer microseconds: pyarrow converts aware datetimes one by one,
+    several times slower. Every timestamp value here is a timezone-aware datetime.
+    """
+    if pa.types.is_timestamp(typ):
+        micros = [None if v is None else round(v.timestamp() * 1_000_000) for v in values]
+        return pa.array(micros, type=pa.int64()).cast(typ)
+    return pa.array(values, type=typ)
 
 
 class TableBuilder:
@@ -47,7 +59,7 @@ class TableBuilder:
         if not self._rows:
             return
         columns = list(zip(*self._rows, strict=True))
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self.schema, strict=True)]
+        arrays = [_array(col, f.type) for col, f in zip(columns, self.schema, strict=True)]
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self._rows = []
 
@@ -157,7 +169,8 @@ class FrameBuilder:
             orphan_rows = [
                 OrphanRow(c.call_id, "assembly") for c in calls if c.status == "orphan_result" and c.kind == "client"
             ]
-        n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly")
+        # Distinct ids: a git source names a lasting orphan again at every step that drops it.
+        n_orphans = len({o.tool_use_id for o in orphan_rows if o.found_by == "assembly"})
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
         for g in conv.growth or ():

@@ -17,6 +17,7 @@ the assembly core groups them into :class:`Message` objects.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -76,6 +77,11 @@ class _EmptyExtra(Mapping[str, Any]):
 
 _EMPTY: Mapping[str, Any] = _EmptyExtra()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# A UUIDv7 in simple or dashed form at the end of an id (after any "prefix_"): the first 48 bits
+# are the Unix-ms mint time, and the version nibble is 7.
+_UUID7 = re.compile(
+    r"(?:^|_)([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?7[0-9a-fA-F]{3}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,10 +419,11 @@ def text_chars(blocks: Iterable[Block]) -> int:
     """
     total = 0
     for block in blocks:
-        if isinstance(block, Text | Thinking | Refusal):
-            total += len(block.text)
-        elif isinstance(block, ToolResult) and block.content:
-            total += text_chars(block.content)
+        kind = type(block)
+        if kind is Text or kind is Thinking or kind is Refusal:
+            total += len(block.text)  # type: ignore[union-attr]
+        elif kind is ToolResult and block.content:  # type: ignore[union-attr]
+            total += text_chars(block.content)  # type: ignore[union-attr]
     return total
 
 
@@ -589,16 +596,10 @@ def uuid7_datetime(hex_id: str) -> datetime | None:
         The timezone-aware UTC time of the first 48 bits, or ``None`` when ``hex_id`` is not
         a UUIDv7.
     """
-    _, _, tail = hex_id.rpartition("_")
-    digits = tail.replace("-", "")
-    if len(digits) != 32 or digits[12] != "7":
+    match = _UUID7.search(hex_id)
+    if match is None:
         return None
-    try:
-        ms = int(digits[:12], 16)
-        int(digits, 16)
-    except ValueError:
-        return None
-    return _EPOCH + timedelta(milliseconds=ms)
+    return _EPOCH + timedelta(milliseconds=int(match.group(1) + match.group(2), 16))
 
 
 def sorted_entries(entries: Iterable[Entry]) -> Sequence[Entry]:
