@@ -6,7 +6,8 @@ zero-argument callable to time; that callable returns a small JSON-able summary 
 so every tool is seen to have done the work. Each repetition is a new interpreter, so the peak
 resident set (``VmHWM``) belongs to that run alone; the wall time is the best of the runs.
 
-Run as a script, this module is the child side: ``measure.py --child TARGET KWARGS_JSON OUT``.
+Run as a script, this module is the child side: ``measure.py --child TARGET KWARGS_FILE OUT``
+(the keyword arguments go through a JSON file: a list of 2,000 paths is too long for argv).
 """
 
 from __future__ import annotations
@@ -70,12 +71,13 @@ def _resolve(target: str) -> Callable[..., Callable[[], Any]]:
     return func
 
 
-def child(target: str, kwargs_json: str, out: str) -> int:
+def child(target: str, kwargs_file: str, out: str) -> int:
     """The child side: set up, time one call, write the result as JSON to ``out``."""
     result: dict[str, Any] = {}
     try:
+        kwargs = json.loads(Path(kwargs_file).read_text())
         t0 = time.perf_counter()
-        call = _resolve(target)(**json.loads(kwargs_json))
+        call = _resolve(target)(**kwargs)
         result["setup_s"] = time.perf_counter() - t0
         result["base_mb"] = _status_mb("VmRSS")
         t0 = time.perf_counter()
@@ -111,11 +113,16 @@ def measure(target: str, kwargs: dict[str, Any] | None = None, *, repeat: int = 
     for _ in range(max(1, repeat)):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "result.json")
-            cmd = [python, str(Path(__file__).resolve()), "--child", target, payload, out]
+            args = os.path.join(tmp, "kwargs.json")
+            Path(args).write_text(payload)
+            cmd = [python, str(Path(__file__).resolve()), "--child", target, args, out]
             try:
                 proc = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True, env=env)
             except subprocess.TimeoutExpired:
                 m.error = f"timeout after {timeout:.0f} s"
+                break
+            except OSError as err:
+                m.error = f"could not start: {err}"
                 break
             if not os.path.exists(out):
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
@@ -141,5 +148,5 @@ def measure(target: str, kwargs: dict[str, Any] | None = None, *, repeat: int = 
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "--child":
         sys.exit(child(sys.argv[2], sys.argv[3], sys.argv[4]))
-    print("usage: measure.py --child MODULE:FUNCTION KWARGS_JSON OUT", file=sys.stderr)
+    print("usage: measure.py --child MODULE:FUNCTION KWARGS_FILE OUT", file=sys.stderr)
     sys.exit(2)
