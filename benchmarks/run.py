@@ -238,7 +238,12 @@ def scenario_table(s: Scenario) -> str:
             continue
         peak = t.peak
         per_input = f"{peak * 2**20 / s.input_bytes:.2f}" if peak and s.input_bytes else "-"
-        ratio = "1.00x (itself)" if t.toolkit else _fmt_ratio(kit_wall / t.wall if kit_wall and t.wall else None)
+        if t.toolkit:
+            ratio = "1.00x (itself)"
+        elif t.name.startswith(TOOLKIT):  # another toolkit variant: no baseline
+            ratio = "-"
+        else:
+            ratio = _fmt_ratio(kit_wall / t.wall if kit_wall and t.wall else None)
         scaled = " (est.)" if t.scale_by != 1.0 else ""
         lines.append(f"| {t.name} | {_fmt_s(t.wall)}{scaled} | {peak:,.0f}{scaled} | {per_input} | {ratio} | "
                      f"{_summary(m)} | {t.note} |")
