@@ -13,9 +13,11 @@ A repository is untrusted data. Every git process started here
   ``ls-tree``, ``cat-file --batch``): no work tree, no index, no checkout, no diff driver,
   no textconv, no hook.
 
-The cost model: one ``git log --raw`` per branch lists every commit with the blobs it changed,
-and one ``git cat-file --batch`` per repository reads every blob not read before. Blobs are
-cached by object id, so a blob shared by a thousand commits is read once.
+The cost model: one ``git log --raw`` for the whole repository lists every commit reachable
+from the branches read, each with the blobs it changed under the paths asked for
+(:meth:`GitRepo.walk`); each branch is then its first-parent chain through that map
+(:func:`first_parent`). One ``git cat-file --batch`` per repository reads every blob not read
+before. Blobs are cached by object id, so a blob shared by a thousand commits is read once.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from ..errors import GitError
 
-__all__ = ["Change", "Commit", "GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
+__all__ = ["Change", "Commit", "GitRepo", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env"]
 
 _OVERRIDES = (
     "core.fsmonitor=false",
@@ -49,6 +51,11 @@ _OVERRIDES = (
 )
 _HEX = re.compile(r"\A[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 _HEADER = "commit "
+_LOG_ARGS = (
+    "--raw", "-z", "--no-abbrev", "--no-renames", "--root", "--diff-merges=first-parent", "--no-relative",
+    "--no-color", "--no-decorate", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap",
+    f"--format=tformat:{_HEADER}%H %ct %P",
+)
 
 
 def safe_env() -> dict[str, str]:
@@ -179,13 +186,30 @@ class GitRepo:
         One ``git log --raw`` process; merges are diffed against their first parent, the root
         commit against the empty tree.
         """
-        out = self.run(
-            "log", "--first-parent", "--reverse", "--raw", "-z", "--no-abbrev", "--no-renames", "--root",
-            "--diff-merges=first-parent", "--no-relative", "--no-color", "--no-decorate", "--no-show-signature",
-            "--no-ext-diff", "--no-textconv", "--no-mailmap", f"--format=tformat:{_HEADER}%H %ct %P",
-            "--end-of-options", rev, "--",
-        )
+        out = self.run("log", "--first-parent", "--reverse", *_LOG_ARGS, "--end-of-options", rev, "--")
         return parse_log(out)
+
+    def walk(self, heads: Iterable[str], paths: Sequence[str] = ()) -> dict[str, Commit]:
+        """Every commit reachable from ``heads`` (commit ids), by id, with its changed paths.
+
+        One ``git log --raw`` process for all heads, each commit listed once however many
+        branches hold it. Changes are against the first parent (the root commit: against the
+        empty tree), as :meth:`log` gives them. With ``paths`` (folders such as
+        ``"messages/"``), only changes under them are listed, but every commit still is (no
+        history simplification), so a commit that changes nothing there costs one log line.
+        Follow a branch with :func:`first_parent`.
+
+        Raises:
+            GitError: a head is not a full object id, or git failed (e.g. a missing object).
+        """
+        wanted = list(dict.fromkeys(heads))
+        if not wanted:
+            return {}
+        if not all(_HEX.match(h) for h in wanted):
+            raise GitError("a head to walk is not an object id")
+        limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
+        out = self.run("log", "--stdin", *_LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode())
+        return {c.sha: c for c in parse_log(out)}
 
     def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
         """The entries directly inside the folder ``path`` of commit ``rev``, in tree order.
@@ -230,6 +254,26 @@ class GitRepo:
             self.blob_reads += header[1] == b"blob"
             pos += size + 1
         return found
+
+
+def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:
+    """The first-parent history of ``head`` through a :meth:`GitRepo.walk` map, oldest first.
+
+    Raises:
+        GitError: a commit of the chain is not in the map.
+    """
+    chain: list[Commit] = []
+    sha = head
+    while sha:
+        commit = commits.get(sha)
+        if commit is None:
+            raise GitError(f"commit {sha} is not in the walk")
+        if len(chain) > len(commits):
+            raise GitError(f"the first-parent history of {head} loops")
+        chain.append(commit)
+        sha = commit.parents[0] if commit.parents else ""
+    chain.reverse()
+    return chain
 
 
 def parse_log(out: bytes) -> list[Commit]:

@@ -23,12 +23,16 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
   orphan that stays in the tree is dropped again at every later step, so it has a row per
   step (and ``conversations.orphans`` counts these drops).
 
-Git is read through :mod:`.git` (plumbing only, safe on hostile repositories). Every blob is
-parsed once per load however many commits hold it, and a commit that does not touch
-``messages/`` costs one log line: no read, no parse, no assembly. A commit that does change
-``messages/`` assembles its state once (states are cached by their files, so a state met again
-on another branch or after a revert is not assembled twice): the cost grows with the number of
-distinct transcript states times their length, never with commits that leave them alone.
+Git is read through :mod:`.git` (plumbing only, safe on hostile repositories): one ``git log``
+for the whole repository, listing only ``messages/`` changes, gives every branch's first-parent
+history, and one ``git cat-file --batch`` reads every blob; every blob is parsed once per load
+however many commits and branches hold it. A commit that does not touch ``messages/`` costs one
+log line and one growth row: no read, no parse, no assembly. A commit that adds entries after
+the last one (litany's usual commit) costs the entries it adds: the branch's running
+:class:`~.litany_replay.Tally` carries sizes, context and orphans forward. Any other change to
+``messages/`` (a deletion, a rewrite, an entry sorting earlier, as compaction makes) re-tallies
+that state once. The cost grows with the entries each commit adds, not with the commits that
+leave them alone nor with the length of the transcript.
 """
 
 from __future__ import annotations
@@ -44,9 +48,9 @@ from ..assembly import Assembled, assemble
 from ..errors import GitError
 from ..model import Entry
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
-from .git import Commit, GitRepo, find_git_dir, is_git_dir
+from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
 from .litany_entries import entry_name, normalize_usage, provider_family
-from .litany_replay import MESSAGES, Replayer, Summary
+from .litany_replay import MESSAGES, Replayer, Summary, Tally
 from .litany_steps import StepRecord, read_steps
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
@@ -122,24 +126,11 @@ class LitanySource(Source):
         except GitError as err:
             diags.report(git_dir, "unreadable_repo", str(err))
             return
-        branches: list[_Branch] = []
-        for ref, head in refs.items():
-            agent = ref[len(AGENTS) :]
-            if only is not None and agent != only:
-                continue
-            try:
-                branches.append(_Branch(agent, head, repo.log(head)))
-            except GitError as err:
-                diags.report(f"{git_dir}@{ref}", "unreadable_branch", str(err))
-        replayer.prefetch(
-            (ch.path[len(MESSAGES) :], ch.blob, ch.mode, c.sha)
-            for b in branches for c in b.log for ch in c.changes
-            if ch.status != "D" and ch.path.startswith(MESSAGES) and "/" not in ch.path[len(MESSAGES) :]
-        )
-        try:
-            names = repo.read(f"{b.head}:name" for b in branches)
-        except GitError:
-            names = {}
+        wanted = {ref[len(AGENTS) :]: (ref, head) for ref, head in refs.items()}
+        if only is not None:
+            wanted = {only: wanted[only]} if only in wanted else {}
+        branches = _walk(repo, wanted, diags)
+        names = replayer.prefetch(_message_files(branches), also=[f"{b.head}:name" for b in branches])
         shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
             steps = read_steps(steps_dir / branch.agent_id, diags) if steps_dir else []
@@ -160,6 +151,42 @@ class LitanySource(Source):
                     diags.report(child, "no_branch", f"step records for agent {child.name} with no agents/ branch")
 
 
+def _walk(repo: GitRepo, wanted: dict[str, tuple[str, str]], diags: Diagnostics) -> list[_Branch]:
+    """Each wanted branch (``agent id -> (ref, head)``) with its first-parent history.
+
+    One ``git log`` for the whole repository, listing only ``messages/`` changes; should it
+    fail (a missing object, say), each branch is walked alone so that only the broken ones
+    are reported.
+    """
+    try:
+        commits = repo.walk((head for _ref, head in wanted.values()), [MESSAGES])
+    except GitError:
+        commits = None
+    branches: list[_Branch] = []
+    for agent, (ref, head) in wanted.items():
+        try:
+            log = first_parent(commits, head) if commits is not None else repo.log(head)
+        except GitError as err:
+            diags.report(f"{repo.git_dir}@{ref}", "unreadable_branch", str(err))
+            continue
+        branches.append(_Branch(agent, head, log))
+    return branches
+
+
+def _message_files(branches: list[_Branch]) -> Iterator[tuple[str, str, str, str]]:
+    """``(name, blob id, mode, commit)`` of every file added or changed in ``messages/``."""
+    seen: set[str] = set()  # commits shared by branches (forks) are listed once
+    for b in branches:
+        for c in b.log:
+            if not c.changes or c.sha in seen:
+                continue
+            seen.add(c.sha)
+            for ch in c.changes:
+                name = ch.path[len(MESSAGES) :]
+                if ch.status != "D" and ch.path.startswith(MESSAGES) and "/" not in name:
+                    yield name, ch.blob, ch.mode, c.sha
+
+
 def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inherited: set[str]) -> Conversation:
     log = branch.log
     index_of = {c.sha: i for i, c in enumerate(log)}
@@ -169,10 +196,24 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
     nested: set[str] = set()
     growth: list[GrowthRow] = []
     dropped_at: list[tuple[str, ...]] = []
+    tally = Tally()
+    last: tuple[int, bytes] | None = None  # the sort key of the last entry name held
     summary: Summary | None = None
-    entries: list[Entry] = []
+
+    def make(name: str, added: int) -> Entry | None:
+        oid, mode, _added = state[name]
+        item = (name, oid, mode, added)
+        if item not in made:
+            parsed = entry_name(name)
+            rec = steps.of(added)
+            fam = provider_family(rec.provider if rec else None, parsed.origin if parsed else None)
+            made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, fam)
+        return made[item]
+
     for i, commit in enumerate(log):
         changed = summary is None
+        appended: list[tuple[tuple[int, bytes], str]] = []
+        rebuild = False
         for ch in commit.changes:
             if not ch.path.startswith(MESSAGES):
                 continue
@@ -185,41 +226,43 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
                                           "an entry name that is a folder cannot be read")
                 continue
             changed = True
+            key = _sort_key(name)
             if ch.status == "D":
-                state.pop(name, None)
+                if state.pop(name, None) is not None and key[0] >= 0:
+                    rebuild = True
             else:
                 old = state.get(name)
                 state[name] = (ch.blob, ch.mode, old[2] if old else i)
+                if key[0] < 0:
+                    continue  # not an entry: nothing to assemble
+                if old is not None or (last is not None and key <= last):
+                    rebuild = True
+                else:
+                    appended.append((key, name))
         if changed:
-            entries, key = [], []
-            for name in sorted(state, key=_sort_key):
-                oid, mode, added = state[name]
-                item = (name, oid, mode, added)
-                if item not in made:
-                    parsed = entry_name(name)
-                    rec = steps.of(added)
-                    fam = provider_family(rec.provider if rec else None, parsed.origin if parsed else None)
-                    made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, fam)
-                entry = made[item]
-                if entry is not None:
-                    entries.append(entry)
-                    key.append((name, oid, _usage_tag(entry)))
-            summary = replayer.summary(entries, tuple(key))
+            if rebuild:
+                ordered = sorted((k, n) for n in state if (k := _sort_key(n))[0] >= 0)
+                tally.reset(e for _k, n in ordered if (e := make(n, state[n][2])) is not None)
+                last = ordered[-1][0] if ordered else None
+            elif appended:
+                appended.sort()
+                for _key, name in appended:
+                    entry = make(name, i)
+                    if entry is not None:
+                        tally.append(entry)
+                last = appended[-1][0]
+            summary = replayer.summary(tally, None)
         assert summary is not None
         dropped_at.append(summary.dropped)
         growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
                                 context_tokens=summary.context_tokens, orphans=len(summary.dropped),
                                 at=commit.time, commit=commit.sha))
+    entries = tally.entries
     added_at = {name: added for name, (_oid, _mode, added) in state.items()}
     theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
     conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
     _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)
     return conv
-
-
-def _usage_tag(entry: Entry) -> str:
-    u = entry.usage
-    return "" if u is None else f"{u.input_total_tokens}/{u.output_tokens}/{u.reasoning_tokens}"
 
 
 def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],

@@ -3,21 +3,27 @@
 :class:`Replayer` holds one repository's caches: parsed blobs keyed by ``(blob id, kind)``
 and state summaries keyed by the state's files, so neither grows with commits that leave
 ``messages/`` alone. Assembly is the assembly core's (:func:`murmur_analysis.assembly.assemble`).
+
+:class:`Tally` follows one branch's state as it grows: a commit that only appends entries
+after the last one (the common case: litany commits one entry at a time) costs the appended
+entries, not the whole state. Its orphans are exactly :func:`~murmur_analysis.assembly.drop_orphans`'
+(the runs before the last are final; the open last run is recomputed, as a later entry of the
+same run can call a result met earlier in it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..assembly import assemble
-from ..model import Entry, sorted_entries, text_chars
+from ..model import Entry, ToolResult, ToolUse, sorted_entries, text_chars
 from .base import Diagnostics
 from .git import GitRepo
 from .litany_entries import Family, Parsed, entry_name, normalize_usage, parse_body, provider_family
 
-__all__ = ["MESSAGES", "Replayer", "Summary"]
+__all__ = ["MESSAGES", "Replayer", "Summary", "Tally"]
 
 MESSAGES = "messages/"
 _FILE_MODES = ("100644", "100755")
@@ -33,6 +39,76 @@ class Summary:
     dropped: tuple[str, ...]
 
 
+def _context(entry: Entry) -> int | None:
+    u = entry.usage
+    if u is None or u.input_total_tokens is None:
+        return None
+    return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+
+
+class Tally:
+    """One branch's ``messages/`` state, in order, with what its summary needs kept current.
+
+    ``append`` an entry sorting after every entry held; anything else (a deletion, a rewrite,
+    an entry sorting earlier) is a ``reset`` to the new state's entries.
+
+    Attributes:
+        entries: the state's entries in position order.
+    """
+
+    __slots__ = ("_called", "_chars", "_context", "_dropped", "_run", "entries")
+
+    entries: list[Entry]
+    _chars: int
+    _context: int | None
+    _called: set[str]  # tool_use ids of the closed runs
+    _dropped: list[str]  # orphans of the closed runs, in the order met
+    _run: list[Entry]  # the last run (one message), still open
+
+    def __init__(self, entries: Iterable[Entry] = ()) -> None:
+        self.reset(entries)
+
+    def reset(self, entries: Iterable[Entry]) -> None:
+        """Start over from a state's entries (any order: they are sorted by position)."""
+        self.entries = []
+        self._chars = 0
+        self._context = None
+        self._called = set()
+        self._dropped = []
+        self._run = []
+        for entry in sorted_entries(entries):
+            self.append(entry)
+
+    def append(self, entry: Entry) -> None:
+        """Add an entry whose position is at or after every entry held."""
+        run = self._run
+        if run and run[-1].side != entry.side:
+            self._dropped += self._orphans(run)
+            self._called |= self._calls(run)
+            run = self._run = []
+        run.append(entry)
+        self.entries.append(entry)
+        self._chars += text_chars(entry.blocks)
+        context = _context(entry)
+        if context is not None:
+            self._context = context
+
+    @staticmethod
+    def _calls(run: list[Entry]) -> set[str]:
+        return {b.id for e in run for b in e.blocks if isinstance(b, ToolUse)}
+
+    def _orphans(self, run: list[Entry]) -> list[str]:
+        """``drop_orphans`` on one message: its own calls count before its results."""
+        called, own = self._called, self._calls(run)
+        return [b.tool_use_id for e in run for b in e.blocks
+                if isinstance(b, ToolResult) and b.tool_use_id not in called and b.tool_use_id not in own]
+
+    def summary(self) -> Summary:
+        """Size, context and orphans of the state held."""
+        dropped = self._dropped + self._orphans(self._run) if self._run else self._dropped
+        return Summary(len(self.entries), self._chars, self._context, tuple(dropped))
+
+
 class Replayer:
     """Decodes and assembles ``messages/`` states of one repository, with its caches.
 
@@ -45,15 +121,25 @@ class Replayer:
         self.diags = diags
         self.parses = 0
         self._parsed: dict[tuple[str, bool], Parsed] = {}
-        self._summaries: dict[tuple[tuple[str, str, str], ...], Summary] = {}
+        self._summaries: dict[Hashable, Summary] = {}
         self._reported: set[tuple[str, str]] = set()
 
     def where(self, commit: str, name: str) -> str:
         """The diagnostics path of a file of a commit."""
         return f"{self.repo.git_dir}@{commit}:{MESSAGES}{name}"
 
-    def prefetch(self, wanted: Iterable[tuple[str, str, str, str]]) -> None:
-        """Read and parse, in one batch, every ``(name, oid, mode, commit)`` not parsed yet."""
+    def prefetch(
+        self, wanted: Iterable[tuple[str, str, str, str]], also: Iterable[str] = ()
+    ) -> dict[str, bytes | None]:
+        """Read and parse, in one batch, every ``(name, oid, mode, commit)`` not parsed yet.
+
+        Args:
+            wanted: ``messages/`` files as ``(name, blob id, mode, a commit holding it)``.
+            also: other objects to read in the same batch (e.g. ``<commit>:name``).
+
+        Returns:
+            The contents of the ``also`` objects, as :meth:`GitRepo.read` gives them.
+        """
         todo: dict[tuple[str, bool], str] = {}
         for name, oid, mode, commit in wanted:
             parsed_name = entry_name(name)
@@ -62,9 +148,10 @@ class Replayer:
             key = (oid, parsed_name.is_md)
             if key not in self._parsed and key not in todo:
                 todo[key] = self.where(commit, name)
-        if not todo:
-            return
-        data = self.repo.read(oid for oid, _ in todo)
+        extra = list(also)
+        if not todo and not extra:
+            return {}
+        data = self.repo.read([*(oid for oid, _ in todo), *extra])
         for (oid, is_md), where in todo.items():
             raw = data.get(oid)
             if raw is None:
@@ -75,6 +162,7 @@ class Replayer:
             self._parsed[(oid, is_md)] = parsed
             if parsed.error:
                 self.diags.report(where, "bad_entry", parsed.error)
+        return {name: data.get(name) for name in extra}
 
     def entry(
         self, name: str, oid: str, mode: str, commit: str, at: datetime | None, family: Family | None
@@ -114,18 +202,28 @@ class Replayer:
             origin=parsed_name.origin, model=model, created_at=at, usage=usage,
         )
 
-    def summary(self, entries: list[Entry], key: tuple[tuple[str, str, str], ...]) -> Summary:
-        """Size, context and orphans of one state (cached by its files and their accounting)."""
-        hit = self._summaries.get(key)
+    def summary(self, entries: Sequence[Entry] | Tally, key: Hashable | None = None) -> Summary:
+        """Size, context and orphans of one state.
+
+        Args:
+            entries: the state's entries in order, or a :class:`Tally` holding them (whose
+                running sums are used: no assembly).
+            key: when given, summaries of entry lists are cached under it (the state's files
+                and their accounting).
+        """
+        if isinstance(entries, Tally):
+            return entries.summary()
+        hit = self._summaries.get(key) if key is not None else None
         if hit is None:
             context = None
             for e in entries:
-                u = e.usage
-                if u is not None and u.input_total_tokens is not None:
-                    context = u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+                here = _context(e)
+                if here is not None:
+                    context = here
             dropped = assemble(entries).dropped_orphans
             hit = Summary(len(entries), sum(text_chars(e.blocks) for e in entries), context, tuple(dropped))
-            self._summaries[key] = hit
+            if key is not None:
+                self._summaries[key] = hit
         return hit
 
     def entries_at(self, rev: str) -> tuple[str, list[Entry]]:
