@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
+
+import orjson
 
 from .model import (
     Block,
@@ -35,10 +37,13 @@ __all__ = [
     "Assembled",
     "Pairer",
     "ToolCall",
+    "ToolEvent",
     "assemble",
     "drop_orphans",
     "group",
+    "input_size",
     "pair_tools",
+    "tool_events",
     "transcript",
 ]
 
@@ -148,8 +153,10 @@ class ToolCall:
         status: ``ok``, ``error``, ``unanswered``, ``orphan_result`` (dropped by assembly), or
             ``duplicate_result`` (a further result for a call already answered).
         is_error: the result's own flag (``None`` when it has none or there is no result).
-        input: the call's input as written.
+        input: the call's input as written (``None`` when the pairing was asked not to keep
+            inputs).
         result_chars: characters of text in the result.
+        input_bytes: size of the call's input as compact JSON, ``None`` without an input.
     """
 
     call_id: str
@@ -163,25 +170,75 @@ class ToolCall:
     is_error: bool | None
     input: object = None
     result_chars: int | None = None
+    input_bytes: int | None = None
 
 
 def _status(is_error: bool | None) -> ToolStatus:
     return "error" if is_error else "ok"
 
 
+#: A tool event of one entry, what the pairing walk reads:
+#: ``("call", kind, id, name, input, input_bytes)`` or ``("result", kind, id, is_error, chars)``.
+ToolEvent = tuple[Any, ...]
+
+
+def input_size(value: Any) -> int | None:
+    """Size of a tool input as compact JSON, ``None`` for no input (or one JSON cannot hold)."""
+    if value is None:
+        return None
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:
+        return None
+
+
+def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
+    """The tool calls and results of one entry, in block order, as pairing events.
+
+    Args:
+        entry: the entry.
+        keep_inputs: keep each call's input (``False`` keeps only its size).
+
+    Returns:
+        One event per tool block (client or server, call or result).
+    """
+    events: list[ToolEvent] = []
+    for block in entry.blocks:
+        kind = type(block)
+        if kind is ToolUse or kind is ServerToolUse:
+            side = "client" if kind is ToolUse else "server"
+            value = block.input  # type: ignore[union-attr]
+            events.append(
+                ("call", side, block.id, block.name, value if keep_inputs else None, input_size(value))  # type: ignore[union-attr]
+            )
+        elif kind is ToolResult:
+            is_error = block.is_error if block.is_error is not None else entry.is_error  # type: ignore[union-attr]
+            events.append(("result", "client", block.tool_use_id, is_error, text_chars(block.content or ())))  # type: ignore[union-attr]
+        elif kind is ServerToolResult:
+            events.append(("result", "server", block.tool_use_id, None, None))  # type: ignore[union-attr]
+    return events
+
+
 class Pairer:
     """The pairing walk, fed one entry at a time (entries must come in position order).
 
-    It holds only the current run of same-side entries and the calls still open, so a frame
-    builder can stream a conversation of any length through it. :func:`pair_tools` is this
-    walk over a whole list.
+    It holds only the current run of same-side entries that carry tool blocks and the calls
+    still open, so a frame builder can stream a conversation of any length through it.
+    :func:`pair_tools` is this walk over a whole list. A decoder that already knows each
+    entry's tool events and message (run) index feeds :meth:`feed_events` instead; both paths
+    share the same rule.
+
+    Args:
+        keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
+            long conversation does not hold every input until its end).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_inputs: bool = True) -> None:
         self.rows: list[ToolCall] = []
+        self.keep_inputs = keep_inputs
         self._open: dict[tuple[str, str], list[int]] = {}  # (kind, id) -> unanswered row indexes
         self._called: set[tuple[str, str]] = set()
-        self._run: list[tuple[Entry, list[Block]]] = []  # the run's entries that hold tool blocks
+        self._run: list[tuple[int, list[ToolEvent]]] = []  # the run's entries that hold tool events
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
@@ -198,10 +255,28 @@ class Pairer:
         if entry.side != self._side:
             if self._side is not None:
                 self._close_run()
+            self._message += 1
             self._side = entry.side
-        tools = [b for b in entry.blocks if type(b) in _TOOL_BLOCKS]
-        if tools:
-            self._run.append((entry, tools))
+        for block in entry.blocks:
+            if type(block) in _TOOL_BLOCKS:
+                self._run.append((entry.position, tool_events(entry, self.keep_inputs)))
+                break
+
+    def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
+        """Take one entry's tool events, with the index of the message (run) it belongs to.
+
+        Args:
+            position: the entry's position (ascending across calls).
+            message: the 0-based index of its run of same-side entries; ascending.
+            events: its tool events (:func:`tool_events`), in block order.
+        """
+        if message != self._message:
+            if self._side is not None:
+                self._close_run()
+            self._message = message
+            self._side = ""
+        self._last = position
+        self._run.append((position, events))
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
@@ -211,37 +286,27 @@ class Pairer:
         return self.rows
 
     def _close_run(self) -> None:
-        self._message += 1
         if not self._run:
             return
         message_index = self._message
         rows = self.rows
-        for entry, tools in self._run:
-            for block in tools:
-                if isinstance(block, ToolUse | ServerToolUse):
-                    kind: Literal["client", "server"] = "client" if isinstance(block, ToolUse) else "server"
-                    key = (kind, block.id)
+        for position, events in self._run:
+            for event in events:
+                if event[0] == "call":
+                    _, kind, call_id, name, value, size = event
+                    key = (kind, call_id)
                     self._called.add(key)
                     self._open.setdefault(key, []).append(len(rows))
                     rows.append(
-                        ToolCall(
-                            block.id, block.name, kind, entry.position, None, message_index, None,
-                            "unanswered", None, block.input,
-                        )
+                        ToolCall(call_id, name, kind, position, None, message_index, None, "unanswered", None, value,
+                                 None, size)
                     )
-        for entry, tools in self._run:
-            for block in tools:
-                if isinstance(block, ToolResult):
-                    kind = "client"
-                    key = (kind, block.tool_use_id)
-                    is_error = block.is_error if block.is_error is not None else entry.is_error
-                    chars: int | None = text_chars(block.content or ())
-                elif isinstance(block, ServerToolResult):
-                    kind = "server"
-                    key = (kind, block.tool_use_id)
-                    is_error, chars = None, None
-                else:
+        for position, events in self._run:
+            for event in events:
+                if event[0] != "result":
                     continue
+                _, kind, call_id, is_error, chars = event
+                key = (kind, call_id)
                 waiting = self._open.get(key)
                 if waiting:
                     index = waiting.pop(0)
@@ -249,15 +314,13 @@ class Pairer:
                         del self._open[key]
                     call = rows[index]
                     rows[index] = ToolCall(
-                        call.call_id, call.tool_name, call.kind, call.called_seq, entry.position,
-                        call.called_message, message_index, _status(is_error), is_error, call.input, chars,
+                        call.call_id, call.tool_name, call.kind, call.called_seq, position, call.called_message,
+                        message_index, _status(is_error), is_error, call.input, chars, call.input_bytes,
                     )
                     continue
                 status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
                 rows.append(
-                    ToolCall(
-                        key[1], None, kind, None, entry.position, None, message_index, status, is_error, None, chars,
-                    )
+                    ToolCall(call_id, None, kind, None, position, None, message_index, status, is_error, None, chars)
                 )
         self._run = []
 

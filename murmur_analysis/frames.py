@@ -7,17 +7,18 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
 import pandas as pd
 import pyarrow as pa
 
 from .assembly import Pairer, ToolCall
 from .diagnostics import Diagnostic
-from .model import Entry, Unknown, Usage, sorted_entries, text_chars
+from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 
@@ -63,6 +64,11 @@ class TableBuilder:
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self._rows = []
 
+    def append_batch(self, arrays: list[pa.Array]) -> None:
+        """Add rows given as one Arrow array per column, in schema order."""
+        self._flush()
+        self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+
     def finish(self) -> pa.Table:
         """The table so far."""
         self._flush()
@@ -81,19 +87,37 @@ def _tokens(usage: Usage | None) -> tuple[int | None, ...]:
     )
 
 
-def _block_kind(block: Any) -> str:
-    if isinstance(block, Unknown):
-        return block.type or "unknown"
-    return str(block.kind)
+_STR = pa.string()
+_I64 = pa.int64()
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _json_size(value: Any) -> int | None:
-    if value is None:
-        return None
-    try:
-        return len(orjson.dumps(value))
-    except TypeError:
-        return None
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What one pass over a conversation's entries gathered for its other tables."""
+
+    calls: list[ToolCall]
+    usage_rows: list[UsageRow]
+    count: int
+    first_at: datetime | None
+    last_at: datetime | None
+
+
+def _derive_growth(conv: Conversation) -> bool:
+    # Compaction rows are events on the message timeline, not a replacement of it: the
+    # per-message rows are derived unless the source gave rows of its own timeline.
+    return conv.growth is None or all(g.event == "compaction" for g in conv.growth)
+
+
+def _context(u: Usage, previous: int | None) -> int | None:
+    if u.input_total_tokens is None:
+        return previous
+    return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+
+
+def _token_column(usages: list[Usage | None], index: int, n: int) -> pa.Array:
+    return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
 
 
 class FrameBuilder:
@@ -107,19 +131,22 @@ class FrameBuilder:
 
         The entries are walked once, in position order, and dropped as they go: messages rows,
         derived growth and entry usage are written per entry, and the pairing walk of the
-        assembly core keeps only open calls, so a record of any length streams through.
+        assembly core keeps only open calls, so a record of any length streams through. A
+        conversation decoded to :class:`EntryColumns` is read chunk by chunk the same way.
         """
+        walk = self._walk_columns(conv) if conv.columns is not None else self._walk_entries(conv)
+        self._finish(conv, walk)
+
+    def _walk_entries(self, conv: Conversation) -> _Walk:
         key = (conv.source, conv.conversation_id)
         entries: Iterable[Entry] = conv.entries
         if isinstance(entries, list):
             entries = sorted_entries(entries)
         messages = self.builders["messages"]
         growth = self.builders["growth"]
-        # Compaction rows are events on the message timeline, not a replacement of it: the
-        # per-message rows are derived unless the source gave rows of its own timeline.
-        derive_growth = conv.growth is None or all(g.event == "compaction" for g in conv.growth)
-        usage_rows: list[UsageRow] = [] if conv.usage is None else conv.usage
-        pairer = Pairer()
+        derive_growth = _derive_growth(conv)
+        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        pairer = Pairer(keep_inputs=False)
         first_at: datetime | None = None
         last_at: datetime | None = None
         count = chars_total = 0
@@ -149,21 +176,117 @@ class FrameBuilder:
                     entry.status,
                     entry.error,
                     entry.source_id,
-                    [_block_kind(b) for b in entry.blocks],
+                    [block_kind(b) for b in entry.blocks],
                 )
             )
             if u is not None:
                 if conv.usage is None:
                     usage_rows.append(UsageRow(u, entry.id, entry.position, entry.model, None, at, found_in="entry"))
-                if u.input_total_tokens is not None:
-                    context = u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+                context = _context(u, context)
             if derive_growth:
                 growth.append(
                     (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
                 )
-        calls = pairer.finish()
+        return _Walk(pairer.finish(), usage_rows, count, first_at, last_at)
+
+    def _walk_columns(self, conv: Conversation) -> _Walk:
+        key = (conv.source, conv.conversation_id)
+        assert conv.columns is not None
+        derive_growth = _derive_growth(conv)
+        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        pairer = Pairer(keep_inputs=False)
+        first_us: int | None = None
+        last_us: int | None = None
+        count = chars_total = 0
+        context: int | None = None
+        message = -1
+        previous_side: str | None = None
+        for chunk in conv.columns:
+            n = len(chunk)
+            if n == 0:
+                continue
+            created = pa.array(chunk.created_us, type=pa.int64()).cast(_TIMESTAMP)
+            times = [v for v in chunk.created_us if v is not None]
+            if times:
+                low, high = min(times), max(times)
+                first_us = low if first_us is None else min(first_us, low)
+                last_us = high if last_us is None else max(last_us, high)
+            usages = chunk.usage
+            has_usage = any(u is not None for u in usages)
+            tokens = [_token_column(usages, i, n) for i in range(5)] if has_usage else [pa.nulls(n, _I64)] * 5
+            self.builders["messages"].append_batch(
+                [
+                    pa.array([key[0]] * n, _STR),
+                    pa.array([key[1]] * n, _STR),
+                    pa.array(chunk.position, _I64),
+                    pa.array(chunk.id, _STR),
+                    pa.array(chunk.side, _STR),
+                    pa.array(chunk.origin, _STR),
+                    pa.array(chunk.model, _STR),
+                    created,
+                    pa.array(chunk.n_blocks, pa.int32()),
+                    pa.array(chunk.text_chars, _I64),
+                    *tokens,
+                    pa.array(chunk.status, _STR),
+                    pa.array(chunk.error, _STR),
+                    pa.array(chunk.source_id, _STR),
+                    pa.array(chunk.block_kinds, pa.list_(_STR)),
+                ]
+            )
+            # Message (run) index of each entry holding tool events: a new run at every change of side.
+            sides = chunk.side
+            events = iter(chunk.tool_events)
+            pending = next(events, None)
+            contexts: list[int | None] = []
+            for i, side in enumerate(sides):
+                if side != previous_side:
+                    message += 1
+                    previous_side = side
+                while pending is not None and pending[0] == i:
+                    pairer.feed_events(chunk.position[i], message, pending[1])
+                    pending = next(events, None)
+                if has_usage:
+                    u = usages[i]
+                    if u is not None:
+                        if conv.usage is None:
+                            at = None if chunk.created_us[i] is None else _EPOCH + timedelta(
+                                microseconds=chunk.created_us[i])  # type: ignore[arg-type]
+                            usage_rows.append(
+                                UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
+                            )
+                        context = _context(u, context)
+                    contexts.append(context)
+            if derive_growth:
+                chars = list(itertools.accumulate(chunk.text_chars, initial=chars_total))[1:]
+                self.builders["growth"].append_batch(
+                    [
+                        pa.array([key[0]] * n, _STR),
+                        pa.array([key[1]] * n, _STR),
+                        pa.array(chunk.position, _I64),
+                        created,
+                        pa.array(["message"] * n, _STR),
+                        pa.nulls(n, _STR),
+                        pa.array(range(count + 1, count + n + 1), _I64),
+                        pa.array(chars, _I64),
+                        pa.array(contexts if has_usage else [context] * n, _I64),
+                        pa.nulls(n, _I64),
+                        pa.nulls(n, _I64),
+                        pa.nulls(n, _I64),
+                    ]
+                )
+            count += n
+            chars_total += sum(chunk.text_chars)
+        first_at = None if first_us is None else _EPOCH + timedelta(microseconds=first_us)
+        last_at = None if last_us is None else _EPOCH + timedelta(microseconds=last_us)
+        return _Walk(pairer.finish(), usage_rows, count, first_at, last_at)
+
+    def _finish(self, conv: Conversation, walk: _Walk) -> None:
+        key = (conv.source, conv.conversation_id)
+        calls = walk.calls
+        growth = self.builders["growth"]
         self._tool_calls(key, calls, conv.tool_meta)
-        tokens = self._usage(key, usage_rows)
+        # Read after the walk: a streaming source hands over its usage rows when its stream ends.
+        tokens = self._usage(key, walk.usage_rows if conv.usage is None else conv.usage)
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
             orphan_rows = [
@@ -190,9 +313,9 @@ class FrameBuilder:
                 *key,
                 conv.title,
                 conv.path,
-                first_at,
-                last_at,
-                count,
+                walk.first_at,
+                walk.last_at,
+                walk.count,
                 len(made),
                 sum(1 for c in made if c.status == "error"),
                 n_orphans,
@@ -216,7 +339,7 @@ class FrameBuilder:
                     call.status,
                     call.is_error,
                     m.duration_ms if m else None,
-                    (m.input_bytes if m and m.input_bytes is not None else _json_size(call.input)),
+                    (m.input_bytes if m and m.input_bytes is not None else call.input_bytes),
                     m.output_bytes if m else None,
                     call.result_chars,
                     m.exit_code if m else None,

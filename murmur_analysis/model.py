@@ -42,11 +42,13 @@ __all__ = [
     "Unknown",
     "Usage",
     "block_from_wire",
+    "block_kind",
     "block_to_wire",
     "blocks_from_wire",
     "blocks_to_wire",
     "text_chars",
     "uuid7_datetime",
+    "uuid7_ms",
 ]
 
 Dialect = Literal["brazen", "murmur"]
@@ -411,6 +413,13 @@ def blocks_to_wire(blocks: Iterable[Block], dialect: Dialect = "brazen") -> list
     return [block_to_wire(b, dialect) for b in blocks]
 
 
+def block_kind(block: Block) -> str:
+    """The kind a block is listed under: its class's kind, or an unknown block's own tag."""
+    if type(block) is Unknown:
+        return block.type or "unknown"
+    return str(block.kind)
+
+
 def text_chars(blocks: Iterable[Block]) -> int:
     """Count the characters of human-readable text in ``blocks``.
 
@@ -586,6 +595,21 @@ class Message:
         return blocks_to_wire(self.blocks, "brazen")
 
 
+def uuid7_ms(hex_id: str) -> int | None:
+    """The Unix-millisecond mint time inside a UUIDv7, or ``None`` when ``hex_id`` is not one.
+
+    Args:
+        hex_id: e.g. ``msg_01a04900754b7183b66c11e744612e2d`` or a dashed UUID.
+
+    Returns:
+        The first 48 bits, which a UUIDv7 defines as its Unix-ms time.
+    """
+    match = _UUID7.search(hex_id)
+    if match is None:
+        return None
+    return int(match.group(1) + match.group(2), 16)
+
+
 def uuid7_datetime(hex_id: str) -> datetime | None:
     """The mint time inside a UUIDv7 (simple or dashed form, any prefix before ``_``).
 
@@ -596,10 +620,8 @@ def uuid7_datetime(hex_id: str) -> datetime | None:
         The timezone-aware UTC time of the first 48 bits, or ``None`` when ``hex_id`` is not
         a UUIDv7.
     """
-    match = _UUID7.search(hex_id)
-    if match is None:
-        return None
-    return _EPOCH + timedelta(milliseconds=int(match.group(1) + match.group(2), 16))
+    ms = uuid7_ms(hex_id)
+    return None if ms is None else _EPOCH + timedelta(milliseconds=ms)
 
 
 def sorted_entries(entries: Iterable[Entry]) -> Sequence[Entry]:

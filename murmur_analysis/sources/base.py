@@ -23,6 +23,7 @@ from ..model import Entry, Usage
 __all__ = [
     "Conversation",
     "Diagnostics",
+    "EntryColumns",
     "GrowthRow",
     "OrphanRow",
     "Source",
@@ -118,6 +119,52 @@ class StepRow:
 
 
 @dataclass
+class EntryColumns:
+    """A chunk of entries decoded straight to column values: the fast path for long records.
+
+    Every list holds one value per entry, in position order, and each value is what the frame
+    builder derives from the equivalent :class:`~murmur_analysis.model.Entry` (text characters,
+    block kinds, tool events), so a decoder can skip building entry and block objects for the
+    common shapes. Tests hold the two paths to equal tables.
+
+    Attributes:
+        position: the entries' positions.
+        id: their ids.
+        side: their sides.
+        origin: who wrote each.
+        model: the model that produced each, when known.
+        created_us: creation times as integer microseconds since the epoch (UTC), or ``None``.
+        n_blocks: blocks per entry.
+        text_chars: ``model.text_chars`` of each entry's blocks.
+        usage: each entry's usage, or ``None``.
+        status: each entry's status, or ``None``.
+        error: each entry's error, or ``None``.
+        source_id: each entry's source id, or ``None``.
+        block_kinds: each entry's block kinds.
+        tool_events: ``(index in this chunk, events)`` for each entry holding tool blocks, with
+            the events of ``assembly.tool_events`` (inputs not kept, only their sizes).
+    """
+
+    position: list[int] = field(default_factory=list)
+    id: list[str | None] = field(default_factory=list)
+    side: list[str] = field(default_factory=list)
+    origin: list[str | None] = field(default_factory=list)
+    model: list[str | None] = field(default_factory=list)
+    created_us: list[int | None] = field(default_factory=list)
+    n_blocks: list[int] = field(default_factory=list)
+    text_chars: list[int] = field(default_factory=list)
+    usage: list[Usage | None] = field(default_factory=list)
+    status: list[str | None] = field(default_factory=list)
+    error: list[str | None] = field(default_factory=list)
+    source_id: list[str | None] = field(default_factory=list)
+    block_kinds: list[list[str]] = field(default_factory=list)
+    tool_events: list[tuple[int, list[Any]]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.position)
+
+
+@dataclass
 class Conversation:
     """One conversation as a source decoded it.
 
@@ -140,6 +187,8 @@ class Conversation:
         assembly_orphans: orphans found by replaying states the entries alone do not show
             (litany commits); ``None`` means "assemble the entries".
         truncated_dropped: messages retention removed before the oldest entry, if known.
+        columns: the entries decoded straight to columns, in position order, instead of
+            ``entries`` (see :class:`EntryColumns`); when set, the frame builder reads these.
         extra: anything else a source wants to keep (shown nowhere by default).
     """
 
@@ -157,6 +206,7 @@ class Conversation:
     assembly_orphans: list[OrphanRow] | None = None
     truncated_dropped: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    columns: Iterable[EntryColumns] | None = None
 
 
 class Source(ABC):

@@ -30,9 +30,22 @@ from typing import Any, ClassVar
 
 import orjson
 
+from ..assembly import ToolEvent, input_size, tool_events
 from ..cursor import header_of, parse_line
-from ..model import Block, Entry, Text, ToolResult, ToolUse, block_from_wire, blocks_from_wire, uuid7_datetime
-from .base import Conversation, Diagnostics, Source, ToolMeta
+from ..model import (
+    Block,
+    Entry,
+    Text,
+    ToolResult,
+    ToolUse,
+    block_from_wire,
+    block_kind,
+    blocks_from_wire,
+    text_chars,
+    uuid7_datetime,
+    uuid7_ms,
+)
+from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
 from .murmur_join import Join, ms_of
 from .murmur_trace import TraceIndex, discover, trace_files
 
@@ -43,6 +56,7 @@ CONVERSATIONS = "conversations"
 _CHUNK = 8 << 20
 _PEEK = 1 << 20
 _TITLE_CHARS = 80
+_ROWS = 65_536
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
@@ -87,6 +101,107 @@ def _blocks(content: Any) -> tuple[Block, ...]:
                     continue
         append(block_from_wire(block, "murmur"))
     return tuple(out)
+
+
+def _fast_columns(
+    line: dict[str, Any], position: int, cols: EntryColumns, conv: Conversation, join: Join | None
+) -> bool:
+    """Append one message line's column values when it has one of the two common shapes.
+
+    The shapes are those :func:`_blocks` builds directly (a ``{"text","type"}`` text block, a
+    four-key ``tool_call`` block with an input) and a tool message whose body is text blocks
+    and which names its call. Returns ``False``, appending nothing, for any other line.
+    """
+    content = line.get("content")
+    if type(content) is not list:
+        return False
+    role: str = line["role"]
+    chars = 0
+    events: list[ToolEvent] = []
+    if role == "tool":
+        call_id = line.get("tool_call_id")
+        if type(call_id) is not str:
+            return False
+        for block in content:
+            if type(block) is dict and len(block) == 2 and block.get("type") == "text":
+                text = block.get("text")
+                if type(text) is str:
+                    chars += len(text)
+                    continue
+            return False
+        raw_error = line.get("is_error")
+        is_error = raw_error if type(raw_error) is bool else None
+        kinds = ["tool_result"]
+        events.append(("result", "client", call_id, is_error, chars))
+    else:
+        kinds = []
+        title = conv.title is None and role == "user"
+        for block in content:
+            if type(block) is dict:
+                kind = block.get("type")
+                if kind == "text" and len(block) == 2:
+                    text = block.get("text")
+                    if type(text) is str:
+                        kinds.append("text")
+                        chars += len(text)
+                        if title and text.strip():
+                            conv.title = text.strip().splitlines()[0][:_TITLE_CHARS]
+                            title = False
+                        continue
+                elif kind == "tool_call" and len(block) == 4:
+                    call_id, name, args = block.get("id"), block.get("name"), block.get("input")
+                    if type(call_id) is str and type(name) is str and args is not None:
+                        kinds.append("tool_use")
+                        events.append(("call", "client", call_id, name, None, input_size(args)))
+                        continue
+            return False
+    msg_id = line.get("id")
+    if type(msg_id) is not str:
+        msg_id = None
+    ms = uuid7_ms(msg_id) if msg_id is not None else None
+    usage = model = None
+    if join is not None:
+        found = join.claim(position, msg_id, role, ms)
+        if found is not None:
+            usage, model = found.usage, found.model
+    source_id = line.get("source_id")
+    if events:
+        cols.tool_events.append((len(cols.position), events))
+    cols.position.append(position)
+    cols.id.append(msg_id)
+    cols.side.append(role)
+    cols.origin.append(None)
+    cols.model.append(model)
+    cols.created_us.append(None if ms is None else ms * 1000)
+    cols.n_blocks.append(len(kinds) if role != "tool" else 1)
+    cols.text_chars.append(chars)
+    cols.usage.append(usage)
+    cols.status.append(None)
+    cols.error.append(None)
+    cols.source_id.append(source_id if type(source_id) is str else None)
+    cols.block_kinds.append(kinds)
+    return True
+
+
+def _entry_columns(entry: Entry, cols: EntryColumns) -> None:
+    """Append an entry's column values (the general path, for every other line shape)."""
+    events = tool_events(entry, keep_inputs=False)
+    if events:
+        cols.tool_events.append((len(cols.position), events))
+    cols.position.append(entry.position)
+    cols.id.append(entry.id)
+    cols.side.append(entry.side)
+    cols.origin.append(entry.origin)
+    cols.model.append(entry.model)
+    at = entry.created_at
+    cols.created_us.append(None if at is None else round(at.timestamp() * 1_000_000))
+    cols.n_blocks.append(len(entry.blocks))
+    cols.text_chars.append(text_chars(entry.blocks))
+    cols.usage.append(entry.usage)
+    cols.status.append(entry.status)
+    cols.error.append(entry.error)
+    cols.source_id.append(entry.source_id)
+    cols.block_kinds.append([block_kind(b) for b in entry.blocks])
 
 
 def _visible_dirs(path: Path) -> list[Path]:
@@ -202,7 +317,7 @@ class MurmurSource(Source):
         by_context: dict[str, list[_Record]] = {}
         for rec in self._records(path):
             by_context.setdefault(rec.context_id, []).append(rec)
-            yield self._conversation(rec, index, diagnostics)
+            yield self._conversation(rec, index, diagnostics, columns=True)
         for event in index.retentions:
             if event.store not in (None, "records"):
                 continue
@@ -226,7 +341,9 @@ class MurmurSource(Source):
         index = self._index if self._index is not None else TraceIndex(diagnostics)
         return self._conversation(_Record(Path(path), record, context_id), index, diagnostics)
 
-    def _conversation(self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics) -> Conversation:
+    def _conversation(
+        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, columns: bool = False
+    ) -> Conversation:
         header = self._peek_header(rec.path)
         marker = header.get("truncated") if header else None
         dropped: int | None = None
@@ -268,7 +385,11 @@ class MurmurSource(Source):
             summaries = [c.summary for t in tasks for c in t.compactions if c.summary is not None]
             if summaries:
                 conv.extra["compaction_summaries"] = summaries
-        conv.entries = self._stream(rec, conv, join, diagnostics)
+        # Two views of the same lines, each read on demand with a join of its own: the frame
+        # builder reads ``columns``; handles and tests read ``entries``. Read one of them.
+        conv.entries = self._stream(rec, conv, Join(tasks, cutoff) if join else None, diagnostics)
+        if columns:
+            conv.columns = self._columns(rec, conv, join, diagnostics)
         return conv
 
     @staticmethod
@@ -287,7 +408,37 @@ class MurmurSource(Source):
     def _stream(
         self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
     ) -> Iterator[Entry]:
-        """The record's entries, read in large chunks, one line dict alive at a time.
+        """The record's entries, one line dict alive at a time (see :meth:`_lines`)."""
+        entry_of = self._entry
+        path = rec.path
+        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
+            yield entry_of(value, position, line_no, conv, join, path, diagnostics)
+
+    def _columns(
+        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
+    ) -> Iterator[EntryColumns]:
+        """The record's entries decoded straight to columns, in chunks of ``_ROWS`` entries.
+
+        The two commonest line shapes (text and ``tool_call`` blocks; a tool message of text
+        blocks) are decoded inline; any other line goes through :meth:`_entry` and the values
+        are read off the entry, so both paths give the same values (tested).
+        """
+        path = rec.path
+        cols = EntryColumns()
+        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
+            if not _fast_columns(value, position, cols, conv, join):
+                entry = self._entry(value, position, line_no, conv, join, path, diagnostics)
+                _entry_columns(entry, cols)
+            if len(cols.position) >= _ROWS:
+                yield cols
+                cols = EntryColumns()
+        if cols.position:
+            yield cols
+
+    def _lines(
+        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The record's message lines as ``(line number, parsed line)``, read in large chunks.
 
         When the stream ends it hands the joined usage and compaction rows to ``conv`` (the
         frame builder reads them after the entries).
@@ -306,12 +457,10 @@ class MurmurSource(Source):
                 return
             settled = time.time() - st.st_mtime >= self.settle_seconds
             remaining = st.st_size
-            position = 0
             line_no = 0
             carry = b""
             loads = _loads
             decode_error = _JSONDecodeError
-            entry_of = self._entry
             while remaining > 0:
                 try:
                     chunk = f.read(min(_CHUNK, remaining))
@@ -334,8 +483,7 @@ class MurmurSource(Source):
                         if value is _NOT_JSON:
                             continue
                     if type(value) is dict and type(value.get("role")) is str:
-                        yield entry_of(value, position, line_no, conv, join, path, diagnostics)
-                        position += 1
+                        yield line_no, value
                     elif not (line_no == 1 and header_of(value) is not None):
                         diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped",
                                            line_no)
@@ -344,16 +492,14 @@ class MurmurSource(Source):
                 value = self._slow_line(carry, line_no, False, settled, path, diagnostics)
                 if value is not _NOT_JSON:
                     if isinstance(value, dict) and isinstance(value.get("role"), str):
-                        yield entry_of(value, position, line_no, conv, join, path, diagnostics)
-                        position += 1
+                        yield line_no, value
                     elif not (line_no == 1 and header_of(value) is not None) and settled:
                         diagnostics.report(path, "partial_line",
                                            f"line {line_no} is not a message (an unterminated last line) and was "
                                            "skipped", line_no)
         if join is not None:
-            assert conv.usage is not None and conv.growth is not None
-            conv.usage.extend(join.usage_rows())
-            conv.growth.extend(join.growth_rows())
+            conv.usage = join.usage_rows()
+            conv.growth = join.growth_rows()
 
     @staticmethod
     def _slow_line(

@@ -1,0 +1,101 @@
+"""The murmur column path gives the same tables as the entry path, line shape by line shape."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from murmur_lines import line
+
+from murmur_analysis.frames import FrameBuilder
+from murmur_analysis.schema import TABLES
+from murmur_analysis.sources import Diagnostics
+from murmur_analysis.sources.murmur import MurmurSource
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def both_paths(path: Path) -> tuple[dict[str, pa.Table], dict[str, pa.Table]]:
+    """Tables built from the column path (what load uses) and from reopened entries."""
+    source = MurmurSource(settle_seconds=0)
+    by_columns, by_entries = FrameBuilder(), FrameBuilder()
+    diags_columns, diags_entries = Diagnostics("murmur"), Diagnostics("murmur")
+    for conv in source.open(path, diags_columns):
+        assert conv.columns is not None
+        by_columns.add(conv)
+        again = source.reopen(conv.key, diags_entries)
+        again.columns = None
+        by_entries.add(again)
+    by_columns.add_diagnostics(diags_columns.rows)
+    by_entries.add_diagnostics(diags_entries.rows)
+    return by_columns.finish(), by_entries.finish()
+
+
+LINE_KINDS = {"not_a_message", "partial_line", "bad_utf8", "missing_tool_call_id", "truncated_record"}
+
+
+def assert_same(path: Path) -> None:
+    columns, entries = both_paths(path)
+    for name in TABLES:
+        if name == "diagnostics":  # open() also reports trace and retention facts; compare the record's
+            def lines(t: pa.Table) -> list[dict[str, Any]]:
+                return [r for r in t.to_pylist() if r["kind"] in LINE_KINDS]
+
+            assert lines(columns[name]) == lines(entries[name])
+            continue
+        assert columns[name].equals(entries[name]), name
+
+
+def test_the_sample_home_reads_alike_both_ways() -> None:
+    assert_same(REPO / "data" / "samples" / "murmur")
+
+
+text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+ids = st.sampled_from(["c1", "c2", "c3"])
+block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+    st.fixed_dictionaries({"type": st.just("text"), "text": text, "cache": st.booleans()}),
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.integers(0, 2**40)}),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_call"), "id": ids, "name": text, "input": st.dictionaries(text, text)}
+    ),
+    st.fixed_dictionaries({"type": st.just("tool_call"), "id": ids, "name": text, "input": st.none()}),
+    st.fixed_dictionaries({"type": st.just("tool_call"), "id": ids, "name": text}),
+    st.fixed_dictionaries({"type": st.just("thinking"), "text": text, "signature": st.none() | text}),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": ids, "content": st.just([])}),
+    st.fixed_dictionaries({"type": st.just("future"), "x": st.integers(0, 9)}),
+    text,
+)
+content = st.one_of(st.lists(block, max_size=4), text, st.none(), st.integers(-(2**63), 2**63 - 1))
+ms = st.integers(min_value=1_700_000_000_000, max_value=1_800_000_000_000)
+msg_id = st.one_of(st.builds(lambda t: f"msg_{t:012x}7{'a' * 19}", ms), st.just("msg_1"), st.none(), st.integers(0, 9))
+
+
+def message() -> st.SearchStrategy[dict[str, Any]]:
+    common = {"id": msg_id, "content": content, "source_id": st.none() | text}
+    return st.one_of(
+        st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system"]), **common}),
+        st.fixed_dictionaries(
+            {"role": st.just("tool"), **common, "tool_call_id": st.none() | ids, "is_error": st.none() | st.booleans()}
+        ),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(message(), st.just("not json"), st.just("")), max_size=25))
+def test_any_record_reads_alike_both_ways(lines: list[Any]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conversations" / "r" / "c" / "conversation.jsonl"
+        path.parent.mkdir(parents=True)
+        rows = []
+        for value in lines:
+            if isinstance(value, dict):
+                rows.append(line({k: v for k, v in value.items() if v is not None or k == "content"}))
+            else:
+                rows.append(value)
+        path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+        assert_same(path)
