@@ -234,7 +234,7 @@ class Pairer:
     """
 
     def __init__(self, keep_inputs: bool = True) -> None:
-        self.rows: list[ToolCall] = []
+        self._rows: list[list[Any]] = []  # ToolCall fields, mutable until the result is met
         self.keep_inputs = keep_inputs
         self._open: dict[tuple[str, str], list[int]] = {}  # (kind, id) -> unanswered row indexes
         self._called: set[tuple[str, str]] = set()
@@ -283,13 +283,13 @@ class Pairer:
         if self._side is not None:
             self._close_run()
             self._side = None
-        return self.rows
+        return [ToolCall(*row) for row in self._rows]
 
     def _close_run(self) -> None:
         if not self._run:
             return
         message_index = self._message
-        rows = self.rows
+        rows = self._rows
         for position, events in self._run:
             for event in events:
                 if event[0] == "call":
@@ -297,10 +297,8 @@ class Pairer:
                     key = (kind, call_id)
                     self._called.add(key)
                     self._open.setdefault(key, []).append(len(rows))
-                    rows.append(
-                        ToolCall(call_id, name, kind, position, None, message_index, None, "unanswered", None, value,
-                                 None, size)
-                    )
+                    rows.append([call_id, name, kind, position, None, message_index, None, "unanswered", None, value,
+                                 None, size])
         for position, events in self._run:
             for event in events:
                 if event[0] != "result":
@@ -309,19 +307,16 @@ class Pairer:
                 key = (kind, call_id)
                 waiting = self._open.get(key)
                 if waiting:
-                    index = waiting.pop(0)
+                    row = rows[waiting.pop(0)]
                     if not waiting:
                         del self._open[key]
-                    call = rows[index]
-                    rows[index] = ToolCall(
-                        call.call_id, call.tool_name, call.kind, call.called_seq, position, call.called_message,
-                        message_index, _status(is_error), is_error, call.input, chars, call.input_bytes,
-                    )
+                    # result_seq, result_message, status, is_error, result_chars
+                    row[4], row[6], row[8], row[10] = position, message_index, is_error, chars
+                    row[7] = _status(is_error)
                     continue
                 status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
-                rows.append(
-                    ToolCall(call_id, None, kind, None, position, None, message_index, status, is_error, None, chars)
-                )
+                rows.append([call_id, None, kind, None, position, None, message_index, status, is_error, None, chars,
+                             None])
         self._run = []
 
 
