@@ -40,11 +40,13 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Hashable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from ..assembly import Assembled, assemble
+from ..diagnostics import Diagnostic
 from ..errors import GitError
 from ..model import Entry
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
@@ -129,11 +131,15 @@ class LitanySource(Source):
         wanted = {ref[len(AGENTS) :]: (ref, head) for ref, head in refs.items()}
         if only is not None:
             wanted = {only: wanted[only]} if only in wanted else {}
-        branches = _walk(repo, wanted, diags)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # git walks while the step records are read
+            walking = pool.submit(repo.walk, [head for _ref, head in wanted.values()], [MESSAGES])
+            records = {agent: _read_steps(steps_dir, agent, diags.source) for agent in wanted}
+            branches = _walk(repo, wanted, walking, diags)
         names = replayer.prefetch(_message_files(branches), also=[f"{b.head}:name" for b in branches])
         shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
-            steps = read_steps(steps_dir / branch.agent_id, diags) if steps_dir else []
+            steps, reported = records[branch.agent_id]
+            diags.extend(reported)
             inherited: set[str] = set()
             for other, held in shas.items():
                 if branch.agent_id.startswith(other + "-"):
@@ -151,15 +157,25 @@ class LitanySource(Source):
                     diags.report(child, "no_branch", f"step records for agent {child.name} with no agents/ branch")
 
 
-def _walk(repo: GitRepo, wanted: dict[str, tuple[str, str]], diags: Diagnostics) -> list[_Branch]:
+def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[StepRecord], list[Diagnostic]]:
+    """An agent's step records, and what reading them reported (kept for the agent's turn)."""
+    if steps_dir is None:
+        return [], []
+    reported = Diagnostics(source)
+    return read_steps(steps_dir / agent, reported), reported.rows
+
+
+def _walk(
+    repo: GitRepo, wanted: dict[str, tuple[str, str]], walking: Future[dict[str, Commit]], diags: Diagnostics
+) -> list[_Branch]:
     """Each wanted branch (``agent id -> (ref, head)``) with its first-parent history.
 
-    One ``git log`` for the whole repository, listing only ``messages/`` changes; should it
-    fail (a missing object, say), each branch is walked alone so that only the broken ones
-    are reported.
+    ``walking`` is the one ``git log`` of the whole repository (:meth:`GitRepo.walk`, listing
+    only ``messages/`` changes); should it fail (a missing object, say), each branch is
+    walked alone so that only the broken ones are reported.
     """
     try:
-        commits = repo.walk((head for _ref, head in wanted.values()), [MESSAGES])
+        commits: dict[str, Commit] | None = walking.result()
     except GitError:
         commits = None
     branches: list[_Branch] = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import orjson
@@ -80,6 +81,7 @@ def _split_ext(name: str) -> tuple[str, str | None]:
     return before, after
 
 
+@lru_cache(maxsize=1 << 16)
 def entry_name(name: str) -> EntryName | None:
     """Parse one file name of ``messages/``; ``None`` when it is not an entry.
 
@@ -124,6 +126,7 @@ def parse_body(data: bytes, is_md: bool) -> Parsed:
     return Parsed(error="neither a block array nor an object with a content array")
 
 
+@lru_cache(maxsize=1 << 12)
 def provider_family(provider: str | None, model: str | None) -> Family:
     """The usage accounting a provider row (``meta.json``) or, failing that, a model id implies.
 

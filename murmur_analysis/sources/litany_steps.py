@@ -16,6 +16,7 @@ steps) holds
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,13 +80,20 @@ def _time(value: Any) -> datetime | None:
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _json(path: Path, diags: Diagnostics) -> Any:
+def _read(path: str, diags: Diagnostics) -> bytes | None:
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            return fh.read()
     except FileNotFoundError:
         return None
     except OSError as err:
         diags.report(path, "unreadable", str(err))
+        return None
+
+
+def _json(path: str, diags: Diagnostics) -> Any:
+    data = _read(path, diags)
+    if data is None:
         return None
     try:
         return orjson.loads(data)
@@ -94,12 +102,12 @@ def _json(path: Path, diags: Diagnostics) -> Any:
         return None
 
 
-def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, Path]]:
+def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, str]]:
     try:
-        children = list(agent_dir.iterdir())
+        with os.scandir(agent_dir) as it:
+            found = [(int(c.name), c.path) for c in it if c.name.isascii() and c.name.isdigit() and c.is_dir()]
     except OSError:
         return
-    found = [(int(c.name), c) for c in children if c.name.isascii() and c.name.isdigit() and c.is_dir()]
     yield from sorted(found)
 
 
@@ -107,8 +115,9 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
     """Every step record under ``steps/<agent-id>/``, in step order."""
     steps = []
     for number, folder in _step_dirs(agent_dir):
-        rec = StepRecord(number, folder)
-        meta = _json(folder / "meta.json", diags)
+        rec = StepRecord(number, Path(folder))
+        meta_path = os.path.join(folder, "meta.json")
+        meta = _json(meta_path, diags)
         if isinstance(meta, dict):
             rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
             rec.started_at = _time(meta.get("started_at"))
@@ -117,22 +126,15 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
             dropped = meta.get("dropped_orphans")
             if isinstance(dropped, list):
                 rec.dropped_orphans = tuple(str(d) for d in dropped)
-        elif meta is None and not (folder / "meta.json").exists():
-            diags.report(folder / "meta.json", "missing_file", "the step has no meta.json (an unfinished step?)")
+        elif meta is None and not os.path.exists(meta_path):
+            diags.report(meta_path, "missing_file", "the step has no meta.json (an unfinished step?)")
         else:
-            diags.report(folder / "meta.json", "unknown_schema", "meta.json is not a JSON object")
-        request = _json(folder / "request.json", diags)
+            diags.report(meta_path, "unknown_schema", "meta.json is not a JSON object")
+        request = _json(os.path.join(folder, "request.json"), diags)
         if isinstance(request, dict) and isinstance(request.get("model"), str):
             rec.model = request["model"]
-        response = folder / "response.json"
-        try:
-            data = response.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        except OSError as err:
-            diags.report(response, "unreadable", str(err))
-            data = b""
-        rec.attempts = parse_response(data, response, diags)
+        response = os.path.join(folder, "response.json")
+        rec.attempts = parse_response(_read(response, diags) or b"", Path(response), diags)
         steps.append(rec)
     return steps
 
