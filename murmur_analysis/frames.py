@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .assembly import Pairer, ToolCall
 from .diagnostics import Diagnostic
@@ -213,6 +215,7 @@ class FrameBuilder:
                 last_us = high if last_us is None else max(last_us, high)
             usages = chunk.usage
             has_usage = any(u is not None for u in usages)
+            side_array = pa.array(chunk.side, _STR)
             tokens = [_token_column(usages, i, n) for i in range(5)] if has_usage else [pa.nulls(n, _I64)] * 5
             self.builders["messages"].append_batch(
                 [
@@ -220,7 +223,7 @@ class FrameBuilder:
                     pa.array([key[1]] * n, _STR),
                     pa.array(chunk.position, _I64),
                     pa.array(chunk.id, _STR),
-                    pa.array(chunk.side, _STR),
+                    side_array,
                     pa.array(chunk.origin, _STR),
                     pa.array(chunk.model, _STR),
                     created,
@@ -233,24 +236,23 @@ class FrameBuilder:
                     pa.array(chunk.block_kinds, pa.list_(_STR)),
                 ]
             )
-            # Message (run) index of each entry holding tool events: a new run at every change of side.
-            sides = chunk.side
-            events = iter(chunk.tool_events)
-            pending = next(events, None)
+            # Message (run) index of each entry: a new run at every change of side.
+            starts = np.zeros(n, dtype=np.int64)
+            starts[0] = chunk.side[0] != previous_side
+            if n > 1:
+                starts[1:] = pc.not_equal(side_array[1:], side_array[:-1]).to_numpy(zero_copy_only=False)
+            runs = np.cumsum(starts) + message
+            message = int(runs[-1])
+            previous_side = chunk.side[-1]
+            for i, events in chunk.tool_events:
+                pairer.feed_events(chunk.position[i], int(runs[i]), events)
             contexts: list[int | None] = []
-            for i, side in enumerate(sides):
-                if side != previous_side:
-                    message += 1
-                    previous_side = side
-                while pending is not None and pending[0] == i:
-                    pairer.feed_events(chunk.position[i], message, pending[1])
-                    pending = next(events, None)
-                if has_usage:
-                    u = usages[i]
+            if has_usage:
+                for i, u in enumerate(usages):
                     if u is not None:
                         if conv.usage is None:
-                            at = None if chunk.created_us[i] is None else _EPOCH + timedelta(
-                                microseconds=chunk.created_us[i])  # type: ignore[arg-type]
+                            us = chunk.created_us[i]
+                            at = None if us is None else _EPOCH + timedelta(microseconds=us)
                             usage_rows.append(
                                 UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
                             )
