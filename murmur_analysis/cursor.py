@@ -517,7 +517,7 @@ def walk(
     The walk is anchored at the record as it was at the first page: messages appended while
     it runs are not part of it, and none repeats or goes missing.
     """
-    owner = reader or RecordReader(max_records=1)
+    owner = reader or _DEFAULT_READER  # shared, so a later read_messages of the record is warm
     cursor: str | None = None
     while True:
         page = read_messages(record, cursor, limit, granted=granted, reader=owner)
