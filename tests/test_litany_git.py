@@ -6,6 +6,7 @@ pairing}/tests.rs) but replays git trees: entries come from `messages/` blobs of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -311,3 +312,83 @@ def test_load_takes_a_data_root_a_workspace_a_bare_repo_and_a_work_tree(tmp_path
         assert list(ma.load(path).conversations["conversation_id"]) == ["a"], path
     assert list(ma.load(tmp_path / "wt").conversations["conversation_id"]) == ["b"]
     assert ma.assemble_commit(tmp_path / "wt", "agents/b").messages[0].content == [{"type": "text", "text": "go"}]
+
+
+def plumbing(git_dir: Path) -> Callable[..., bytes]:
+    import subprocess
+
+    from murmur_analysis.sources.git import safe_env
+
+    env = safe_env() | {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
+                        "GIT_COMMITTER_EMAIL": "a@b", "GIT_AUTHOR_DATE": f"{T0 + 99_000} +0000",
+                        "GIT_COMMITTER_DATE": f"{T0 + 99_000} +0000"}
+
+    def run(*args: str, stdin: bytes | None = None) -> bytes:
+        return subprocess.run(["git", "--git-dir", str(git_dir), *args], input=stdin, capture_output=True, env=env,
+                              check=True).stdout
+
+    return run
+
+
+def forked_and_merged(tmp_path: Path) -> Path:
+    """agents/p and its fork agents/p-c, worktree-only commits, a deletion, and a merge of p into p-c."""
+    repo = RepoBuilder(tmp_path / "repo.git")
+    p = Branch(repo, "p")
+    p.put(tree(("001-op.md", "go")) | {"src/a.py": "1"})
+    fork = p.put(tree(("002-m.json", blocks(USE)), ("notes.txt", "n")))
+    p.put({"src/a.py": "2"})
+    p.put(tree(("003-tool.json", blocks(RESULT)), ("004-op.md", "more")))
+    c = Branch(repo, "p-c", start=T0 + 10_000, parent=fork)
+    c.put(tree(("003-tool.json", blocks(RESULT))))
+    c.put({"messages/001-op.md": None, "src/b.py": "b"})
+    repo.finish()
+    git = plumbing(tmp_path / "repo.git")
+    merge = git("commit-tree", "agents/p^{tree}", "-p", "agents/p-c", "-p", "agents/p", "-m", "merge")
+    git("update-ref", "refs/heads/agents/p-c", merge.decode().strip())
+    return tmp_path / "repo.git"
+
+
+def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path) -> None:
+    from murmur_analysis.sources.git import GitRepo, first_parent
+
+    repo = GitRepo(forked_and_merged(tmp_path))
+    heads = repo.refs()
+    everything = repo.walk(heads.values())
+    messages = repo.walk(heads.values(), ["messages/"])
+    assert len(everything) == len(messages) == 7  # every commit, each once, with or without the path limit
+    for head in heads.values():
+        alone = repo.log(head)
+        assert first_parent(everything, head) == alone
+        limited = first_parent(messages, head)
+        assert [(c.sha, c.time, c.parents) for c in limited] == [(c.sha, c.time, c.parents) for c in alone]
+        assert [c.changes for c in limited] == [
+            tuple(ch for ch in c.changes if ch.path.startswith("messages/")) for c in alone]
+    assert any(len(c.parents) == 2 and c.changes for c in messages.values())  # the merge, against its first parent
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 41, 1 << 20])
+def test_the_log_parser_takes_output_in_pieces_of_any_size(tmp_path: Path, size: int) -> None:
+    from murmur_analysis.sources.git import GitRepo, LogParser, parse_log
+
+    repo = GitRepo(forked_and_merged(tmp_path))
+    out = repo.run("log", "--raw", "-z", "--no-abbrev", "--root", "--diff-merges=first-parent",
+                   "--format=tformat:commit %H %ct %P", "--branches")
+    parser = LogParser()
+    for i in range(0, len(out), size):
+        parser.feed(out[i : i + size])
+    commits = parser.finish()
+    assert commits == parse_log(out) and len(commits) == 7 and sum(len(c.changes) for c in commits) == 14
+
+
+def test_a_branch_git_cannot_walk_is_reported_and_the_others_load(tmp_path: Path) -> None:
+    git_dir = forked_and_merged(tmp_path)
+    git = plumbing(git_dir)
+    tree_id = git("rev-parse", "agents/p^{tree}").decode().strip()
+    body = f"tree {tree_id}\nparent {'1' * 40}\nauthor a <a@b> {T0} +0000\ncommitter a <a@b> {T0} +0000\n\nx\n"
+    broken = git("hash-object", "-t", "commit", "-w", "--stdin", stdin=body.encode()).decode().strip()
+    git("update-ref", "refs/heads/agents/q", broken)
+    corpus = ma.load(git_dir)
+    assert list(corpus.conversations["conversation_id"]) == ["p", "p-c"]
+    assert list(corpus.diagnostics["kind"]) == ["unreadable_branch"]
+    assert corpus.diagnostics["path"].iloc[0].endswith("@refs/heads/agents/q")
+    assert corpus.growth.groupby("conversation_id").size().to_dict() == {"p": 4, "p-c": 5}

@@ -25,14 +25,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import GitError
 
-__all__ = ["Change", "Commit", "GitRepo", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env"]
+__all__ = [
+    "Change", "Commit", "GitRepo", "LogParser", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env",
+]
 
 _OVERRIDES = (
     "core.fsmonitor=false",
@@ -141,20 +144,63 @@ class GitRepo:
         Raises:
             GitError: git could not be started or exited with an error.
         """
-        cmd = [self.git, "--no-pager", "--git-dir", os.fspath(self.git_dir), "--literal-pathspecs"]
-        for override in _OVERRIDES:
-            cmd += ["-c", override]
-        cmd += args
         try:
             done = subprocess.run(
-                cmd, input=stdin, capture_output=True, env=safe_env(), cwd=os.fspath(self.git_dir), check=False,
+                self._cmd(args), input=stdin, capture_output=True, env=safe_env(), cwd=os.fspath(self.git_dir),
+                check=False,
             )
         except OSError as err:
             raise GitError(f"cannot run git on {self.git_dir}: {err}", hint="is git installed?") from err
         if done.returncode != 0:
-            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else done.returncode}")
+            raise self._failed(args, done.stderr, done.returncode)
         return done.stdout
+
+    def stream(self, *args: str, stdin: bytes, sink: Callable[[bytes], None]) -> None:
+        """Run one git command, handing its standard output to ``sink`` piece by piece as git writes it.
+
+        ``stdin`` is written whole before the output is read (for commands such as
+        ``log --stdin`` that read all their input first).
+
+        Raises:
+            GitError: git could not be started or exited with an error.
+        """
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc = subprocess.Popen(
+                    self._cmd(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=safe_env(),
+                    cwd=os.fspath(self.git_dir),
+                )
+            except OSError as err:
+                raise GitError(f"cannot run git on {self.git_dir}: {err}", hint="is git installed?") from err
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                try:
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass  # git stopped reading: its exit status says why
+                fd = proc.stdout.fileno()
+                while chunk := os.read(fd, 1 << 20):
+                    sink(chunk)
+            except BaseException:
+                proc.kill()
+                raise
+            finally:
+                proc.stdout.close()
+                code = proc.wait()
+            if code != 0:
+                errors.seek(0)
+                raise self._failed(args, errors.read(), code)
+
+    def _cmd(self, args: Sequence[str]) -> list[str]:
+        cmd = [self.git, "--no-pager", "--git-dir", os.fspath(self.git_dir), "--literal-pathspecs"]
+        for override in _OVERRIDES:
+            cmd += ["-c", override]
+        return cmd + list(args)
+
+    def _failed(self, args: Sequence[str], stderr: bytes, code: int) -> GitError:
+        detail = stderr.decode("utf-8", "replace").strip().splitlines()
+        return GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else code}")
 
     def refs(self, prefix: str = "refs/heads/") -> dict[str, str]:
         """Every ref under ``prefix`` as ``full name -> commit id``, sorted by name."""
@@ -208,8 +254,9 @@ class GitRepo:
         if not all(_HEX.match(h) for h in wanted):
             raise GitError("a head to walk is not an object id")
         limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
-        out = self.run("log", "--stdin", *_LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode())
-        return {c.sha: c for c in parse_log(out)}
+        parser = LogParser()
+        self.stream("log", "--stdin", *_LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
+        return {c.sha: c for c in parser.finish()}
 
     def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
         """The entries directly inside the folder ``path`` of commit ``rev``, in tree order.
@@ -278,32 +325,71 @@ def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:
 
 def parse_log(out: bytes) -> list[Commit]:
     """Parse the ``-z`` output of :meth:`GitRepo.log`."""
-    commits: list[Commit] = []
-    tokens = out.split(b"\0")
-    sha = ""
-    when = datetime.min.replace(tzinfo=UTC)
-    parents: tuple[str, ...] = ()
-    changes: list[Change] = []
-    i = 0
-    while i < len(tokens):
-        token = tokens[i].lstrip(b"\n")
-        i += 1
-        if not token:
-            continue
-        if token.startswith(b":"):
-            _old_mode, mode, _old, blob, status = token[1:].decode().split(" ")
-            path = tokens[i].decode("utf-8", "surrogateescape")
-            i += 1
-            changes.append(Change(path, mode, blob, status[:1]))
-        elif token.startswith(_HEADER.encode()):
-            if sha:
-                commits.append(Commit(sha, when, parents, tuple(changes)))
-            fields = token[len(_HEADER) :].decode().split(" ")
-            sha, when = fields[0], datetime.fromtimestamp(int(fields[1]), UTC)
-            parents = tuple(p for p in fields[2:] if p)
-            changes = []
-        else:
-            raise GitError(f"unexpected git log output: {token[:80]!r}")
-    if sha:
-        commits.append(Commit(sha, when, parents, tuple(changes)))
-    return commits
+    parser = LogParser()
+    parser.feed(out)
+    return parser.finish()
+
+
+class LogParser:
+    """Commits from the ``-z --raw`` output of ``git log``, fed in pieces of any size."""
+
+    def __init__(self) -> None:
+        self.commits: list[Commit] = []
+        self._head: list[str] | None = None  # the open commit's header fields: sha, time, parents
+        self._changes: list[Change] = []
+        self._raw: bytes | None = None  # a --raw line waiting for its path
+        self._rest = b""  # an unfinished token
+
+    def feed(self, data: bytes) -> None:
+        """Parse the next piece of output.
+
+        Raises:
+            GitError: the output is not what ``git log -z --raw`` writes.
+        """
+        tokens = (self._rest + data).split(b"\0") if self._rest else data.split(b"\0")
+        self._rest = tokens.pop()
+        raw = self._raw
+        for token in tokens:
+            if raw is not None:
+                _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
+                self._changes.append(Change(token.decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
+                raw = None
+            elif token[:7] == b"commit ":
+                self._close()
+                self._head = token[7:].decode().split(" ")
+            elif token:
+                token = token.lstrip(b"\n")
+                if token[:1] == b":" and self._head is not None:
+                    raw = token
+                elif token[:7] == b"commit ":
+                    self._close()
+                    self._head = token[7:].decode().split(" ")
+                elif token:
+                    raise GitError(f"unexpected git log output: {token[:80]!r}")
+        self._raw = raw
+
+    def finish(self) -> list[Commit]:
+        """Every commit parsed, in git's order.
+
+        Raises:
+            GitError: the output ended inside a record.
+        """
+        rest, self._rest = self._rest, b""
+        if rest:
+            self.feed(rest + b"\0")
+        if self._raw is not None:
+            raise GitError("git log output ended inside a change")
+        self._close()
+        return self.commits
+
+    def _close(self) -> None:
+        head = self._head
+        if head is None:
+            return
+        if len(head) < 2 or not head[1].isdigit():
+            raise GitError(f"unexpected git log header: {' '.join(head)[:80]!r}")
+        self.commits.append(Commit(head[0], datetime.fromtimestamp(int(head[1]), UTC),
+                                   tuple(p for p in head[2:] if p), tuple(self._changes) if self._changes else ()))
+        self._head = None
+        if self._changes:
+            self._changes = []
