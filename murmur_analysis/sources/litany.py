@@ -40,7 +40,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Hashable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -131,11 +131,14 @@ class LitanySource(Source):
         wanted = {ref[len(AGENTS) :]: (ref, head) for ref, head in refs.items()}
         if only is not None:
             wanted = {only: wanted[only]} if only in wanted else {}
-        with ThreadPoolExecutor(max_workers=1) as pool:  # git walks while the step records are read
-            walking = pool.submit(repo.walk, [head for _ref, head in wanted.values()], [MESSAGES])
+        with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
+            fetching = pool.submit(_fetch, repo, replayer, wanted)
             records = {agent: _read_steps(steps_dir, agent, diags.source) for agent in wanted}
-            branches = _walk(repo, wanted, walking, diags)
-        names = replayer.prefetch(_message_files(branches), also=[f"{b.head}:name" for b in branches])
+            branches, failed, todo, data = fetching.result()
+        for where, why in failed:
+            diags.report(where, "unreadable_branch", why)
+        replayer.take(todo, data)
+        names = {f"{b.head}:name": data.get(f"{b.head}:name") for b in branches}
         shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
             steps, reported = records[branch.agent_id]
@@ -165,28 +168,37 @@ def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[S
     return read_steps(steps_dir / agent, reported), reported.rows
 
 
-def _walk(
-    repo: GitRepo, wanted: dict[str, tuple[str, str]], walking: Future[dict[str, Commit]], diags: Diagnostics
-) -> list[_Branch]:
-    """Each wanted branch (``agent id -> (ref, head)``) with its first-parent history.
+_Fetched = tuple[list[_Branch], list[tuple[str, str]], dict[tuple[str, bool], str], dict[str, bytes | None]]
 
-    ``walking`` is the one ``git log`` of the whole repository (:meth:`GitRepo.walk`, listing
-    only ``messages/`` changes); should it fail (a missing object, say), each branch is
-    walked alone so that only the broken ones are reported.
+
+def _fetch(repo: GitRepo, replayer: Replayer, wanted: dict[str, tuple[str, str]]) -> _Fetched:
+    """What git has to say, in two processes: every wanted branch with its history, and the blobs.
+
+    Returns ``(branches, failures, blobs planned, contents)``: each wanted branch
+    (``agent id -> (ref, head)``) with its first-parent history; ``(where, why)`` of each
+    branch git could not walk; the ``messages/`` blobs to parse (:meth:`Replayer.plan`) and the
+    contents of those and of each head's ``name`` file. The history is one ``git log`` of the
+    whole repository (:meth:`GitRepo.walk`, listing only ``messages/`` changes); should it fail
+    (a missing object, say), each branch is walked alone so that only the broken ones fail.
+    Nothing is reported here: this runs beside the reading of the step records.
     """
     try:
-        commits: dict[str, Commit] | None = walking.result()
+        commits: dict[str, Commit] | None = repo.walk((head for _ref, head in wanted.values()), [MESSAGES])
     except GitError:
         commits = None
     branches: list[_Branch] = []
+    failed: list[tuple[str, str]] = []
     for agent, (ref, head) in wanted.items():
         try:
             log = first_parent(commits, head) if commits is not None else repo.log(head)
         except GitError as err:
-            diags.report(f"{repo.git_dir}@{ref}", "unreadable_branch", str(err))
+            failed.append((f"{repo.git_dir}@{ref}", str(err)))
             continue
         branches.append(_Branch(agent, head, log))
-    return branches
+    todo = replayer.plan(_message_files(branches))
+    names = [f"{b.head}:name" for b in branches]
+    data = repo.read([*(oid for oid, _ in todo), *names]) if todo or names else {}
+    return branches, failed, todo, data
 
 
 def _message_files(branches: list[_Branch]) -> Iterator[tuple[str, str, str, str]]:

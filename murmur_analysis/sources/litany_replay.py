@@ -13,7 +13,7 @@ same run can call a result met earlier in it).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -140,6 +140,16 @@ class Replayer:
         Returns:
             The contents of the ``also`` objects, as :meth:`GitRepo.read` gives them.
         """
+        todo = self.plan(wanted)
+        extra = list(also)
+        if not todo and not extra:
+            return {}
+        data = self.repo.read([*(oid for oid, _ in todo), *extra])
+        self.take(todo, data)
+        return {name: data.get(name) for name in extra}
+
+    def plan(self, wanted: Iterable[tuple[str, str, str, str]]) -> dict[tuple[str, bool], str]:
+        """The blobs :meth:`prefetch` would read: ``(blob id, is markdown) -> where it was met``."""
         todo: dict[tuple[str, bool], str] = {}
         for name, oid, mode, commit in wanted:
             parsed_name = entry_name(name)
@@ -148,10 +158,10 @@ class Replayer:
             key = (oid, parsed_name.is_md)
             if key not in self._parsed and key not in todo:
                 todo[key] = self.where(commit, name)
-        extra = list(also)
-        if not todo and not extra:
-            return {}
-        data = self.repo.read([*(oid for oid, _ in todo), *extra])
+        return todo
+
+    def take(self, todo: dict[tuple[str, bool], str], data: Mapping[str, bytes | None]) -> None:
+        """Parse the blobs of a :meth:`plan`, read by the caller (``data``: blob id -> contents)."""
         for (oid, is_md), where in todo.items():
             raw = data.get(oid)
             if raw is None:
@@ -162,7 +172,6 @@ class Replayer:
             self._parsed[(oid, is_md)] = parsed
             if parsed.error:
                 self.diags.report(where, "bad_entry", parsed.error)
-        return {name: data.get(name) for name in extra}
 
     def entry(
         self, name: str, oid: str, mode: str, commit: str, at: datetime | None, family: Family | None

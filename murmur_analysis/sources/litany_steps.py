@@ -102,10 +102,10 @@ def _json(path: str, diags: Diagnostics) -> Any:
         return None
 
 
-def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, str]]:
+def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, str, str]]:
     try:
         with os.scandir(agent_dir) as it:
-            found = [(int(c.name), c.path) for c in it if c.name.isascii() and c.name.isdigit() and c.is_dir()]
+            found = [(int(c.name), c.name, c.path) for c in it if c.name.isascii() and c.name.isdigit() and c.is_dir()]
     except OSError:
         return
     yield from sorted(found)
@@ -114,8 +114,8 @@ def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, str]]:
 def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
     """Every step record under ``steps/<agent-id>/``, in step order."""
     steps = []
-    for number, folder in _step_dirs(agent_dir):
-        rec = StepRecord(number, Path(folder))
+    for number, name, folder in _step_dirs(agent_dir):
+        rec = StepRecord(number, agent_dir / name)
         meta_path = os.path.join(folder, "meta.json")
         meta = _json(meta_path, diags)
         if isinstance(meta, dict):
@@ -134,7 +134,7 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
         if isinstance(request, dict) and isinstance(request.get("model"), str):
             rec.model = request["model"]
         response = os.path.join(folder, "response.json")
-        rec.attempts = parse_response(_read(response, diags) or b"", Path(response), diags)
+        rec.attempts = parse_response(_read(response, diags) or b"", response, diags)
         steps.append(rec)
     return steps
 
@@ -150,7 +150,7 @@ def _error_text(event: dict[str, Any]) -> str:
     return text
 
 
-def parse_response(data: bytes, path: Path, diags: Diagnostics) -> list[Attempt]:
+def parse_response(data: bytes, path: str | os.PathLike[str], diags: Diagnostics) -> list[Attempt]:
     """Split ``response.json`` into attempts (see the module docs)."""
     attempts: list[Attempt] = []
     current: Attempt | None = None
