@@ -239,6 +239,12 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
         return made[item]
 
     for i, commit in enumerate(log):
+        if not commit.changes and summary is not None:  # nothing in messages/ changed: the last state stands
+            dropped_at.append(summary.dropped)
+            growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
+                                    context_tokens=summary.context_tokens, orphans=len(summary.dropped),
+                                    at=commit.time, commit=commit.sha))
+            continue
         changed = summary is None
         appended: list[tuple[tuple[int, bytes], str]] = []
         rebuild = False
