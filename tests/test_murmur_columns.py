@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -100,44 +99,3 @@ def test_any_record_reads_alike_both_ways(lines: list[Any]) -> None:
                 rows.append(value)
         path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
         assert_same(path)
-
-
-def test_a_large_record_decoded_in_byte_ranges_equals_one_pass(tmp_path: Path, monkeypatch: Any) -> None:
-    """Worker processes decode byte ranges; positions, lines, titles and joins are stitched back."""
-    murmur = importlib.import_module("murmur_analysis.sources.murmur")
-    path = tmp_path / "conversations" / "r" / "c" / "conversation.jsonl"
-    path.parent.mkdir(parents=True)
-    rows = [line({"capsule": "c", "created_ms": 1, "type": "murmur.record"})]
-    for i in range(400):
-        ms = 1_760_000_000_000 + i
-        mid = f"msg_{ms:012x}7{'a' * 19}"
-        if i % 3 == 0:
-            rows.append(line({"content": [{"text": f"question {i}", "type": "text"}], "id": mid, "role": "user"}))
-        elif i % 3 == 1:
-            rows.append(line({"content": [{"text": "on it", "type": "text"},
-                                          {"id": f"call_{i}", "input": {"n": i}, "name": "ls", "type": "tool_call"}],
-                              "id": mid, "role": "assistant"}))
-        else:
-            rows.append(line({"content": [{"text": "x" * i, "type": "text"}], "id": mid, "is_error": i % 7 == 0,
-                              "role": "tool", "tool_call_id": f"call_{i - 1}"}))
-        if i % 97 == 0:
-            rows.append("not json")
-        if i % 131 == 0:
-            rows.append(line({"content": [{"type": "thinking", "text": "hm", "signature": None}], "role": "assistant"}))
-    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    one = MurmurSource(workers=1, settle_seconds=0)
-    monkeypatch.setattr(murmur, "_PARALLEL_BYTES", 1)
-    split = MurmurSource(workers=2, settle_seconds=0)
-    tables = []
-    for source in (one, split):
-        builder, diags = FrameBuilder(), Diagnostics("murmur")
-        for conv in source.open(path, diags):
-            builder.add(conv)
-        builder.add_diagnostics(diags.rows)
-        tables.append(builder.finish())
-    for name in TABLES:
-        assert tables[0][name].equals(tables[1][name]), name
-    assert tables[1]["diagnostics"].column("line").to_pylist() == [
-        r["line"] for r in tables[0]["diagnostics"].to_pylist()
-    ]
-    assert tables[1]["messages"].num_rows == 400 + 4

@@ -21,11 +21,7 @@ retention come from session traces (:mod:`.murmur_trace`); the join rules are in
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-import multiprocessing as mp
 import os
-import re
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,7 +32,6 @@ import orjson
 
 from ..assembly import ToolEvent, input_size, tool_events
 from ..cursor import header_of, parse_line
-from ..diagnostics import Diagnostic
 from ..model import (
     Block,
     Entry,
@@ -62,8 +57,6 @@ _CHUNK = 8 << 20
 _PEEK = 1 << 20
 _TITLE_CHARS = 80
 _ROWS = 65_536
-_PARALLEL_BYTES = 128 << 20
-_LINE = re.compile(r"^line \d+")
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
@@ -211,55 +204,6 @@ def _entry_columns(entry: Entry, cols: EntryColumns) -> None:
     cols.block_kinds.append([block_kind(b) for b in entry.blocks])
 
 
-@dataclasses.dataclass
-class _Span:
-    """A byte range of a record that starts at a line start, and how many lines it held."""
-
-    start: int
-    end: int
-    lines: int = 0
-
-
-def _cut(path: Path, size: int, parts: int) -> list[int]:
-    """Offsets cutting ``path`` into about ``parts`` ranges, each starting at a line start."""
-    bounds = [0]
-    with path.open("rb") as f:
-        for i in range(1, parts):
-            f.seek(max(size * i // parts - 1, bounds[-1]))
-            f.readline()  # to just past the next newline: a line start
-            bounds.append(min(max(f.tell(), bounds[-1]), size))
-    bounds.append(size)
-    return bounds
-
-
-def _decode_range(
-    job: tuple[str, str, str, float, int, int],
-) -> tuple[list[EntryColumns], list[Diagnostic], int, str | None]:
-    """Decode one byte range of a record, in a worker process.
-
-    Returns:
-        Its column chunks, its diagnostics (line numbers counted from the range's start), how
-        many lines it held, and the title it found.
-    """
-    path, record, context_id, settle, start, end = job
-    source = MurmurSource(discover_sessions=False, settle_seconds=settle, workers=1)
-    rec = _Record(Path(path), record, context_id)
-    conv = Conversation(source.name, rec.conversation_id, ())
-    diagnostics = Diagnostics(source.name)
-    span = _Span(start, end)
-    chunks = list(source._columns_range(rec, conv, None, diagnostics, span))
-    return chunks, diagnostics.rows, span.lines, conv.title
-
-
-def _claim(join: Join, cols: EntryColumns) -> None:
-    """Apply the trace join to decoded rows, in order (what a decode in one process does inline)."""
-    for i, position in enumerate(cols.position):
-        us = cols.created_us[i]
-        found = join.claim(position, cols.id[i], cols.side[i], None if us is None else us // 1000)
-        if found is not None:
-            cols.usage[i], cols.model[i] = found.usage, found.model
-
-
 def _visible_dirs(path: Path) -> list[Path]:
     try:
         return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -278,8 +222,6 @@ class MurmurSource(Source):
             (``formations/*/*/.murmur/*/`` and ``sessions/*``).
         settle_seconds: how long a file must be unchanged before its unterminated, unparsable
             last line is reported as ``partial_line`` rather than taken as still being written.
-        workers: processes that decode one large record (over 128 MiB) in byte ranges at line
-            boundaries; the default uses up to two cores, ``1`` decodes in this process.
 
     Example:
         >>> import murmur_analysis as ma
@@ -295,7 +237,6 @@ class MurmurSource(Source):
         sessions: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
         discover_sessions: bool = True,
         settle_seconds: float = 5.0,
-        workers: int | None = None,
     ) -> None:
         if sessions is None:
             paths: list[Path] = []
@@ -306,7 +247,6 @@ class MurmurSource(Source):
         self.sessions = paths
         self.discover_sessions = discover_sessions
         self.settle_seconds = float(settle_seconds)
-        self.workers = max(1, workers if workers is not None else min(2, os.cpu_count() or 1))
         self._index: TraceIndex | None = None
 
     # ---------------------------------------------------------------------------- finding
@@ -483,27 +423,9 @@ class MurmurSource(Source):
         blocks) are decoded inline; any other line goes through :meth:`_entry` and the values
         are read off the entry, so both paths give the same values (tested).
         """
-        if self.workers > 1:
-            try:
-                size = rec.path.stat().st_size
-            except OSError:
-                size = 0
-            if size >= _PARALLEL_BYTES:
-                yield from self._columns_parallel(rec, conv, join, diagnostics, size)
-                return
-        yield from self._columns_range(rec, conv, join, diagnostics)
-
-    def _columns_range(
-        self,
-        rec: _Record,
-        conv: Conversation,
-        join: Join | None,
-        diagnostics: Diagnostics,
-        span: _Span | None = None,
-    ) -> Iterator[EntryColumns]:
         path = rec.path
         cols = EntryColumns()
-        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics, span)):
+        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
             if not _fast_columns(value, position, cols, conv, join):
                 entry = self._entry(value, position, line_no, conv, join, path, diagnostics)
                 _entry_columns(entry, cols)
@@ -513,55 +435,11 @@ class MurmurSource(Source):
         if cols.position:
             yield cols
 
-    def _columns_parallel(
-        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics, size: int
-    ) -> Iterator[EntryColumns]:
-        """Decode byte ranges of one large record in worker processes, then stitch them here.
-
-        Each worker decodes its range with no trace join and local numbering; this process
-        offsets positions and line numbers, keeps the first title, and applies the trace join
-        to the rows in order, so the result equals a decode in one process (tested).
-        """
-        bounds = _cut(rec.path, size, self.workers * 4)
-        jobs = [
-            (str(rec.path), rec.record, rec.context_id, self.settle_seconds, start, end)
-            for start, end in itertools.pairwise(bounds)
-            if end > start
-        ]
-        position = line = 0
-        with mp.get_context("spawn").Pool(self.workers) as pool:
-            for chunks, rows, lines, title in pool.imap(_decode_range, jobs):
-                for d in rows:
-                    if d.line is not None and line:
-                        at = d.line + line
-                        d = dataclasses.replace(d, line=at, detail=_LINE.sub(f"line {at}", d.detail))
-                    diagnostics.rows.append(d)
-                if conv.title is None:
-                    conv.title = title
-                for cols in chunks:
-                    if position:
-                        cols.position = [p + position for p in cols.position]
-                    if join is not None:
-                        _claim(join, cols)
-                    yield cols
-                position += sum(len(c) for c in chunks)
-                line += lines
-        if join is not None:
-            conv.usage = join.usage_rows()
-            conv.growth = join.growth_rows()
-
     def _lines(
-        self,
-        rec: _Record,
-        conv: Conversation,
-        join: Join | None,
-        diagnostics: Diagnostics,
-        span: _Span | None = None,
+        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
     ) -> Iterator[tuple[int, dict[str, Any]]]:
         """The record's message lines as ``(line number, parsed line)``, read in large chunks.
 
-        ``span`` limits the read to a byte range that starts at a line start (line numbers are
-        then counted from the range's start, and ``span.lines`` receives how many were read).
         When the stream ends it hands the joined usage and compaction rows to ``conv`` (the
         frame builder reads them after the entries).
         """
@@ -579,11 +457,6 @@ class MurmurSource(Source):
                 return
             settled = time.time() - st.st_mtime >= self.settle_seconds
             remaining = st.st_size
-            first = True
-            if span is not None:
-                f.seek(span.start)
-                remaining = span.end - span.start
-                first = span.start == 0
             line_no = 0
             carry = b""
             loads = _loads
@@ -611,7 +484,7 @@ class MurmurSource(Source):
                             continue
                     if type(value) is dict and type(value.get("role")) is str:
                         yield line_no, value
-                    elif not (first and line_no == 1 and header_of(value) is not None):
+                    elif not (line_no == 1 and header_of(value) is not None):
                         diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped",
                                            line_no)
             if carry:
@@ -620,12 +493,10 @@ class MurmurSource(Source):
                 if value is not _NOT_JSON:
                     if isinstance(value, dict) and isinstance(value.get("role"), str):
                         yield line_no, value
-                    elif not (first and line_no == 1 and header_of(value) is not None) and settled:
+                    elif not (line_no == 1 and header_of(value) is not None) and settled:
                         diagnostics.report(path, "partial_line",
                                            f"line {line_no} is not a message (an unterminated last line) and was "
                                            "skipped", line_no)
-            if span is not None:
-                span.lines = line_no
         if join is not None:
             conv.usage = join.usage_rows()
             conv.growth = join.growth_rows()
