@@ -396,10 +396,11 @@ class MurmurSource(Source):
     def _peek_header(path: Path) -> dict[str, Any] | None:
         try:
             with path.open("rb") as f:
-                head = f.read(_PEEK)
+                first = f.readline(_PEEK).rstrip(b"\n")
         except OSError:
             return None
-        first = head.split(b"\n", 1)[0]
+        if b"murmur.record" not in first:  # a header names its type; most records have none
+            return None
         try:
             return header_of(parse_line(first))
         except ValueError:
