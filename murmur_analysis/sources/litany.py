@@ -124,13 +124,17 @@ class LitanySource(Source):
         repo = GitRepo(git_dir, self.git)
         replayer = Replayer(repo, diags)
         try:
-            refs = repo.refs(AGENTS + only if only else AGENTS)
+            refs = repo.refs(AGENTS)
         except GitError as err:
             diags.report(git_dir, "unreadable_repo", str(err))
             return
         wanted = {ref[len(AGENTS) :]: (ref, head) for ref, head in refs.items()}
         if only is not None:
-            wanted = {only: wanted[only]} if only in wanted else {}
+            # One branch, with the histories of the agents it was forked from: their commits
+            # are what it inherited, and their spend is theirs, not counted again here.
+            if only not in wanted:
+                return
+            wanted = {a: v for a, v in wanted.items() if a == only or only.startswith(a + "-")}
         with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
             fetching = pool.submit(_fetch, repo, replayer, wanted)
             records = {agent: _read_steps(steps_dir, agent, diags.source) for agent in wanted}
@@ -141,6 +145,8 @@ class LitanySource(Source):
         names = {f"{b.head}:name": data.get(f"{b.head}:name") for b in branches}
         shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
+            if only is not None and branch.agent_id != only:
+                continue
             steps, reported = records[branch.agent_id]
             diags.extend(reported)
             inherited: set[str] = set()

@@ -1,0 +1,95 @@
+"""The same loaders on Dask: one task per conversation, one Dask DataFrame per table.
+
+Sources are opened in the client, which lists the conversations (for murmur, a listing and the
+session traces; the records themselves are not read there). Each conversation is then decoded
+and turned into rows by a Dask task running the very frame builder ``ma.load`` uses, so a
+table's partitions are exactly what ``ma.load`` would build for those conversations.
+
+Requires the ``dask`` extra (``pip install murmur-analysis[dask]``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from .corpus import _targets
+from .frames import FrameBuilder, to_pandas
+from .schema import TABLES, schema
+from .sources.base import Diagnostics, Source
+
+__all__ = ["load_dask"]
+
+
+def _tables(source: Source, key: Hashable) -> dict[str, pa.Table]:
+    """Decode one conversation and build its rows (runs in a Dask task)."""
+    diagnostics = Diagnostics(source.name)
+    builder = FrameBuilder()
+    builder.add(source.reopen(key, diagnostics))
+    builder.add_diagnostics(diagnostics.rows)
+    return builder.finish()
+
+
+def _frame(tables: dict[str, pa.Table], name: str) -> pd.DataFrame:
+    return to_pandas(tables[name])
+
+
+def load_dask(
+    *paths: str | os.PathLike[str],
+    source: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Every table as a Dask DataFrame, one partition per conversation.
+
+    Args:
+        *paths: files or folders of any registered source (as for ``ma.load``).
+        source: force this source for every path instead of detecting.
+        options: per-source options by source name (as for ``ma.load``).
+
+    Returns:
+        ``{table name: dask.dataframe.DataFrame}`` for every table of ``docs/tables.md``;
+        ``diagnostics`` also holds what the client met while listing. A litany workspace is
+        walked once to list its branches and again, per branch, by the tasks.
+
+    Raises:
+        NoSourceError: a path no source recognises.
+        FileNotFoundError: a path that does not exist.
+
+    Example:
+        >>> frames = load_dask("~/.murmur")  # doctest: +SKIP
+        >>> frames["tool_calls"].groupby("tool_name").status.value_counts().compute()  # doctest: +SKIP
+    """
+    import dask.dataframe as dd
+    from dask.delayed import delayed
+
+    jobs: list[tuple[Source, Hashable]] = []
+    listing = FrameBuilder()
+    for raw in paths:
+        path = Path(os.path.expanduser(os.fspath(raw)))
+        if not path.exists():
+            raise FileNotFoundError(f"no such file or folder: {path}")
+        for src, target in _targets(path, source, options or {}):
+            diagnostics = Diagnostics(src.name)
+            for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
+                jobs.append((src, conv.key))
+            listing.add_diagnostics(diagnostics.rows)
+    listed = listing.finish()["diagnostics"]
+    tasks = [delayed(_tables)(src, key) for src, key in jobs]
+    frames: dict[str, Any] = {}
+    for name in TABLES:
+        meta = to_pandas(schema(name).empty_table())
+        parts = [delayed(_frame)(t, name) for t in tasks]
+        if name == "diagnostics":
+            parts.append(delayed(to_pandas)(listed))
+        if parts:
+            frames[name] = dd.from_delayed(parts, meta=meta, verify_meta=False)
+        else:
+            frames[name] = dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
+    # A fact the listing met can be met again when a task decodes its conversation.
+    frames["diagnostics"] = frames["diagnostics"].drop_duplicates()
+    return frames
