@@ -311,9 +311,7 @@ class RecordReader:
             try:
                 snap = self._refresh(path, fd)
                 start, end = window(len(snap.starts), cursor, limit)
-                lines = [
-                    os.pread(fd, snap.ends[i] - snap.starts[i], snap.starts[i]) for i in range(start, end)
-                ]
+                lines = _read_lines(fd, snap, start, end)
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
@@ -334,9 +332,7 @@ class RecordReader:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
                 snap = self._refresh(path, fd)
-                out = [
-                    parse_line(os.pread(fd, e - s, s)) for s, e in zip(snap.starts, snap.ends, strict=True)
-                ]
+                out = [parse_line(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
@@ -395,6 +391,25 @@ class RecordReader:
             fresh.append(diag)
             self.diagnostics.append(diag)
         return tuple(fresh)
+
+
+def _read_lines(fd: int, snap: _Snapshot, start: int, end: int) -> list[bytes]:
+    """The message lines ``start..end`` of a snapshot, read in one call per 64 MiB span.
+
+    Message lines of a page sit in one stretch of the file (with at most skipped lines between
+    them), so a page costs one read rather than one per line.
+    """
+    out: list[bytes] = []
+    i = start
+    while i < end:
+        base = snap.starts[i]
+        j = i + 1
+        while j < end and snap.ends[j] - base <= _CHUNK:
+            j += 1
+        blob = os.pread(fd, snap.ends[j - 1] - base, base)
+        out.extend(blob[snap.starts[k] - base : snap.ends[k] - base] for k in range(i, j))
+        i = j
+    return out
 
 
 def _reason(err: OSError) -> str:
