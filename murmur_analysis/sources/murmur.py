@@ -21,6 +21,7 @@ retention come from session traces (:mod:`.murmur_trace`); the join rules are in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Hashable, Iterator, Sequence
@@ -57,6 +58,8 @@ _CHUNK = 8 << 20
 _PEEK = 1 << 20
 _TITLE_CHARS = 80
 _ROWS = 65_536
+#: One entry's values in :class:`EntryColumns` field order (tool events aside).
+_Row = tuple[Any, ...]
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
@@ -104,31 +107,31 @@ def _blocks(content: Any) -> tuple[Block, ...]:
 
 
 def _fast_columns(
-    line: dict[str, Any], position: int, cols: EntryColumns, conv: Conversation, join: Join | None
-) -> bool:
-    """Append one message line's column values when it has one of the two common shapes.
+    line: dict[str, Any], position: int, conv: Conversation, join: Join | None
+) -> tuple[_Row, list[ToolEvent]] | None:
+    """One message line's column values and tool events, when it has one of the common shapes.
 
     The shapes are those :func:`_blocks` builds directly (a ``{"text","type"}`` text block, a
     four-key ``tool_call`` block with an input) and a tool message whose body is text blocks
-    and which names its call. Returns ``False``, appending nothing, for any other line.
+    and which names its call. Returns ``None`` for any other line (nothing is claimed).
     """
     content = line.get("content")
     if type(content) is not list:
-        return False
+        return None
     role: str = line["role"]
     chars = 0
     events: list[ToolEvent] = []
     if role == "tool":
         call_id = line.get("tool_call_id")
         if type(call_id) is not str:
-            return False
+            return None
         for block in content:
             if type(block) is dict and len(block) == 2 and block.get("type") == "text":
                 text = block.get("text")
                 if type(text) is str:
                     chars += len(text)
                     continue
-            return False
+            return None
         raw_error = line.get("is_error")
         is_error = raw_error if type(raw_error) is bool else None
         kinds = ["tool_result"]
@@ -154,7 +157,7 @@ def _fast_columns(
                         kinds.append("tool_use")
                         events.append(("call", "client", call_id, name, None, input_size(args)))
                         continue
-            return False
+            return None
     msg_id = line.get("id")
     if type(msg_id) is not str:
         msg_id = None
@@ -165,43 +168,49 @@ def _fast_columns(
         if found is not None:
             usage, model = found.usage, found.model
     source_id = line.get("source_id")
-    if events:
-        cols.tool_events.append((len(cols.position), events))
-    cols.position.append(position)
-    cols.id.append(msg_id)
-    cols.side.append(role)
-    cols.origin.append(None)
-    cols.model.append(model)
-    cols.created_us.append(None if ms is None else ms * 1000)
-    cols.n_blocks.append(len(kinds) if role != "tool" else 1)
-    cols.text_chars.append(chars)
-    cols.usage.append(usage)
-    cols.status.append(None)
-    cols.error.append(None)
-    cols.source_id.append(source_id if type(source_id) is str else None)
-    cols.block_kinds.append(kinds)
-    return True
+    return (
+        position,
+        msg_id,
+        role,
+        None,
+        model,
+        None if ms is None else ms * 1000,
+        len(kinds) if role != "tool" else 1,
+        chars,
+        usage,
+        None,
+        None,
+        source_id if type(source_id) is str else None,
+        kinds,
+    ), events
 
 
-def _entry_columns(entry: Entry, cols: EntryColumns) -> None:
-    """Append an entry's column values (the general path, for every other line shape)."""
-    events = tool_events(entry, keep_inputs=False)
-    if events:
-        cols.tool_events.append((len(cols.position), events))
-    cols.position.append(entry.position)
-    cols.id.append(entry.id)
-    cols.side.append(entry.side)
-    cols.origin.append(entry.origin)
-    cols.model.append(entry.model)
+def _entry_columns(entry: Entry) -> tuple[_Row, list[ToolEvent]]:
+    """An entry's column values and tool events (the general path, for every other line shape)."""
     at = entry.created_at
-    cols.created_us.append(None if at is None else round(at.timestamp() * 1_000_000))
-    cols.n_blocks.append(len(entry.blocks))
-    cols.text_chars.append(text_chars(entry.blocks))
-    cols.usage.append(entry.usage)
-    cols.status.append(entry.status)
-    cols.error.append(entry.error)
-    cols.source_id.append(entry.source_id)
-    cols.block_kinds.append([block_kind(b) for b in entry.blocks])
+    row: _Row = (
+        entry.position,
+        entry.id,
+        entry.side,
+        entry.origin,
+        entry.model,
+        None if at is None else round(at.timestamp() * 1_000_000),
+        len(entry.blocks),
+        text_chars(entry.blocks),
+        entry.usage,
+        entry.status,
+        entry.error,
+        entry.source_id,
+        [block_kind(b) for b in entry.blocks],
+    )
+    return row, tool_events(entry, keep_inputs=False)
+
+
+def _chunk(rows: list[_Row], events: list[tuple[int, list[ToolEvent]]]) -> EntryColumns:
+    """Rows (in :class:`EntryColumns` field order) turned into one chunk of columns."""
+    names = [f.name for f in dataclasses.fields(EntryColumns) if f.name != "tool_events"]
+    columns = {name: list(values) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
+    return EntryColumns(**columns, tool_events=events)
 
 
 def _visible_dirs(path: Path) -> list[Path]:
@@ -425,16 +434,21 @@ class MurmurSource(Source):
         are read off the entry, so both paths give the same values (tested).
         """
         path = rec.path
-        cols = EntryColumns()
+        rows: list[_Row] = []
+        events: list[tuple[int, list[ToolEvent]]] = []
         for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
-            if not _fast_columns(value, position, cols, conv, join):
-                entry = self._entry(value, position, line_no, conv, join, path, diagnostics)
-                _entry_columns(entry, cols)
-            if len(cols.position) >= _ROWS:
-                yield cols
-                cols = EntryColumns()
-        if cols.position:
-            yield cols
+            decoded = _fast_columns(value, position, conv, join)
+            if decoded is None:
+                decoded = _entry_columns(self._entry(value, position, line_no, conv, join, path, diagnostics))
+            row, found = decoded
+            if found:
+                events.append((len(rows), found))
+            rows.append(row)
+            if len(rows) >= _ROWS:
+                yield _chunk(rows, events)
+                rows, events = [], []
+        if rows:
+            yield _chunk(rows, events)
 
     def _lines(
         self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
