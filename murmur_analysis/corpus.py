@@ -94,6 +94,9 @@ class Corpus:
     def __init__(self, tables: dict[str, pa.Table], handles: dict[tuple[str, str], ConversationHandle]) -> None:
         self.tables = tables
         self._handles = handles
+        self._by_id: dict[str, list[ConversationHandle]] = {}
+        for (_, cid), handle in handles.items():
+            self._by_id.setdefault(cid, []).append(handle)
         self._frames: dict[str, pd.DataFrame] = {}
 
     def frame(self, name: str) -> pd.DataFrame:
@@ -152,7 +155,7 @@ class Corpus:
         Raises:
             UnknownConversationError: no such conversation, or the id is ambiguous.
         """
-        matches = [h for (s, cid), h in self._handles.items() if cid == conversation_id and source in (None, s)]
+        matches = [h for h in self._by_id.get(conversation_id, ()) if source in (None, h.source)]
         if len(matches) == 1:
             return matches[0]
         if not matches:
