@@ -280,10 +280,14 @@ class Pairer:
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
+        return [ToolCall(*row) for row in self.finish_rows()]
+
+    def finish_rows(self) -> list[list[Any]]:
+        """Like :meth:`finish`, each row a list of the :class:`ToolCall` fields in order."""
         if self._side is not None:
             self._close_run()
             self._side = None
-        return [ToolCall(*row) for row in self._rows]
+        return self._rows
 
     def _close_run(self) -> None:
         if not self._run:

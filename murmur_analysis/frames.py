@@ -8,7 +8,7 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer, ToolCall
+from .assembly import Pairer
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
@@ -93,13 +93,15 @@ _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# Positions of the ToolCall fields in a pairing row (Pairer.finish_rows).
+_ID, _NAME, _KIND, _CALLED, _RESULT, _STATUS, _ERROR, _CHARS, _BYTES = 0, 1, 2, 3, 4, 7, 8, 10, 11
 
 
 @dataclass(frozen=True, slots=True)
 class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
-    calls: list[ToolCall]
+    calls: list[list[Any]]  # ToolCall fields, in order (Pairer.finish_rows)
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -189,7 +191,7 @@ class FrameBuilder:
                 growth.append(
                     (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
                 )
-        return _Walk(pairer.finish(), usage_rows, count, first_at, last_at)
+        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
 
     def _walk_columns(self, conv: Conversation) -> _Walk:
         key = (conv.source, conv.conversation_id)
@@ -280,7 +282,7 @@ class FrameBuilder:
             chars_total += sum(chunk.text_chars)
         first_at = None if first_us is None else _EPOCH + timedelta(microseconds=first_us)
         last_at = None if last_us is None else _EPOCH + timedelta(microseconds=last_us)
-        return _Walk(pairer.finish(), usage_rows, count, first_at, last_at)
+        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -292,7 +294,7 @@ class FrameBuilder:
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
             orphan_rows = [
-                OrphanRow(c.call_id, "assembly") for c in calls if c.status == "orphan_result" and c.kind == "client"
+                OrphanRow(c[_ID], "assembly") for c in calls if c[_STATUS] == "orphan_result" and c[_KIND] == "client"
             ]
         # Distinct ids: a git source names a lasting orphan again at every step that drops it.
         n_orphans = len({o.tool_use_id for o in orphan_rows if o.found_by == "assembly"})
@@ -309,7 +311,7 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = [c for c in calls if c.called_seq is not None]
+        made = [c for c in calls if c[_CALLED] is not None]
         self.builders["conversations"].append(
             (
                 *key,
@@ -319,34 +321,47 @@ class FrameBuilder:
                 walk.last_at,
                 walk.count,
                 len(made),
-                sum(1 for c in made if c.status == "error"),
+                sum(1 for c in made if c[_STATUS] == "error"),
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,
             )
         )
 
-    def _tool_calls(self, key: tuple[str, str], calls: list[ToolCall], meta: Any) -> None:
-        builder = self.builders["tool_calls"]
-        for call in calls:
-            m: ToolMeta | None = meta.get(call.call_id) if call.called_seq is not None else None
-            builder.append(
-                (
-                    *key,
-                    call.call_id,
-                    call.tool_name,
-                    call.kind,
-                    call.called_seq,
-                    call.result_seq,
-                    call.status,
-                    call.is_error,
-                    m.duration_ms if m else None,
-                    (m.input_bytes if m and m.input_bytes is not None else call.input_bytes),
-                    m.output_bytes if m else None,
-                    call.result_chars,
-                    m.exit_code if m else None,
-                )
-            )
+    def _tool_calls(self, key: tuple[str, str], calls: list[list[Any]], meta: Mapping[str, ToolMeta]) -> None:
+        if not calls:
+            return
+        n = len(calls)
+        cols = list(zip(*calls, strict=True))
+        duration: list[Any] = [None] * n
+        output: list[Any] = [None] * n
+        exit_code: list[Any] = [None] * n
+        input_bytes = list(cols[_BYTES])
+        if meta:
+            for i, call in enumerate(calls):
+                m = meta.get(call[_ID]) if call[_CALLED] is not None else None
+                if m is not None:
+                    duration[i], output[i], exit_code[i] = m.duration_ms, m.output_bytes, m.exit_code
+                    if m.input_bytes is not None:
+                        input_bytes[i] = m.input_bytes
+        self.builders["tool_calls"].append_batch(
+            [
+                pa.array([key[0]] * n, _STR),
+                pa.array([key[1]] * n, _STR),
+                pa.array(cols[_ID], _STR),
+                pa.array(cols[_NAME], _STR),
+                pa.array(cols[_KIND], _STR),
+                pa.array(cols[_CALLED], _I64),
+                pa.array(cols[_RESULT], _I64),
+                pa.array(cols[_STATUS], _STR),
+                pa.array(cols[_ERROR], pa.bool_()),
+                pa.array(duration, pa.float64()),
+                pa.array(input_bytes, _I64),
+                pa.array(output, _I64),
+                pa.array(cols[_CHARS], _I64),
+                pa.array(exit_code, _I64),
+            ]
+        )
 
     def _usage(self, key: tuple[str, str], rows: list[UsageRow]) -> int | None:
         builder = self.builders["usage"]

@@ -105,3 +105,16 @@ def test_metrics_from_tables() -> None:
     assert list(drops.assembly) == [1, 1] and list(drops.disagree) == [0, 0]
     curves = growth_curves(t["growth"])
     assert curves.groupby("conversation_id").progress.max().tolist() == [1.0, 1.0]
+
+
+def test_pairing_row_positions_name_the_toolcall_fields() -> None:
+    import dataclasses
+
+    from murmur_analysis import frames
+    from murmur_analysis.assembly import ToolCall
+
+    names = [f.name for f in dataclasses.fields(ToolCall)]
+    assert [names[i] for i in (frames._ID, frames._NAME, frames._KIND, frames._CALLED, frames._RESULT,
+                               frames._STATUS, frames._ERROR, frames._CHARS, frames._BYTES)] == [
+        "call_id", "tool_name", "kind", "called_seq", "result_seq", "status", "is_error", "result_chars", "input_bytes"
+    ]
