@@ -21,7 +21,6 @@ retention come from session traces (:mod:`.murmur_trace`); the join rules are in
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Hashable, Iterator, Sequence
@@ -31,7 +30,7 @@ from typing import Any, ClassVar
 
 import orjson
 
-from ..assembly import ToolEvent, input_size, tool_events
+from ..assembly import ToolEvent
 from ..cursor import header_of, parse_line
 from ..model import (
     Block,
@@ -40,13 +39,11 @@ from ..model import (
     ToolResult,
     ToolUse,
     block_from_wire,
-    block_kind,
     blocks_from_wire,
-    text_chars,
     uuid7_datetime,
-    uuid7_ms,
 )
 from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
+from .murmur_columns import TITLE_CHARS, Row, chunk, entry_columns, fast_columns
 from .murmur_join import Join, ms_of
 from .murmur_trace import TraceIndex, discover, trace_files
 
@@ -56,10 +53,7 @@ RECORD_NAME = "conversation.jsonl"
 CONVERSATIONS = "conversations"
 _CHUNK = 8 << 20
 _PEEK = 1 << 20
-_TITLE_CHARS = 80
 _ROWS = 65_536
-#: One entry's values in :class:`EntryColumns` field order (tool events aside).
-_Row = tuple[Any, ...]
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
 _NOT_JSON = object()
@@ -104,113 +98,6 @@ def _blocks(content: Any) -> tuple[Block, ...]:
                     continue
         append(block_from_wire(block, "murmur"))
     return tuple(out)
-
-
-def _fast_columns(
-    line: dict[str, Any], position: int, conv: Conversation, join: Join | None
-) -> tuple[_Row, list[ToolEvent]] | None:
-    """One message line's column values and tool events, when it has one of the common shapes.
-
-    The shapes are those :func:`_blocks` builds directly (a ``{"text","type"}`` text block, a
-    four-key ``tool_call`` block with an input) and a tool message whose body is text blocks
-    and which names its call. Returns ``None`` for any other line (nothing is claimed).
-    """
-    content = line.get("content")
-    if type(content) is not list:
-        return None
-    role: str = line["role"]
-    chars = 0
-    events: list[ToolEvent] = []
-    if role == "tool":
-        call_id = line.get("tool_call_id")
-        if type(call_id) is not str:
-            return None
-        for block in content:
-            if type(block) is dict and len(block) == 2 and block.get("type") == "text":
-                text = block.get("text")
-                if type(text) is str:
-                    chars += len(text)
-                    continue
-            return None
-        raw_error = line.get("is_error")
-        is_error = raw_error if type(raw_error) is bool else None
-        kinds = ["tool_result"]
-        events.append(("result", "client", call_id, is_error, chars))
-    else:
-        kinds = []
-        title = conv.title is None and role == "user"
-        for block in content:
-            if type(block) is dict:
-                kind = block.get("type")
-                if kind == "text" and len(block) == 2:
-                    text = block.get("text")
-                    if type(text) is str:
-                        kinds.append("text")
-                        chars += len(text)
-                        if title and text.strip():
-                            conv.title = text.strip().splitlines()[0][:_TITLE_CHARS]
-                            title = False
-                        continue
-                elif kind == "tool_call" and len(block) == 4:
-                    call_id, name, args = block.get("id"), block.get("name"), block.get("input")
-                    if type(call_id) is str and type(name) is str and args is not None:
-                        kinds.append("tool_use")
-                        events.append(("call", "client", call_id, name, None, input_size(args)))
-                        continue
-            return None
-    msg_id = line.get("id")
-    if type(msg_id) is not str:
-        msg_id = None
-    ms = uuid7_ms(msg_id) if msg_id is not None else None
-    usage = model = None
-    if join is not None:
-        found = join.claim(position, msg_id, role, ms)
-        if found is not None:
-            usage, model = found.usage, found.model
-    source_id = line.get("source_id")
-    return (
-        position,
-        msg_id,
-        role,
-        None,
-        model,
-        None if ms is None else ms * 1000,
-        len(kinds) if role != "tool" else 1,
-        chars,
-        usage,
-        None,
-        None,
-        source_id if type(source_id) is str else None,
-        kinds,
-    ), events
-
-
-def _entry_columns(entry: Entry) -> tuple[_Row, list[ToolEvent]]:
-    """An entry's column values and tool events (the general path, for every other line shape)."""
-    at = entry.created_at
-    row: _Row = (
-        entry.position,
-        entry.id,
-        entry.side,
-        entry.origin,
-        entry.model,
-        None if at is None else round(at.timestamp() * 1_000_000),
-        len(entry.blocks),
-        text_chars(entry.blocks),
-        entry.usage,
-        entry.status,
-        entry.error,
-        entry.source_id,
-        [block_kind(b) for b in entry.blocks],
-    )
-    return row, tool_events(entry, keep_inputs=False)
-
-
-def _chunk(rows: list[_Row], events: list[tuple[int, list[ToolEvent]]]) -> EntryColumns:
-    """Rows (in :class:`EntryColumns` field order) turned into one chunk of columns."""
-    names = [f.name for f in dataclasses.fields(EntryColumns) if f.name != "tool_events"]
-    columns = {name: list(values) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
-    return EntryColumns(**columns, tool_events=events)
 
 
 def _visible_dirs(path: Path) -> list[Path]:
@@ -434,21 +321,21 @@ class MurmurSource(Source):
         are read off the entry, so both paths give the same values (tested).
         """
         path = rec.path
-        rows: list[_Row] = []
+        rows: list[Row] = []
         events: list[tuple[int, list[ToolEvent]]] = []
         for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
-            decoded = _fast_columns(value, position, conv, join)
+            decoded = fast_columns(value, position, conv, join)
             if decoded is None:
-                decoded = _entry_columns(self._entry(value, position, line_no, conv, join, path, diagnostics))
+                decoded = entry_columns(self._entry(value, position, line_no, conv, join, path, diagnostics))
             row, found = decoded
             if found:
                 events.append((len(rows), found))
             rows.append(row)
             if len(rows) >= _ROWS:
-                yield _chunk(rows, events)
+                yield chunk(rows, events)
                 rows, events = [], []
         if rows:
-            yield _chunk(rows, events)
+            yield chunk(rows, events)
 
     def _lines(
         self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
@@ -579,7 +466,7 @@ class MurmurSource(Source):
         elif conv.title is None and role == "user":
             for block in blocks:
                 if isinstance(block, Text) and block.text.strip():
-                    conv.title = block.text.strip().splitlines()[0][:_TITLE_CHARS]
+                    conv.title = block.text.strip().splitlines()[0][:TITLE_CHARS]
                     break
         usage = model = None
         if join is not None:
