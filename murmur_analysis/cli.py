@@ -24,6 +24,8 @@ def _progress(quiet: bool) -> object:
         nonlocal count
         if event == "source":
             print(f"reading {detail}", file=sys.stderr)
+        elif event == "entries":
+            print(f"  {detail}", file=sys.stderr)
         else:
             count += 1
             if count % 100 == 0:

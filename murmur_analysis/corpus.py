@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,33 @@ from .errors import NoSourceError, UnknownConversationError
 from .frames import FrameBuilder, to_pandas
 from .model import Entry, Message, sorted_entries
 from .sources import Diagnostics, detect, get_source
-from .sources.base import Conversation, Source
+from .sources.base import Conversation, EntryColumns, Source
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
 
 #: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
-#: that opened it) or ``"conversation"`` (a conversation id, once decoded).
+#: that opened it), ``"entries"`` (a long conversation's entries read so far, every 65,536) or
+#: ``"conversation"`` (a conversation id, once decoded).
 Progress = Callable[[str, str], None]
+
+_PROGRESS_EVERY = 65_536
+
+
+def _reporting_columns(
+    chunks: Iterable[EntryColumns], label: str, progress: Progress
+) -> Iterator[EntryColumns]:
+    done = 0
+    for chunk in chunks:
+        done += len(chunk)
+        progress("entries", f"{label}: {done:,} entries")
+        yield chunk
+
+
+def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Iterator[Entry]:
+    for done, entry in enumerate(entries, start=1):
+        if done % _PROGRESS_EVERY == 0:
+            progress("entries", f"{label}: {done:,} entries")
+        yield entry
 
 
 @dataclass
@@ -273,6 +293,12 @@ def _load(
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
             for conv in src.open(target, diags):
+                if progress:
+                    label = f"{conv.source}: {conv.conversation_id}"
+                    if conv.columns is not None:
+                        conv.columns = _reporting_columns(conv.columns, label, progress)
+                    elif not isinstance(conv.entries, list):
+                        conv.entries = _reporting_entries(conv.entries, label, progress)
                 builder.add(conv)
                 handles[(conv.source, conv.conversation_id)] = ConversationHandle(
                     conv.source, conv.conversation_id, src, conv.key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -118,3 +119,16 @@ def test_pairing_row_positions_name_the_toolcall_fields() -> None:
                                frames._STATUS, frames._ERROR, frames._CHARS, frames._BYTES)] == [
         "call_id", "tool_name", "kind", "called_seq", "result_seq", "status", "is_error", "result_chars", "input_bytes"
     ]
+
+
+def test_load_reports_progress(samples: Path) -> None:
+    import murmur_analysis as ma
+
+    events: list[tuple[str, str]] = []
+    ma.load(samples / "murmur", samples / "flexigpt", progress=lambda event, detail: events.append((event, detail)))
+    kinds = {event for event, _ in events}
+    assert kinds == {"source", "entries", "conversation"}
+    assert ("entries", "murmur: support-bot/ctx-billing: 13 entries") in events
+    assert events.index(("entries", "murmur: support-bot/ctx-billing: 13 entries")) < events.index(
+        ("conversation", "murmur: support-bot/ctx-billing")
+    )
