@@ -242,6 +242,7 @@ class Pairer:
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
+        self._dropped: list[str] = []  # client orphans of the closed runs, in the order met
 
     def feed(self, entry: Entry) -> None:
         """Take the next entry.
@@ -277,6 +278,21 @@ class Pairer:
             self._side = ""
         self._last = position
         self._run.append((position, events))
+
+    def dropped_orphans(self) -> list[str]:
+        """The ids ``assemble`` would drop from the entries fed so far, in the order met.
+
+        The runs before the last are final; the last run is still open (a later entry of it
+        may call a result met earlier in it), so its orphans are worked out without closing it.
+        """
+        own = {e[2] for _, events in self._run for e in events if e[0] == "call" and e[1] == "client"}
+        pending = [
+            e[2]
+            for _, events in self._run
+            for e in events
+            if e[0] == "result" and e[1] == "client" and e[2] not in own and ("client", e[2]) not in self._called
+        ]
+        return self._dropped + pending
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
@@ -319,6 +335,8 @@ class Pairer:
                     row[7] = _status(is_error)
                     continue
                 status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
+                if status == "orphan_result" and kind == "client":
+                    self._dropped.append(call_id)
                 rows.append([call_id, None, kind, None, position, None, message_index, status, is_error, None, chars,
                              None])
         self._run = []

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from murmur_analysis import assemble, pair_tools, transcript
+from murmur_analysis.assembly import Pairer
 from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
 
 ids = st.sampled_from(["a", "b", "c", "d", "e"])
@@ -69,3 +70,14 @@ def test_pairing_orphans_are_exactly_the_dropped_orphans(specs: list[tuple[int, 
     assert sum(1 for r in rows if r.called_seq is not None) == len(calls)
     every_result = results([b for e in entries for b in e.blocks])
     assert sum(1 for r in rows if r.result_seq is not None) == len(every_result)
+
+
+@given(st.lists(entry_spec, max_size=25))
+def test_a_growing_conversation_drops_what_assembly_drops_at_every_prefix(
+    specs: list[tuple[int, str, list[Block]]],
+) -> None:
+    entries = sorted(build(specs), key=lambda e: e.position)
+    pairer = Pairer()
+    for n, entry in enumerate(entries, start=1):
+        pairer.feed(entry)
+        assert pairer.dropped_orphans() == assemble(entries[:n]).dropped_orphans

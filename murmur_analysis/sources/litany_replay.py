@@ -8,7 +8,7 @@ and state summaries keyed by the state's files, so neither grows with commits th
 after the last one (the common case: litany commits one entry at a time) costs the appended
 entries, not the whole state. Its orphans are exactly :func:`~murmur_analysis.assembly.drop_orphans`'
 (the runs before the last are final; the open last run is recomputed, as a later entry of the
-same run can call a result met earlier in it).
+same run can call a result met earlier in it), computed by the assembly core's pairing walk.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..assembly import assemble
-from ..model import Entry, ToolResult, ToolUse, sorted_entries, text_chars
+from ..assembly import Pairer, assemble
+from ..model import Entry, sorted_entries, text_chars
 from .base import Diagnostics
 from .git import GitRepo
 from .litany_entries import Family, Parsed, entry_name, normalize_usage, parse_body, provider_family
@@ -50,20 +50,19 @@ class Tally:
     """One branch's ``messages/`` state, in order, with what its summary needs kept current.
 
     ``append`` an entry sorting after every entry held; anything else (a deletion, a rewrite,
-    an entry sorting earlier) is a ``reset`` to the new state's entries.
+    an entry sorting earlier) is a ``reset`` to the new state's entries. Orphans come from the
+    assembly core's pairing walk, fed as the state grows.
 
     Attributes:
         entries: the state's entries in position order.
     """
 
-    __slots__ = ("_called", "_chars", "_context", "_dropped", "_run", "entries")
+    __slots__ = ("_chars", "_context", "_pairer", "entries")
 
     entries: list[Entry]
     _chars: int
     _context: int | None
-    _called: set[str]  # tool_use ids of the closed runs
-    _dropped: list[str]  # orphans of the closed runs, in the order met
-    _run: list[Entry]  # the last run (one message), still open
+    _pairer: Pairer
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
         self.reset(entries)
@@ -73,40 +72,22 @@ class Tally:
         self.entries = []
         self._chars = 0
         self._context = None
-        self._called = set()
-        self._dropped = []
-        self._run = []
+        self._pairer = Pairer(keep_inputs=False)
         for entry in sorted_entries(entries):
             self.append(entry)
 
     def append(self, entry: Entry) -> None:
         """Add an entry whose position is at or after every entry held."""
-        run = self._run
-        if run and run[-1].side != entry.side:
-            self._dropped += self._orphans(run)
-            self._called |= self._calls(run)
-            run = self._run = []
-        run.append(entry)
+        self._pairer.feed(entry)
         self.entries.append(entry)
         self._chars += text_chars(entry.blocks)
         context = _context(entry)
         if context is not None:
             self._context = context
 
-    @staticmethod
-    def _calls(run: list[Entry]) -> set[str]:
-        return {b.id for e in run for b in e.blocks if isinstance(b, ToolUse)}
-
-    def _orphans(self, run: list[Entry]) -> list[str]:
-        """``drop_orphans`` on one message: its own calls count before its results."""
-        called, own = self._called, self._calls(run)
-        return [b.tool_use_id for e in run for b in e.blocks
-                if isinstance(b, ToolResult) and b.tool_use_id not in called and b.tool_use_id not in own]
-
     def summary(self) -> Summary:
         """Size, context and orphans of the state held."""
-        dropped = self._dropped + self._orphans(self._run) if self._run else self._dropped
-        return Summary(len(self.entries), self._chars, self._context, tuple(dropped))
+        return Summary(len(self.entries), self._chars, self._context, tuple(self._pairer.dropped_orphans()))
 
 
 class Replayer:
