@@ -296,8 +296,10 @@ class FrameBuilder:
             orphan_rows = [
                 OrphanRow(c[_ID], "assembly") for c in calls if c[_STATUS] == "orphan_result" and c[_KIND] == "client"
             ]
-        # Distinct ids: a git source names a lasting orphan again at every step that drops it.
-        n_orphans = len({o.tool_use_id for o in orphan_rows if o.found_by == "assembly"})
+        # What assembly drops from the conversation as it stands: a source that also lists the
+        # drops of earlier states (a litany step's read state) marks its last state's rows with
+        # no step.
+        n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
         for g in conv.growth or ():

@@ -79,6 +79,7 @@ class _EmptyExtra(Mapping[str, Any]):
 
 _EMPTY: Mapping[str, Any] = _EmptyExtra()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
 # A UUIDv7 in simple or dashed form at the end of an id (after any "prefix_"): the first 48 bits
 # are the Unix-ms mint time, and the version nibble is 7.
 _UUID7 = re.compile(
@@ -607,7 +608,8 @@ def uuid7_ms(hex_id: str) -> int | None:
     match = _UUID7.search(hex_id)
     if match is None:
         return None
-    return int(match.group(1) + match.group(2), 16)
+    ms = int(match.group(1) + match.group(2), 16)
+    return ms if ms <= _MAX_MS else None  # past year 9999 no datetime can hold it
 
 
 def uuid7_datetime(hex_id: str) -> datetime | None:

@@ -133,7 +133,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("messages", _I64, "entries"),
         Column("tool_calls", _I64, "tool calls made"),
         Column("tool_errors", _I64, "tool calls whose result is an error"),
-        Column("orphans", _I64, "orphan results assembly drops"),
+        Column("orphans", _I64, "orphan results assembly drops from the conversation as it stands (last state)"),
         Column("tokens", _I64, "input_total plus output tokens over every usage row"),
         Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
     ),

@@ -273,3 +273,22 @@ def test_walk_pages_to_the_end(tmp_path: Path) -> None:
     path = write_record(record(tmp_path), [message(n) for n in range(1, 8)])
     assert [m.id for m in ma.walk(path, limit=3)] == [id_at(n) for n in range(7, 0, -1)]
     assert list(ma.walk(None)) == []
+
+
+def test_lines_serde_json_refuses_are_not_messages(tmp_path: Path) -> None:
+    # A lone surrogate escape, a number out of the double range and a byte-order mark: serde_json
+    # refuses each, so murmur's host skips them; an integer wider than 64 bits reads as a double.
+    path = record(tmp_path)
+    path.parent.mkdir(parents=True)
+    rows = [
+        line(message(1)),
+        '{"content":[{"text":"\\ud800","type":"text"}],"id":"msg_2","role":"user"}',
+        '{"content":[1e400],"id":"msg_3","role":"user"}',
+        "\ufeff" + line(message(4)),
+        '{"content":[123456789012345678901234567890],"id":"msg_5","role":"user"}',
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    page = ma.read_messages(path, reader=RecordReader())
+    assert page.total == 2
+    assert [r.line for r in page.reports] == [2, 3, 4]
+    assert page.messages[0].content == "[1.2345678901234568e+29]"

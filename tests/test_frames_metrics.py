@@ -132,3 +132,22 @@ def test_load_reports_progress(samples: Path) -> None:
     assert events.index(("entries", "murmur: support-bot/ctx-billing: 13 entries")) < events.index(
         ("conversation", "murmur: support-bot/ctx-billing")
     )
+
+
+def test_conversations_count_every_result_assembly_drops() -> None:
+    entries = [user(1, "hi"), tool(2, result("x")), model(3, Text("ok")), tool(4, result("x"))]
+    t = build(Conversation("test", "c", entries))
+    assert t["conversations"].column("orphans").to_pylist() == [2]
+    assert t["orphans"].num_rows == 2
+
+
+def test_an_id_whose_time_no_datetime_holds_gives_a_null_time(tmp_path: Path) -> None:
+    from murmur_lines import write_record
+
+    import murmur_analysis as ma
+
+    path = tmp_path / "conversations" / "r" / "c" / "conversation.jsonl"
+    write_record(path, [{"content": [], "id": "msg_ffffffffffff7000800000000000000a", "role": "user"}])
+    corpus = ma.load(path)
+    assert corpus.messages["created_at"].isna().all()
+    assert corpus.conversation("r/c").entries[0].created_at is None

@@ -185,7 +185,8 @@ class Conversation:
         steps: step records (litany).
         recorded_orphans: orphans the runtime itself recorded.
         assembly_orphans: orphans found by replaying states the entries alone do not show
-            (litany commits); ``None`` means "assemble the entries".
+            (litany commits); ``None`` means "assemble the entries". Rows with no ``step`` are
+            the last state's, which ``conversations.orphans`` counts.
         truncated_dropped: messages retention removed before the oldest entry, if known.
         columns: the entries decoded straight to columns, in position order, instead of
             ``entries`` (see :class:`EntryColumns`); when set, the frame builder reads these.

@@ -21,7 +21,7 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
   read-state commit and the branch head (``step`` null), ``found_by="record"`` for the ids
   each ``meta.json`` recorded, so a disagreement is a row under one and not the other. An
   orphan that stays in the tree is dropped again at every later step, so it has a row per
-  step (and ``conversations.orphans`` counts these drops).
+  step; ``conversations.orphans`` counts the head's rows (what the branch drops now).
 
 Git is read through :mod:`.git` (plumbing only, safe on hostile repositories): one ``git log``
 for the whole repository, listing only ``messages/`` changes, gives every branch's first-parent

@@ -51,7 +51,8 @@ class Join:
 
     def __init__(self, tasks: Sequence[Task], cutoff_ms: int | None) -> None:
         self.tasks = list(tasks)
-        self.starts = [t.start_ms if t.start_ms is not None else -1 for t in self.tasks]
+        # Tasks with no start time sort last and are matched by no message time (bisect needs order).
+        self.starts = [t.start_ms if t.start_ms is not None else 1 << 62 for t in self.tasks]
         self.queues: list[deque[Inference]] = []
         self.after: dict[str, list[Inference]] = {}
         for task in self.tasks:
