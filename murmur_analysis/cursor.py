@@ -258,6 +258,7 @@ class _Snapshot:
     skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (line, kind, detail)
     header: dict[str, Any] | None = None
     tail_start: int = 0  # a message parsed from an unterminated last line sits here
+    dropped_before: int | None = None  # the header's dropped count of the snapshot this replaced
 
 
 class RecordReader:
@@ -311,6 +312,16 @@ class RecordReader:
                 os.close(fd)
             messages = tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
             reports = self._report(snap)
+            shifted = (_dropped(snap.header) or 0) - (snap.dropped_before or 0)
+            if cursor is not None and snap.dropped_before is not None and shifted > 0:
+                # murmur serves the page anyway; a reader that can tell says the cursor moved.
+                reports += (
+                    Diagnostic(
+                        "murmur", path, None, "cursor_shifted",
+                        f"retention dropped {shifted} more message(s) since the cursor {cursor} was minted: "
+                        "it now counts from a different oldest message, so this walk may skip messages",
+                    ),
+                )
             return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
 
     def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -345,7 +356,9 @@ class RecordReader:
             self._snapshots.move_to_end(path)
             return snap
         if snap is None or (snap.dev, snap.ino) != (st.st_dev, st.st_ino) or st.st_size < snap.size:
+            before = (_dropped(snap.header) or 0) if snap is not None else None
             snap = _Snapshot(path, st.st_dev, st.st_ino, st.st_size)
+            snap.dropped_before = before
         else:
             # The record grew: forget what came from an unterminated last line, then read on.
             del snap.starts[snap.tail_start :]
@@ -403,6 +416,13 @@ def _read_lines(fd: int, snap: _Snapshot, start: int, end: int) -> list[bytes]:
         out.extend(blob[snap.starts[k] - base : snap.ends[k] - base] for k in range(i, j))
         i = j
     return out
+
+
+def _dropped(header: dict[str, Any] | None) -> int | None:
+    """The cumulative ``dropped`` count of a record header's truncation marker."""
+    marker = header.get("truncated") if header else None
+    value = marker.get("dropped") if isinstance(marker, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def _reason(err: OSError) -> str:

@@ -292,3 +292,22 @@ def test_lines_serde_json_refuses_are_not_messages(tmp_path: Path) -> None:
     assert page.total == 2
     assert [r.line for r in page.reports] == [2, 3, 4]
     assert page.messages[0].content == "[1.2345678901234568e+29]"
+
+
+def test_a_walk_across_a_retention_rewrite_says_its_cursor_moved(tmp_path: Path) -> None:
+    path = write_record(record(tmp_path), [message(n) for n in range(1, 7)])
+    reader = RecordReader()
+    first = reader.read_messages(path, None, 2)
+    assert first.next_cursor == "mc_4"
+    header = {
+        "capsule": "c", "created_ms": 1, "type": "murmur.record",
+        "truncated": {"at_ms": 2, "dropped": 2, "last_dropped_id": id_at(2), "oldest_surviving_id": id_at(3)},
+    }
+    replacement = path.with_suffix(".tmp")
+    write_record(replacement, [header, *[message(n) for n in range(3, 7)]])
+    replacement.replace(path)  # retention's atomic rewrite
+    page = reader.read_messages(path, first.next_cursor, 2)
+    assert [m.id for m in page.messages] == [id_at(6), id_at(5)]  # served as murmur serves it
+    assert [r.kind for r in page.reports] == ["truncated_record", "cursor_shifted"]
+    assert "dropped 2 more message(s)" in page.reports[1].detail
+    assert reader.read_messages(path, None, 2).reports == ()  # a fresh walk is anchored anew
