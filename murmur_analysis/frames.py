@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from .assembly import Pairer
 from .diagnostics import Diagnostic
-from .model import Entry, Usage, block_kind, sorted_entries, text_chars
+from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
 from .schema import TABLES, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 
@@ -114,12 +114,6 @@ def _derive_growth(conv: Conversation) -> bool:
     return conv.growth is None or all(g.event == "compaction" for g in conv.growth)
 
 
-def _context(u: Usage, previous: int | None) -> int | None:
-    if u.input_total_tokens is None:
-        return previous
-    return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
-
-
 def _token_column(usages: list[Usage | None], index: int, n: int) -> pa.Array:
     return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
 
@@ -186,7 +180,7 @@ class FrameBuilder:
             if u is not None:
                 if conv.usage is None:
                     usage_rows.append(UsageRow(u, entry.id, entry.position, entry.model, None, at, found_in="entry"))
-                context = _context(u, context)
+                context = context_tokens(u, context)
             if derive_growth:
                 growth.append(
                     (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
@@ -258,7 +252,7 @@ class FrameBuilder:
                             usage_rows.append(
                                 UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
                             )
-                        context = _context(u, context)
+                        context = context_tokens(u, context)
                     contexts.append(context)
             if derive_growth:
                 chars = list(itertools.accumulate(chunk.text_chars, initial=chars_total))[1:]
