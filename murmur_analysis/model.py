@@ -194,12 +194,19 @@ class ServerToolUse:
 
 @dataclass(frozen=True, slots=True)
 class ServerToolResult:
-    """A provider-executed tool's result; ``type`` is its wire tag (``*_tool_result``)."""
+    """A provider-executed tool's result; ``type`` is its wire tag (``*_tool_result``).
+
+    ``is_error`` is the runtime's error flag: FlexiGPT's ``isError`` (set when the provider's
+    search returned an error code), or true for a brazen result whose content is the
+    provider's error object (``{"type": "web_search_tool_result_error", ...}``); it is not
+    written back to the wire (the content already says it).
+    """
 
     type: str
     tool_use_id: str
     content: Any = None
     extra: Mapping[str, Any] = field(default=_EMPTY, repr=False)
+    is_error: bool | None = None
     kind: ClassVar[str] = "server_tool_result"
 
 
@@ -361,7 +368,10 @@ def _decode_server_result(obj: Mapping[str, Any]) -> Block | None:
     if not isinstance(tool_use_id, str):
         return None
     extra = {k: v for k, v in obj.items() if k not in ("type", "tool_use_id", "content")}
-    return ServerToolResult(str(obj["type"]), tool_use_id, obj.get("content"), extra or _EMPTY)
+    content = obj.get("content")
+    tag = content.get("type") if isinstance(content, Mapping) else None
+    failed = True if isinstance(tag, str) and tag.endswith("_error") else None
+    return ServerToolResult(str(obj["type"]), tool_use_id, content, extra or _EMPTY, failed)
 
 
 def blocks_from_wire(values: Any, dialect: Dialect = "brazen") -> tuple[Block, ...]:
@@ -558,6 +568,7 @@ class Usage:
             elif total != summed:
                 found.append(f"input_total_tokens {total} is not input_tokens plus the cache slices ({summed})")
                 contradicted = True
+                uncached = None
         elif total is None:
             total = input_tokens
         slices_known = read is not None and (write is not None or not cache_write_slice)
