@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from litany_git import RepoBuilder, blocks, j, tree
 from test_litany_steps import USE, attempt, write_step
 
@@ -89,3 +90,16 @@ def test_a3_spend_reported_only_by_a_discarded_attempt_keeps_the_entrys_usage(tm
     assert list(zip(u["found_in"], u["sealed"].fillna(True), u["seq"].fillna(-1), strict=True)) == [
         ("response", False, -1), ("response", True, 4), ("entry", True, 2)]
     assert list(u["input_total_tokens"]) == [42453, 41353, 42453]
+
+
+def test_wrongly_typed_litany_counters_are_reported(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    repo = RepoBuilder(ws / "repo.git")
+    bad = {"input_tokens": "1900", "output_tokens": 2**70, "cache_read_tokens": 0, "cache_write_tokens": 0}
+    repo.commit("agents/a", tree(("001-op.md", "go")), T0)
+    repo.commit("agents/a", tree(("002-claude-fable-5.json", j({"content": [USE], "usage": bad}))), T0 + 60)
+    repo.finish()
+    corpus = ma.load(ws)
+    u = corpus.usage.iloc[0]
+    assert pd.isna(u["input_total_tokens"]) and pd.isna(u["output_tokens"])
+    assert list(corpus.diagnostics["kind"]) == ["bad_usage", "bad_usage"]
