@@ -320,9 +320,9 @@ def test_sample_exact_counts() -> None:
                                                      "Weather in two cities", "Seed era greeting"]
     assert sorted(corpus.diagnostics["kind"]) == ["bad_json", "unknown_schema"]
     calls = corpus.tool_calls.set_index("call_id")
-    assert calls["status"].to_dict() == {"call_lost": "orphan_result", "ws_1": "ok", "call_paris": "ok",
+    assert calls["status"].to_dict() == {"call_lost": "orphan_result", "ws_call_0": "ok", "call_paris": "ok",
                                          "call_berlin": "error", "call_berlin_2": "ok", "call_note": "ok"}
-    assert calls.loc["ws_1", "kind"] == "server"
+    assert calls.loc["ws_call_0", "kind"] == "server"
     assert sorted(corpus.usage["accounting"].value_counts().items()) == [("anthropic", 1), ("google", 2), ("openai", 4)]
     guessed = corpus.usage[corpus.usage["provider_source"] == "model_name"]
     assert list(guessed["model"]) == ["gpt-4.1"]  # no provider preset recorded: the model name is a guess

@@ -156,7 +156,7 @@ def test_sample_compaction_growth_and_truncation(sample: ma.Corpus) -> None:
     growth = sample.growth
     comp = _row(growth, event="compaction")
     assert (comp["conversation_id"], comp["position"], comp["tokens_before"], comp["tokens_after"]) == (
-        BILLING, 6, 81501, 334)
+        BILLING, 6, 3712, 334)
     assert (growth["event"] == "message").sum() == 27
     truncated = sample.conversations[sample.conversations["truncated_dropped"].notna()]
     assert truncated["truncated_dropped"].tolist() == [40]
