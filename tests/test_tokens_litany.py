@@ -16,6 +16,8 @@ from litany_git import RepoBuilder, blocks, j, tree
 from test_litany_steps import USE, attempt, write_step
 
 import murmur_analysis as ma
+from murmur_analysis import pair_tools
+from murmur_analysis.model import Entry, block_to_wire, blocks_from_wire
 
 RESULT = {"type": "tool_result", "tool_use_id": "call_1", "content": [], "is_error": False}
 U1 = {"input_tokens": 4000, "output_tokens": 300, "cache_read_tokens": 36000, "cache_write_tokens": 2453}
@@ -103,3 +105,19 @@ def test_wrongly_typed_litany_counters_are_reported(tmp_path: Path) -> None:
     u = corpus.usage.iloc[0]
     assert pd.isna(u["input_total_tokens"]) and pd.isna(u["output_tokens"])
     assert list(corpus.diagnostics["kind"]) == ["bad_usage", "bad_usage"]
+
+
+def test_a10_a_brazen_server_result_holding_the_providers_error_is_an_error() -> None:
+    # Anthropic's web_search_tool_result carries an error object in place of results.
+    entry = Entry(2, "assistant", blocks_from_wire([
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "go"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+         "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+        {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_search", "input": {"query": "go 1.25"}},
+    ]))
+    failed, unanswered = pair_tools([entry])
+    assert (failed.kind, failed.status, failed.is_error) == ("server", "error", True)
+    assert (unanswered.kind, unanswered.status, unanswered.result_seq) == ("server", "ok", None)
+    assert block_to_wire(entry.blocks[1]) == {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+                                              "content": {"type": "web_search_tool_result_error",
+                                                          "error_code": "max_uses_exceeded"}}
