@@ -36,6 +36,7 @@ __all__ = [
     "Family",
     "Resolved",
     "accounting",
+    "as_resolved",
     "family_of_api",
     "family_of_model",
     "resolve",
@@ -180,6 +181,23 @@ def resolve(api: str | None, model: str | None, table: tuple[tuple[str, Family],
     if family is not None:
         return Resolved(accounting(family), family, "model_name")
     return Resolved(accounting(None), None, None)
+
+
+def as_resolved(api: Resolved | str | None, table: tuple[tuple[str, Family], ...] = ()) -> Resolved:
+    """An API given as a :class:`Resolved`, a family name, or a recorded provider name.
+
+    Args:
+        api: a :class:`Resolved` is returned as is; ``"anthropic"``, ``"openai"`` or
+            ``"google"`` name the family outright; any other name is resolved as a recorded
+            provider (``None``: nothing told).
+        table: a runtime's own provider presets, for a recorded name.
+    """
+    if isinstance(api, Resolved):
+        return api
+    if api in _ACCOUNTING:
+        family: Family = api
+        return Resolved(accounting(family), family, "runtime")
+    return resolve(api, None, table)
 
 
 #: :data:`FLEXIGPT_SDK` in the form :func:`resolve` takes.

@@ -61,7 +61,7 @@ from ..model import (
     Usage,
     read_counter,
 )
-from ..providers import FLEXIGPT_TABLE, Resolved, resolve
+from ..providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
 from .base import Conversation, Diagnostics, Source, ToolMeta, UsageRow
 
 __all__ = [
@@ -127,7 +127,7 @@ def api_of(provider_name: str | None, model: str | None) -> Resolved:
 _USAGE_KEYS = ("inputTokensTotal", "inputTokensCached", "inputTokensUncached", "outputTokens", "reasoningTokens")
 
 
-def normalize_usage(raw: Mapping[str, Any], resolved: Resolved) -> Usage | None:
+def normalize_usage(raw: Mapping[str, Any], resolved: Resolved | str | None) -> Usage | None:
     """FlexiGPT's ``Usage`` as normalized counters (see ``docs/tokens.md``).
 
     inference-go fills ``spec.Usage`` per SDK: ``inputTokensTotal`` is the whole prompt,
@@ -136,13 +136,14 @@ def normalize_usage(raw: Mapping[str, Any], resolved: Resolved) -> Usage | None:
     ``reasoningTokens`` (subtracted), Google's does not; the Anthropic SDK writes
     ``reasoningTokens`` 0 for "not reported" (null here; a non-zero value rides in ``extra``)
     and keeps no cache-write slice. A usage whose counters are all 0 (a failed turn) is no usage.
+    ``resolved`` is :func:`api_of`'s answer, or a family or provider preset name.
     """
     problems: list[str] = []
     total, cached, uncached, output, reasoning = (read_counter(raw.get(k), k, problems) for k in _USAGE_KEYS)
     if all(c is None or c == 0 for c in (total, cached, uncached, output, reasoning)) and not problems:
         return None
     extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _USAGE_KEYS}
-    acct = resolved.accounting
+    acct = as_resolved(resolved, FLEXIGPT_TABLE).accounting
     if acct.family == "anthropic":
         if reasoning:
             extra["reasoningTokens"] = reasoning

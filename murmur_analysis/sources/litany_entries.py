@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from ..model import Block, Text, Usage, blocks_from_wire, read_counter
-from ..providers import Resolved
+from ..providers import Resolved, as_resolved
 
 __all__ = [
     "EntryName",
@@ -113,7 +113,7 @@ def parse_body(data: bytes, is_md: bool) -> Parsed:
     return Parsed(error="neither a block array nor an object with a content array")
 
 
-def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved) -> Usage | None:
+def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved | str | None) -> Usage | None:
     """Litany usage counters (an entry's ``usage`` or a folded ``usage`` event) normalized.
 
     brazen writes the provider's counters under its own names (``usage.rs``).
@@ -127,7 +127,8 @@ def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved) -> Usage 
 
     Args:
         raw: the counters as written.
-        resolved: the API the call went through (:func:`murmur_analysis.providers.resolve`).
+        resolved: the API the call went through (:func:`murmur_analysis.providers.resolve`), or
+            a family or provider row name (:func:`murmur_analysis.providers.as_resolved`).
 
     Returns:
         The usage, or ``None`` when nothing was reported.
@@ -139,7 +140,7 @@ def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved) -> Usage 
     extra = {k: v for k, v in raw.items() if k not in _COUNTERS or (v is not None and known.get(k) is None)}
     if not any(v is not None for v in known.values()) and not extra:
         return None
-    acct = resolved.accounting
+    acct = as_resolved(resolved).accounting
     return Usage.normalize(
         input_tokens=known.get("input_tokens"),
         output_tokens=known.get("output_tokens"),
