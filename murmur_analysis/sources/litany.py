@@ -13,8 +13,10 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
 * **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.litany_steps`);
 * **usage**: a step whose ``response.json`` reported usage gives one row per attempt
   (``found_in="response"``; ``sealed`` false for spend on a discarded attempt); a model
-  entry whose step left no such record gives its own row (``found_in="entry"``). The entry's
-  usage is the sealing attempt's, so the two are never both counted. A child agent's branch
+  entry whose step's sealing attempt reported no usage (or that no step claims) gives its own
+  row (``found_in="entry"``). The entry's usage is the sealing attempt's, so the two are never
+  both counted. A step whose read-state commit left the branch (a rebase, an unreadable
+  ``meta.json``) is matched to its entry by content (:func:`_match_outputs`). A child agent's branch
   (its id extends a loaded parent's with ``-``) inherits the parent's history: entries added
   by commits of the parent's branch are the parent's spend and give no usage row here;
 * **orphans**: ``found_by="assembly"`` for the orphans dropped when assembling each step's
