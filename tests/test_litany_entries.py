@@ -109,7 +109,7 @@ def test_rule_openai_input_tokens_already_hold_the_cache() -> None:
 
 
 @pytest.mark.parametrize("row", ["openai", "anthropic", "google", "openrouter"])
-def test_a1_brazen_thinking_tokens_are_never_subtracted_again(row: str) -> None:
+def test_brazen_thinking_tokens_are_never_subtracted_again(row: str) -> None:
     # brazen usage.rs `with_thinking` (test openai_chat_subtracts_the_contained_reasoning): a
     # response of 396 completion tokens, 383 of them reasoning, is written as 13 + 383.
     u = normalize_usage({"input_tokens": 9, "input_total_tokens": 9, "output_tokens": 13, "thinking_tokens": 383},

@@ -147,7 +147,7 @@ def test_unreported_counters_stay_null() -> None:
     assert given_total.input_total_tokens == 23 and given_total.input_tokens == 12 and given_total.problems == ()
 
 
-def test_a7_contradicting_counters_are_not_clamped_but_reported() -> None:
+def test_contradicting_counters_are_not_clamped_but_reported() -> None:
     # Anthropic: input_tokens is the uncached rest, so 5 + 5 + 6 cannot be a prompt of 23.
     u = Usage.normalize(input_tokens=5, input_total_tokens=23, cache_read_tokens=5, cache_write_tokens=6,
                         cache_in_input=False, reasoning_in_output=False)
@@ -159,7 +159,7 @@ def test_a7_contradicting_counters_are_not_clamped_but_reported() -> None:
     assert len(v.problems) == 2
 
 
-def test_a7_uncached_is_null_when_a_cache_slice_was_not_reported() -> None:
+def test_uncached_is_null_when_a_cache_slice_was_not_reported() -> None:
     # OpenAI-style prompt counter with no cached_tokens: the uncached rest cannot be told.
     u = Usage.normalize(input_tokens=2060, output_tokens=6, cache_in_input=True, reasoning_in_output=False,
                         cache_write_slice=False)

@@ -43,7 +43,7 @@ def load(tmp_path: Path, doc: dict[str, Any]) -> ma.Corpus:
     return ma.load(tmp_path, source="flexigpt")
 
 
-def test_a6_openrouter_serving_claude_reports_openai_counters(tmp_path: Path) -> None:
+def test_openrouter_serving_claude_reports_openai_counters(tmp_path: Path) -> None:
     # provider_openrouter.go: an OpenAI API; usageFromOpenAIResponse: outputTokens holds reasoning.
     doc = conversation("openrouter", "anthropic/claude-sonnet-4", {"usage": usage(3436, 1536, 1900, 400, 150)})
     u = load(tmp_path, doc).usage.iloc[0]
@@ -51,7 +51,7 @@ def test_a6_openrouter_serving_claude_reports_openai_counters(tmp_path: Path) ->
     assert (u["accounting"], u["provider_source"], u["provider"]) == ("openai", "runtime", "openrouter")
 
 
-def test_a6_gpt_oss_on_ollama_goes_through_the_anthropic_sdk(tmp_path: Path) -> None:
+def test_gpt_oss_on_ollama_goes_through_the_anthropic_sdk(tmp_path: Path) -> None:
     # provider_ollama.go: SDKTypeAnthropic; usageFromAnthropicMessage writes ReasoningTokens = 0.
     doc = conversation("ollama", "gpt-oss:20b", {"usage": usage(700, 0, 700, 90, 0)})
     u = load(tmp_path, doc).usage.iloc[0]
@@ -59,7 +59,7 @@ def test_a6_gpt_oss_on_ollama_goes_through_the_anthropic_sdk(tmp_path: Path) -> 
     assert (u["accounting"], u["provider_source"]) == ("anthropic", "runtime")
 
 
-def test_a5_the_uncached_count_is_checked(tmp_path: Path) -> None:
+def test_the_uncached_count_is_checked(tmp_path: Path) -> None:
     doc = conversation("openairesponses", "gpt-5-mini", {"usage": usage(900, 512, 500, 240, 128)})
     corpus = load(tmp_path, doc)
     u = corpus.usage.iloc[0]
@@ -68,7 +68,7 @@ def test_a5_the_uncached_count_is_checked(tmp_path: Path) -> None:
     assert "uncached" in corpus.diagnostics.iloc[0]["detail"]
 
 
-def test_a7_a_turn_with_no_counters_is_counted_as_unreported(tmp_path: Path) -> None:
+def test_a_turn_with_no_counters_is_counted_as_unreported(tmp_path: Path) -> None:
     doc = conversation("openairesponses", "gpt-5-mini", {"usage": usage(900, 512, 388, 240, 128)},
                        {"usage": usage(0, 0, 0, 0, 0), "status": "failed"})
     conv = load(tmp_path, doc).conversations.iloc[0]
@@ -97,7 +97,7 @@ def search_output(call_id: str, items: list[dict[str, Any]], is_error: bool) -> 
         "webSearchToolOutputItems": items}}
 
 
-def test_a10_an_anthropic_search_error_keeps_its_error_flag(tmp_path: Path) -> None:
+def test_an_anthropic_search_error_keeps_its_error_flag(tmp_path: Path) -> None:
     failed = [{"kind": "error", "errorItem": {"code": "max_uses_exceeded"}}]
     doc = conversation("anthropic", "claude-sonnet-4", {"outputs": [
         search_call("srvtoolu_1", "go release"), search_output("srvtoolu_1", failed, True)]})
@@ -105,14 +105,14 @@ def test_a10_an_anthropic_search_error_keeps_its_error_flag(tmp_path: Path) -> N
     assert (call["kind"], call["status"], call["is_error"]) == ("server", "error", True)
 
 
-def test_a10_a_search_the_provider_writes_no_output_for_is_not_unanswered(tmp_path: Path) -> None:
+def test_a_search_the_provider_writes_no_output_for_is_not_unanswered(tmp_path: Path) -> None:
     # OpenAI Responses: a web_search_call item and no output item.
     doc = conversation("openairesponses", "gpt-5-mini", {"outputs": [search_call("ws_abc", "go release")]})
     call = load(tmp_path, doc).tool_calls.iloc[0]
     assert (call["kind"], call["status"]) == ("server", "ok") and pd.isna(call["result_seq"])
 
 
-def test_a10_googles_one_output_answers_every_search_of_the_turn(tmp_path: Path) -> None:
+def test_googles_one_output_answers_every_search_of_the_turn(tmp_path: Path) -> None:
     found = [{"kind": "search", "searchItem": {"url": "https://go.dev/doc/devel/release", "title": "Release"}}]
     doc = conversation("googlegemini", "gemini-2.5-flash", {"outputs": [
         search_call("ws_call_0", "go release"), search_call("ws_call_1", "go 1.25"),

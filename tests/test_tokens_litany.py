@@ -57,7 +57,7 @@ def steps(ws: Path, shas: dict[int, str], first_meta: Any = None) -> None:
     write_step(ws, "a", 2, {"commit": shas[2], **ANTHROPIC}, [attempt(U2)])
 
 
-def test_a2_a_rebased_branch_does_not_count_its_spend_twice(tmp_path: Path) -> None:
+def test_a_rebased_branch_does_not_count_its_spend_twice(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     shas = history(ws, rewrite=True)
     steps(ws, shas)
@@ -68,7 +68,7 @@ def test_a2_a_rebased_branch_does_not_count_its_spend_twice(tmp_path: Path) -> N
     assert corpus.conversations.iloc[0]["tokens"] == spent(U1) + spent(U2)
 
 
-def test_d12_a_broken_meta_json_does_not_count_its_response_twice(tmp_path: Path) -> None:
+def test_a_broken_meta_json_does_not_count_its_response_twice(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     shas = history(ws, rewrite=False)
     steps(ws, shas, first_meta={})
@@ -81,7 +81,7 @@ def test_d12_a_broken_meta_json_does_not_count_its_response_twice(tmp_path: Path
     assert list(corpus.diagnostics["kind"]) == ["bad_json"]
 
 
-def test_a3_spend_reported_only_by_a_discarded_attempt_keeps_the_entrys_usage(tmp_path: Path) -> None:
+def test_spend_reported_only_by_a_discarded_attempt_keeps_the_entrys_usage(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     shas = history(ws, rewrite=False)
     discarded = {"input_tokens": 4000, "output_tokens": 12, "cache_read_tokens": 36000, "cache_write_tokens": 2453}
@@ -107,7 +107,7 @@ def test_wrongly_typed_litany_counters_are_reported(tmp_path: Path) -> None:
     assert list(corpus.diagnostics["kind"]) == ["bad_usage", "bad_usage"]
 
 
-def test_a10_a_brazen_server_result_holding_the_providers_error_is_an_error() -> None:
+def test_a_brazen_server_result_holding_the_providers_error_is_an_error() -> None:
     # Anthropic's web_search_tool_result carries an error object in place of results.
     entry = Entry(2, "assistant", blocks_from_wire([
         {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "go"}},

@@ -38,14 +38,14 @@ def _home(tmp_path: Path, model: str, *usage: dict[str, Any], tail: list[dict[st
 OPENAI_COUNTERS = {"input_tokens_actual": 1900, "output_tokens_actual": 22, "cached_tokens": 1536}
 
 
-def test_a6_the_driver_route_decides_the_counter_rule_not_the_model(tmp_path: Path) -> None:
+def test_the_driver_route_decides_the_counter_rule_not_the_model(tmp_path: Path) -> None:
     u = ma.load(_home(tmp_path, "openrouter/anthropic/claude-sonnet-4", OPENAI_COUNTERS)).usage.iloc[0]
     # OpenRouter speaks the OpenAI API: the prompt counter already holds the cached slice.
     assert (u["input_total_tokens"], u["input_tokens"], u["cache_read_tokens"]) == (1900, 364, 1536)
     assert (u["accounting"], u["provider_source"]) == ("openai", "runtime")
 
 
-def test_a6_a_rule_read_off_a_bare_model_name_is_marked_as_a_guess(tmp_path: Path) -> None:
+def test_a_rule_read_off_a_bare_model_name_is_marked_as_a_guess(tmp_path: Path) -> None:
     counters = {"input_tokens_actual": 400, "output_tokens_actual": 22, "cached_tokens": 1536,
                 "cache_write_tokens": 0}
     u = ma.load(_home(tmp_path, "claude-sonnet-4", counters)).usage.iloc[0]
@@ -54,7 +54,7 @@ def test_a6_a_rule_read_off_a_bare_model_name_is_marked_as_a_guess(tmp_path: Pat
     assert v["accounting"] == "openai" and pd.isna(v["provider_source"])
 
 
-def test_a4_compaction_estimates_stay_out_of_context_tokens(tmp_path: Path) -> None:
+def test_compaction_estimates_stay_out_of_context_tokens(tmp_path: Path) -> None:
     home = _home(tmp_path, "gpt-4.1", OPENAI_COUNTERS)
     path = home / "sessions" / "ses_1" / "trace.jsonl"
     lines = path.read_text().splitlines(keepends=True)
@@ -69,7 +69,7 @@ def test_a4_compaction_estimates_stay_out_of_context_tokens(tmp_path: Path) -> N
     assert list(growth[growth["event"] == "message"]["context_tokens"].dropna()) == [1922]
 
 
-def test_a8_spend_outside_any_task_belongs_to_the_session(tmp_path: Path) -> None:
+def test_spend_outside_any_task_belongs_to_the_session(tmp_path: Path) -> None:
     hook = {"input_tokens": 300, "output_tokens": 40, "input_tokens_actual": 310, "output_tokens_actual": 41,
             "origin": "hook:on-session-end", "model": "gpt-4.1-mini", "turn": 0, "decision": "text"}
     after = [ev("inference", T0 + 600, task_id=None, **hook)]
@@ -84,7 +84,7 @@ def test_a8_spend_outside_any_task_belongs_to_the_session(tmp_path: Path) -> Non
         assert len(corpus.diagnostics) == 0
 
 
-def test_a9_a_task_is_counted_in_one_conversation_at_most(tmp_path: Path) -> None:
+def test_a_task_is_counted_in_one_conversation_at_most(tmp_path: Path) -> None:
     home = _home(tmp_path, "gpt-4.1", OPENAI_COUNTERS)
     # A second store on the same context id, with no session on hand.
     record(home, "other-bot", "ctx", [msg("user", T0 + 10), msg("assistant", T0 + 21, text("hi"), n=1)])
@@ -95,7 +95,7 @@ def test_a9_a_task_is_counted_in_one_conversation_at_most(tmp_path: Path) -> Non
     assert tokens["bot/ctx"] == 1922 and pd.isna(tokens["other-bot/ctx"])
 
 
-def test_a9_a_record_named_by_no_session_still_takes_the_tasks_no_record_claims(tmp_path: Path) -> None:
+def test_a_record_named_by_no_session_still_takes_the_tasks_no_record_claims(tmp_path: Path) -> None:
     home = _home(tmp_path, "gpt-4.1", OPENAI_COUNTERS)
     (home / "conversations" / "bot").rename(home / "conversations" / "renamed-store")
     usage = ma.load(home).usage
@@ -116,7 +116,7 @@ def test_wrongly_typed_counters_are_null_with_a_diagnostics_row(tmp_path: Path) 
         "input_tokens_actual", "output_tokens_actual", "cached_tokens"}
 
 
-def test_a7_responses_with_no_counters_are_counted_beside_tokens(tmp_path: Path) -> None:
+def test_responses_with_no_counters_are_counted_beside_tokens(tmp_path: Path) -> None:
     estimate_only: dict[str, Any] = {}
     home = _home(tmp_path, "gpt-4.1", OPENAI_COUNTERS, estimate_only)
     path = home / "conversations" / "bot" / "ctx" / "conversation.jsonl"
