@@ -151,7 +151,10 @@ class ToolCall:
         called_message: index of the transcript message holding the call.
         result_message: index of the transcript message holding the result.
         status: ``ok``, ``error``, ``unanswered``, ``orphan_result`` (dropped by assembly), or
-            ``duplicate_result`` (a further result for a call already answered).
+            ``duplicate_result`` (a further result for a call already answered). ``unanswered``
+            is for client calls only: a provider-run (``server``) call is ``ok`` with no result
+            item (the provider wrote none by design), ``error`` when its result carries the
+            runtime's error flag.
         is_error: the result's own flag (``None`` when it has none or there is no result).
         input: the call's input as written (``None`` when the pairing was asked not to keep
             inputs).
@@ -215,7 +218,7 @@ def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
             is_error = block.is_error if block.is_error is not None else entry.is_error  # type: ignore[union-attr]
             events.append(("result", "client", block.tool_use_id, is_error, text_chars(block.content or ())))  # type: ignore[union-attr]
         elif kind is ServerToolResult:
-            events.append(("result", "server", block.tool_use_id, None, None))  # type: ignore[union-attr]
+            events.append(("result", "server", block.tool_use_id, block.is_error, None))  # type: ignore[union-attr]
     return events
 
 
@@ -317,8 +320,11 @@ class Pairer:
                     key = (kind, call_id)
                     self._called.add(key)
                     self._open.setdefault(key, []).append(len(rows))
-                    rows.append([call_id, name, kind, position, None, message_index, None, "unanswered", None, value,
-                                 None, size])
+                    # A client call waits for its result; a provider-run call needs no result item
+                    # of its own (OpenAI's web search writes none, Google's one for the turn): ok
+                    # unless a result says otherwise.
+                    rows.append([call_id, name, kind, position, None, message_index, None,
+                                 "unanswered" if kind == "client" else "ok", None, value, None, size])
         for position, events in self._run:
             for event in events:
                 if event[0] != "result":
@@ -334,12 +340,34 @@ class Pairer:
                     row[4], row[6], row[8], row[10] = position, message_index, is_error, chars
                     row[7] = _status(is_error)
                     continue
+                if kind == "server" and self._answer_turn(message_index, position, is_error):
+                    continue
                 status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
                 if status == "orphan_result" and kind == "client":
                     self._dropped.append(call_id)
                 rows.append([call_id, None, kind, None, position, None, message_index, status, is_error, None, chars,
                              None])
         self._run = []
+
+
+    def _answer_turn(self, message_index: int, position: int, is_error: bool | None) -> bool:
+        """A provider-run result naming no call answers its message's calls that have none.
+
+        Google's grounding writes one ``ws_output`` result for every search of the turn
+        (``ws_call_0``, ``ws_call_1``, ...; inference-go ``groundingToWebSearchOutputs``).
+        """
+        waiting = [i for i, row in enumerate(self._rows)
+                   if row[2] == "server" and row[5] == message_index and row[4] is None and row[3] is not None]
+        for i in waiting:
+            row = self._rows[i]
+            row[4], row[6], row[8] = position, message_index, is_error
+            row[7] = _status(is_error)
+            key = ("server", row[0])
+            if key in self._open and i in self._open[key]:
+                self._open[key].remove(i)
+                if not self._open[key]:
+                    del self._open[key]
+        return bool(waiting)
 
 
 _TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))

@@ -310,5 +310,7 @@ def _load(
                 extra.setdefault(name, []).append(table)
     tables = builder.finish()
     for name, parts in extra.items():
+        if name in tables:  # rows of a core table that belong to no conversation (a session's usage)
+            parts = [tables[name], *parts]
         tables[name] = pa.concat_tables(parts, promote_options="default")
     return Corpus(tables, handles)

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from .assembly import Pairer
 from .diagnostics import Diagnostic
-from .model import Entry, Usage, block_kind, sorted_entries, text_chars
+from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
 from .schema import TABLES, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 
@@ -106,18 +106,13 @@ class _Walk:
     count: int
     first_at: datetime | None
     last_at: datetime | None
+    bare: list[int]  # positions of assistant entries that carry no usage
 
 
 def _derive_growth(conv: Conversation) -> bool:
     # Compaction rows are events on the message timeline, not a replacement of it: the
     # per-message rows are derived unless the source gave rows of its own timeline.
     return conv.growth is None or all(g.event == "compaction" for g in conv.growth)
-
-
-def _context(u: Usage, previous: int | None) -> int | None:
-    if u.input_total_tokens is None:
-        return previous
-    return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
 
 
 def _token_column(usages: list[Usage | None], index: int, n: int) -> pa.Array:
@@ -150,6 +145,7 @@ class FrameBuilder:
         growth = self.builders["growth"]
         derive_growth = _derive_growth(conv)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        bare: list[int] = []
         pairer = Pairer(keep_inputs=False)
         first_at: datetime | None = None
         last_at: datetime | None = None
@@ -186,18 +182,21 @@ class FrameBuilder:
             if u is not None:
                 if conv.usage is None:
                     usage_rows.append(UsageRow(u, entry.id, entry.position, entry.model, None, at, found_in="entry"))
-                context = _context(u, context)
+                context = context_tokens(u, context)
+            elif entry.side == "assistant":
+                bare.append(entry.position)
             if derive_growth:
                 growth.append(
                     (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
                 )
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
+        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at, bare)
 
     def _walk_columns(self, conv: Conversation) -> _Walk:
         key = (conv.source, conv.conversation_id)
         assert conv.columns is not None
         derive_growth = _derive_growth(conv)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        bare: list[int] = []
         pairer = Pairer(keep_inputs=False)
         first_us: int | None = None
         last_us: int | None = None
@@ -217,6 +216,8 @@ class FrameBuilder:
                 last_us = high if last_us is None else max(last_us, high)
             usages = chunk.usage
             has_usage = any(u is not None for u in usages)
+            bare += [chunk.position[i] for i, side in enumerate(chunk.side)
+                     if side == "assistant" and usages[i] is None]
             side_array = pa.array(chunk.side, _STR)
             tokens = [_token_column(usages, i, n) for i in range(5)] if has_usage else [pa.nulls(n, _I64)] * 5
             self.builders["messages"].append_batch(
@@ -258,7 +259,7 @@ class FrameBuilder:
                             usage_rows.append(
                                 UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
                             )
-                        context = _context(u, context)
+                        context = context_tokens(u, context)
                     contexts.append(context)
             if derive_growth:
                 chars = list(itertools.accumulate(chunk.text_chars, initial=chars_total))[1:]
@@ -282,7 +283,7 @@ class FrameBuilder:
             chars_total += sum(chunk.text_chars)
         first_at = None if first_us is None else _EPOCH + timedelta(microseconds=first_us)
         last_at = None if last_us is None else _EPOCH + timedelta(microseconds=last_us)
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
+        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at, bare)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -290,7 +291,10 @@ class FrameBuilder:
         growth = self.builders["growth"]
         self._tool_calls(key, calls, conv.tool_meta)
         # Read after the walk: a streaming source hands over its usage rows when its stream ends.
-        tokens = self._usage(key, walk.usage_rows if conv.usage is None else conv.usage)
+        rows = walk.usage_rows if conv.usage is None else conv.usage
+        tokens, unreported = self._usage(key, conv.path, rows)
+        linked = {r.seq for r in rows if r.seq is not None}
+        unreported += sum(1 for p in walk.bare if p not in linked)
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
             orphan_rows = [
@@ -326,6 +330,7 @@ class FrameBuilder:
                 sum(1 for c in made if c[_STATUS] == "error"),
                 n_orphans,
                 tokens,
+                unreported,
                 conv.truncated_dropped,
             )
         )
@@ -365,20 +370,31 @@ class FrameBuilder:
             ]
         )
 
-    def _usage(self, key: tuple[str, str], rows: list[UsageRow]) -> int | None:
+    def _usage(self, key: tuple[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
+        """Write the usage rows; return the spend they report and how many report nothing."""
         builder = self.builders["usage"]
         total: int | None = None
+        unreported = 0
         for r in rows:
             u = r.usage
-            builder.append(
-                (*key, r.message_id, r.seq, r.model, r.provider, r.created_at, *_tokens(u), u.input_total_tokens,
-                 u.context_window, u.estimated_input_tokens, u.estimated_output_tokens, r.attempt, r.sealed,
-                 r.found_in)
-            )
+            builder.append(_usage_row(key, r))
+            self._problems(key[0], path, r)
+            if not u.reported:
+                unreported += 1
             for n in (u.input_total_tokens, u.output_tokens, u.reasoning_tokens):
                 if n is not None:
                     total = (total or 0) + n
-        return total
+        return total, unreported
+
+    def _problems(self, source: str, path: str | None, r: UsageRow) -> None:
+        """One diagnostics row per problem of a response's counters (nothing is clamped)."""
+        if not r.usage.problems:
+            return
+        where = r.message_id or (f"seq {r.seq}" if r.seq is not None else None) or (
+            f"attempt {r.attempt}" if r.attempt is not None else "a response")
+        for problem in r.usage.problems:
+            self.builders["diagnostics"].append(
+                (source, path or "", None, "bad_usage", f"usage of {where} ({r.found_in}): {problem}"))
 
     def add_diagnostics(self, rows: Iterable[Diagnostic]) -> None:
         """Add diagnostics rows."""
@@ -389,6 +405,26 @@ class FrameBuilder:
     def finish(self) -> dict[str, pa.Table]:
         """Every table."""
         return {name: b.finish() for name, b in self.builders.items()}
+
+
+def _usage_row(key: tuple[str | None, str | None], r: UsageRow) -> tuple[Any, ...]:
+    u = r.usage
+    return (*key, r.message_id, r.seq, r.model, r.provider, r.accounting, r.provider_source, r.session_id,
+            r.created_at, *_tokens(u), u.input_total_tokens, u.context_window, u.estimated_input_tokens,
+            u.estimated_output_tokens, r.attempt, r.sealed, r.found_in)
+
+
+def usage_table(source: str, rows: Iterable[UsageRow]) -> pa.Table:
+    """A ``usage`` table of rows that belong to no conversation (``conversation_id`` null).
+
+    Args:
+        source: the source that read them.
+        rows: the usage rows (a runtime session's own spend, say).
+    """
+    builder = TableBuilder("usage")
+    for r in rows:
+        builder.append(_usage_row((source, None), r))
+    return builder.finish()
 
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:

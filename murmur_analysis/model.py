@@ -46,6 +46,8 @@ __all__ = [
     "block_to_wire",
     "blocks_from_wire",
     "blocks_to_wire",
+    "context_tokens",
+    "read_counter",
     "text_chars",
     "uuid7_datetime",
     "uuid7_ms",
@@ -192,12 +194,19 @@ class ServerToolUse:
 
 @dataclass(frozen=True, slots=True)
 class ServerToolResult:
-    """A provider-executed tool's result; ``type`` is its wire tag (``*_tool_result``)."""
+    """A provider-executed tool's result; ``type`` is its wire tag (``*_tool_result``).
+
+    ``is_error`` is the runtime's error flag: FlexiGPT's ``isError`` (set when the provider's
+    search returned an error code), or true for a brazen result whose content is the
+    provider's error object (``{"type": "web_search_tool_result_error", ...}``); it is not
+    written back to the wire (the content already says it).
+    """
 
     type: str
     tool_use_id: str
     content: Any = None
     extra: Mapping[str, Any] = field(default=_EMPTY, repr=False)
+    is_error: bool | None = None
     kind: ClassVar[str] = "server_tool_result"
 
 
@@ -359,7 +368,10 @@ def _decode_server_result(obj: Mapping[str, Any]) -> Block | None:
     if not isinstance(tool_use_id, str):
         return None
     extra = {k: v for k, v in obj.items() if k not in ("type", "tool_use_id", "content")}
-    return ServerToolResult(str(obj["type"]), tool_use_id, obj.get("content"), extra or _EMPTY)
+    content = obj.get("content")
+    tag = content.get("type") if isinstance(content, Mapping) else None
+    failed = True if isinstance(tag, str) and tag.endswith("_error") else None
+    return ServerToolResult(str(obj["type"]), tool_use_id, content, extra or _EMPTY, failed)
 
 
 def blocks_from_wire(values: Any, dialect: Dialect = "brazen") -> tuple[Block, ...]:
@@ -437,6 +449,27 @@ def text_chars(blocks: Iterable[Block]) -> int:
     return total
 
 
+#: The largest counter a table column holds (Arrow ``int64``).
+COUNTER_MAX = (1 << 63) - 1
+
+
+def read_counter(value: Any, name: str, problems: list[str]) -> int | None:
+    """One token counter as written: a JSON integer in ``0..2**63-1``, else ``None``.
+
+    A counter the runtime left out (``None``) is simply not reported. Any other value that is
+    not such an integer (a string ``"1900"``, a float, a boolean, a negative number, one too
+    large for a 64-bit column) is not read: ``None``, and a sentence is added to ``problems``
+    (the frame builder turns it into a diagnostics row).
+    """
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value <= COUNTER_MAX:
+        return value
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+    problems.append(f"counter {name} = {shown} is not a non-negative 64-bit integer; read as not reported")
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token counters of one model response, normalized (see ``docs/tokens.md``).
@@ -445,13 +478,18 @@ class Usage:
       GenAI's ``gen_ai.usage.input_tokens``).
     * ``cache_read_tokens`` and ``cache_write_tokens`` are slices of it, and
       ``input_tokens`` is the rest (the uncached input), so
-      ``input_tokens + cache_read_tokens + cache_write_tokens == input_total_tokens``.
-    * ``output_tokens`` never includes ``reasoning_tokens``.
+      ``input_tokens + cache_read_tokens + cache_write_tokens == input_total_tokens`` with a
+      slice the API does not have (or did not report) counted as absent. ``input_tokens`` is
+      null when it can be neither read nor worked out from reported slices.
+    * ``output_tokens + reasoning_tokens`` is everything generated: ``output_tokens`` excludes
+      the reasoning where the split is served (``reasoning_tokens`` not null) and holds all of
+      it where no split is served (``reasoning_tokens`` null).
     * A counter the provider did not report is ``None``, never 0.
 
     ``estimated_*`` hold a runtime's own estimates (murmur's cl100k counts) beside the
     provider's numbers; ``provider_input_tokens``/``provider_output_tokens`` keep the raw
-    numbers as reported; ``extra`` keeps counters this toolkit does not know.
+    numbers as reported; ``extra`` keeps counters this toolkit does not know. ``problems``
+    says, in sentences, what did not add up or could not be read (no value is clamped).
     """
 
     input_tokens: int | None = None
@@ -466,6 +504,7 @@ class Usage:
     provider_input_tokens: int | None = None
     provider_output_tokens: int | None = None
     extra: Mapping[str, Any] = field(default=_EMPTY, repr=False)
+    problems: tuple[str, ...] = ()
 
     @classmethod
     def normalize(
@@ -477,14 +516,17 @@ class Usage:
         cache_write_tokens: int | None = None,
         input_total_tokens: int | None = None,
         reasoning_tokens: int | None = None,
+        uncached_tokens: int | None = None,
         cache_in_input: bool,
         reasoning_in_output: bool,
+        cache_write_slice: bool = True,
         context_window: int | None = None,
         estimated_input_tokens: int | None = None,
         estimated_output_tokens: int | None = None,
         extra: Mapping[str, Any] | None = None,
+        problems: Sequence[str] = (),
     ) -> Usage:
-        """Build normalized counters from a provider's own numbers.
+        """Build normalized counters from a provider's own numbers (the one normalization rule).
 
         Args:
             input_tokens: the provider's prompt counter as reported.
@@ -493,34 +535,66 @@ class Usage:
             cache_write_tokens: tokens written to the prompt cache.
             input_total_tokens: the whole prompt, when the runtime already computed it.
             reasoning_tokens: the reasoning split, when the provider served one.
+            uncached_tokens: the uncached rest of the prompt, when the runtime reports it
+                itself (it is then checked against the slices, where they are known).
             cache_in_input: ``True`` where the provider's prompt counter already contains the
                 cached slices (OpenAI, Google), ``False`` where they sit beside it (Anthropic).
-            reasoning_in_output: ``True`` where the provider's output counter contains the
-                reasoning split (OpenAI), ``False`` where it sits beside it (Google).
+            reasoning_in_output: ``True`` where the output counter given contains the
+                reasoning split (it is subtracted), ``False`` where it sits beside it.
+            cache_write_slice: whether the API has a cache-write slice at all (only then
+                does an unreported write leave the uncached rest unknown).
             context_window: the model's context window, when known.
             estimated_input_tokens: a runtime's own estimate of the prompt.
             estimated_output_tokens: a runtime's own estimate of the output.
             extra: counters this toolkit does not model, carried through.
+            problems: what the caller already found wrong with the counters.
 
         Returns:
-            The normalized usage.
+            The normalized usage. Counters that contradict each other are not clamped: the
+            value that cannot be told is null and ``problems`` says why.
         """
+        found = list(problems)
+        read, write = cache_read_tokens, cache_write_tokens
         total = input_total_tokens
-        if total is None and input_tokens is not None:
+        uncached = uncached_tokens
+        contradicted = False
+        if not cache_in_input and input_tokens is not None:
+            # The prompt counter is the uncached rest; each reported slice sits beside it.
+            summed = input_tokens + (read or 0) + (write or 0)
+            if uncached is None:
+                uncached = input_tokens
+            if total is None:
+                total = summed
+            elif total != summed:
+                found.append(f"input_total_tokens {total} is not input_tokens plus the cache slices ({summed})")
+                contradicted = True
+                uncached = None
+        elif total is None:
             total = input_tokens
-            if not cache_in_input:
-                total += (cache_read_tokens or 0) + (cache_write_tokens or 0)
-        uncached = None
-        if total is not None:
-            uncached = max(total - (cache_read_tokens or 0) - (cache_write_tokens or 0), 0)
+        slices_known = read is not None and (write is not None or not cache_write_slice)
+        if total is not None and slices_known and not contradicted:
+            rest = total - (read or 0) - (write or 0)
+            if rest < 0:
+                found.append(f"the cache slices ({(read or 0) + (write or 0)}) exceed the whole prompt ({total})")
+                uncached = None
+            elif uncached is None:
+                uncached = rest
+            elif uncached != rest:
+                found.append(f"the uncached prompt reported ({uncached}) is not the whole prompt less the cache "
+                             f"slices ({rest})")
+                uncached = None
         output = output_tokens
         if output is not None and reasoning_tokens is not None and reasoning_in_output:
-            output = max(output - reasoning_tokens, 0)
+            if reasoning_tokens > output:
+                found.append(f"reasoning_tokens {reasoning_tokens} exceed the output {output} that holds them")
+                output = None
+            else:
+                output -= reasoning_tokens
         return cls(
             input_tokens=uncached,
             output_tokens=output,
-            cache_read_tokens=cache_read_tokens,
-            cache_write_tokens=cache_write_tokens,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
             input_total_tokens=total,
             reasoning_tokens=reasoning_tokens,
             context_window=context_window,
@@ -529,12 +603,25 @@ class Usage:
             provider_input_tokens=input_tokens,
             provider_output_tokens=output_tokens,
             extra=dict(extra) if extra else _EMPTY,
+            problems=tuple(found),
         )
 
     @property
     def reported(self) -> bool:
-        """Whether the provider reported any counter at all."""
-        return self.input_total_tokens is not None or self.output_tokens is not None
+        """Whether the provider reported any counter of the prompt or the output."""
+        return (self.input_total_tokens is not None or self.output_tokens is not None
+                or self.reasoning_tokens is not None or self.provider_output_tokens is not None)
+
+
+def context_tokens(usage: Usage, previous: int | None) -> int | None:
+    """Tokens in context after a response: its whole prompt plus everything it generated.
+
+    That is ``input_total_tokens + output_tokens + reasoning_tokens`` (reasoning included); a
+    response whose prompt was not reported leaves ``previous`` standing.
+    """
+    if usage.input_total_tokens is None:
+        return previous
+    return usage.input_total_tokens + (usage.output_tokens or 0) + (usage.reasoning_tokens or 0)
 
 
 @dataclass(frozen=True, slots=True)

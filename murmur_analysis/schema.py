@@ -29,8 +29,10 @@ class Column:
 
 def _tokens(prefix: str = "") -> tuple[Column, ...]:
     return (
-        Column("input_tokens", _I64, f"{prefix}uncached input tokens (input_total minus both cache slices)"),
-        Column("output_tokens", _I64, f"{prefix}output tokens, reasoning excluded"),
+        Column("input_tokens", _I64, f"{prefix}uncached input tokens (input_total minus the cache slices); null when "
+                                     "a slice the API has was not reported"),
+        Column("output_tokens", _I64, f"{prefix}generated tokens: reasoning excluded where reasoning_tokens is "
+                                      "reported, all of it included where no split is served"),
         Column("cache_read_tokens", _I64, f"{prefix}input tokens read from the prompt cache"),
         Column("cache_write_tokens", _I64, f"{prefix}input tokens written to the prompt cache"),
         Column("reasoning_tokens", _I64, f"{prefix}reasoning tokens, where the provider reports the split"),
@@ -66,7 +68,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("kind", _STR, "client (tool_use/tool_result) or server (provider-executed)"),
         Column("called_seq", _I64, "seq of the entry holding the call; null for an orphan result"),
         Column("result_seq", _I64, "seq of the entry holding the result; null when unanswered"),
-        Column("status", _STR, "ok, error, unanswered, orphan_result or duplicate_result"),
+        Column("status", _STR, "ok, error, unanswered (a client call no result answered), orphan_result or "
+                               "duplicate_result; a provider-run call is ok unless its result says error"),
         Column("is_error", pa.bool_(), "the result's error flag, as written"),
         Column("duration_ms", pa.float64(), "how long the call ran, where the runtime timed it"),
         Column("input_bytes", _I64, "size of the call's input as JSON text"),
@@ -79,7 +82,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("message_id", _STR, "the message the response became, when known"),
         Column("seq", _I64, "seq of that message, when known"),
         Column("model", _STR, "the model that answered"),
-        Column("provider", _STR, "the provider, when the runtime says"),
+        Column("provider", _STR, "the provider or API the runtime recorded, else the family guessed from the model"),
+        Column("accounting", _STR, "the API family whose counter rule read the row: anthropic, openai or google"),
+        Column("provider_source", _STR, "what chose that rule: runtime (the API the runtime recorded), model_name "
+                                        "(a guess from the model name), null (nothing told: the openai rule)"),
+        Column("session_id", _STR, "the runtime session that made the call (murmur), when known"),
         Column("created_at", _TS, "when the response was made, when known"),
         *_tokens(),
         Column("input_total_tokens", _I64, "the whole prompt, cached slices included"),
@@ -105,10 +112,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("commit", _STR, "the commit, for a git source"),
         Column("messages", _I64, "entries in the conversation at that point"),
         Column("chars", _I64, "characters of text in the conversation at that point"),
-        Column("context_tokens", _I64, "tokens in context: the last reported prompt plus its output"),
+        Column("context_tokens", _I64, "provider tokens in context: the last reported whole prompt plus all it "
+                                       "generated (reasoning included); null on compaction rows"),
         Column("orphans", _I64, "orphan results assembly would drop at that point"),
-        Column("tokens_before", _I64, "for a compaction: context tokens before it"),
-        Column("tokens_after", _I64, "for a compaction: context tokens after it"),
+        Column("tokens_before", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt before "
+                                      "it (not a provider count)"),
+        Column("tokens_after", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt after it"),
     ),
     "steps": (
         *_KEY,
@@ -134,7 +143,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("tool_calls", _I64, "tool calls made"),
         Column("tool_errors", _I64, "tool calls whose result is an error"),
         Column("orphans", _I64, "orphan results assembly drops from the conversation as it stands (last state)"),
-        Column("tokens", _I64, "input_total plus output tokens over every usage row"),
+        Column("tokens", _I64, "input_total plus output plus reasoning tokens over every usage row that reports them"),
+        Column("unreported_responses", _I64, "responses whose spend no counter reports (usage rows with none, "
+                                             "assistant messages with no usage), so not in tokens"),
         Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
     ),
     "diagnostics": (

@@ -26,7 +26,7 @@ from murmur_analysis.model import (
 )
 from murmur_analysis.schema import schema
 from murmur_analysis.sources.base import Diagnostics
-from murmur_analysis.sources.flexigpt import FlexiGPTSource, normalize_usage, parse_rfc3339, provider_of
+from murmur_analysis.sources.flexigpt import FlexiGPTSource, api_of, normalize_usage, parse_rfc3339
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "flexigpt"
@@ -145,7 +145,8 @@ def test_tables_show_status_error_usage_and_tool_input_size(tmp_path: Path) -> N
     calls = corpus.tool_calls
     assert calls["status"].tolist() == ["ok"] and calls["input_bytes"].tolist() == [len('{"city":"Paris"}')]
     usage = corpus.usage.iloc[0]
-    assert usage["provider"] == "openai" and usage["model"] == "gpt-5-mini"
+    assert usage["provider"] == "openairesponses" and usage["model"] == "gpt-5-mini"
+    assert usage["accounting"] == "openai" and usage["provider_source"] == "runtime"
     assert (usage["input_total_tokens"], usage["cache_read_tokens"], usage["input_tokens"]) == (900, 512, 388)
     assert (usage["output_tokens"], usage["reasoning_tokens"]) == (112, 128)
     assert len(corpus.usage) == 1
@@ -194,27 +195,31 @@ def test_every_block_kind(tmp_path: Path) -> None:
     ("provider", "model", "family"),
     [("anthropic", None, "anthropic"), ("googlegemini", None, "google"), ("openairesponses", None, "openai"),
      ("openaichat", None, "openai"), (None, "claude-opus-4-1", "anthropic"), (None, "gemini-2.5-pro", "google"),
-     (None, "gpt-4.1", "openai"), (None, "o3-mini", "openai"), ("huggingface", "meta-llama/Llama-3", None)],
+     (None, "gpt-4.1", "openai"), (None, "o3-mini", "openai"), ("huggingface", "meta-llama/Llama-3", "openai"),
+     # inference-go presets: the SDK decides, not the model (provider_ollama.go: SDKTypeAnthropic;
+     # provider_openrouter.go: an OpenAI API)
+     ("ollama", "gpt-oss:20b", "anthropic"), ("openrouter", "anthropic/claude-sonnet-4", "openai"),
+     ("my-gateway", "claude-x", "anthropic"), ("my-gateway", "llama3", None)],
 )
 def test_provider_family(provider: str | None, model: str | None, family: str | None) -> None:
-    assert provider_of(provider, model) == family
+    assert api_of(provider, model).family == family
 
 
 def test_usage_rules_per_provider() -> None:
     raw = {"inputTokensTotal": 1000, "inputTokensCached": 400, "inputTokensUncached": 600, "outputTokens": 300,
            "reasoningTokens": 100}
-    openai = normalize_usage(raw, "openai")
-    google = normalize_usage(raw, "google")
+    openai = normalize_usage(raw, api_of("openai", None))
+    google = normalize_usage(raw, api_of("googlegemini", None))
     assert openai is not None and google is not None
     assert (openai.input_total_tokens, openai.cache_read_tokens, openai.input_tokens) == (1000, 400, 600)
     assert (openai.output_tokens, openai.reasoning_tokens) == (200, 100)  # OpenAI's output includes reasoning
     assert (google.output_tokens, google.reasoning_tokens) == (300, 100)  # Google's sits beside it
-    anthropic = normalize_usage({**raw, "reasoningTokens": 0}, "anthropic")
+    anthropic = normalize_usage({**raw, "reasoningTokens": 0}, api_of("anthropic", None))
     assert anthropic is not None and anthropic.reasoning_tokens is None and anthropic.output_tokens == 300
     assert anthropic.cache_write_tokens is None
-    unknown = normalize_usage(raw, None)
+    unknown = normalize_usage(raw, api_of(None, None))
     assert unknown is not None and unknown.output_tokens == 200
-    assert normalize_usage({k: 0 for k in raw}, "openai") is None
+    assert normalize_usage({k: 0 for k in raw}, api_of("openai", None)) is None
 
 
 @pytest.mark.parametrize(
@@ -315,10 +320,12 @@ def test_sample_exact_counts() -> None:
                                                      "Weather in two cities", "Seed era greeting"]
     assert sorted(corpus.diagnostics["kind"]) == ["bad_json", "unknown_schema"]
     calls = corpus.tool_calls.set_index("call_id")
-    assert calls["status"].to_dict() == {"call_lost": "orphan_result", "ws_1": "ok", "call_paris": "ok",
+    assert calls["status"].to_dict() == {"call_lost": "orphan_result", "ws_call_0": "ok", "call_paris": "ok",
                                          "call_berlin": "error", "call_berlin_2": "ok", "call_note": "ok"}
-    assert calls.loc["ws_1", "kind"] == "server"
-    assert sorted(corpus.usage["provider"].value_counts().items()) == [("anthropic", 1), ("google", 2), ("openai", 4)]
+    assert calls.loc["ws_call_0", "kind"] == "server"
+    assert sorted(corpus.usage["accounting"].value_counts().items()) == [("anthropic", 1), ("google", 2), ("openai", 4)]
+    guessed = corpus.usage[corpus.usage["provider_source"] == "model_name"]
+    assert list(guessed["model"]) == ["gpt-4.1"]  # no provider preset recorded: the model name is a guess
     msgs = corpus.messages
     assert msgs["reasoning_tokens"].sum() == 300 + 128 + 16
     assert (msgs["status"] == "failed").sum() == 1

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
-from murmur_analysis.sources.litany_entries import entry_name, normalize_usage, parse_body, provider_family
+from murmur_analysis.providers import Resolved, resolve
+from murmur_analysis.sources.litany_entries import entry_name, normalize_usage, parse_body
+
+
+def api(row: str) -> Resolved:
+    """The API a step's provider row names."""
+    return resolve(row, None)
 
 
 @pytest.mark.parametrize(
@@ -77,12 +83,12 @@ def test_unreadable_json_entries_are_errors_not_crashes(body: bytes) -> None:
     ],
 )
 def test_provider_family(provider: str | None, model: str | None, family: str) -> None:
-    assert provider_family(provider, model) == family
+    assert resolve(provider, model).accounting.family == family
 
 
 def test_rule_input_total_wins_when_reported() -> None:
     u = normalize_usage({"input_tokens": 12, "output_tokens": 34, "cache_read_tokens": 5, "cache_write_tokens": 6,
-                         "input_total_tokens": 23, "context_window": 200000}, "anthropic")
+                         "input_total_tokens": 23, "context_window": 200000}, api("anthropic"))
     assert u is not None
     assert (u.input_total_tokens, u.input_tokens, u.cache_read_tokens, u.cache_write_tokens) == (23, 12, 5, 6)
     assert (u.output_tokens, u.context_window, u.provider_input_tokens) == (34, 200000, 12)
@@ -90,36 +96,47 @@ def test_rule_input_total_wins_when_reported() -> None:
 
 def test_rule_anthropic_adds_the_cache_slices_to_input_tokens() -> None:
     u = normalize_usage({"input_tokens": 401, "output_tokens": 30, "cache_read_tokens": 1200,
-                         "cache_write_tokens": 7}, "anthropic")
+                         "cache_write_tokens": 7}, api("anthropic"))
     assert u is not None and (u.input_total_tokens, u.input_tokens) == (1608, 401)
 
 
-def test_rule_openai_input_tokens_already_hold_the_cache_and_reasoning_is_inside_output() -> None:
+def test_rule_openai_input_tokens_already_hold_the_cache() -> None:
     u = normalize_usage({"input_tokens": 3100, "output_tokens": 240, "cache_read_tokens": 2048,
-                         "thinking_tokens": 128}, "openai")
+                         "thinking_tokens": 128}, api("openai"))
     assert u is not None
     assert (u.input_total_tokens, u.input_tokens, u.cache_read_tokens) == (3100, 1052, 2048)
-    assert (u.output_tokens, u.reasoning_tokens, u.provider_output_tokens) == (112, 128, 240)
+    assert (u.output_tokens, u.reasoning_tokens, u.provider_output_tokens) == (240, 128, 240)
+
+
+@pytest.mark.parametrize("row", ["openai", "anthropic", "google", "openrouter"])
+def test_brazen_thinking_tokens_are_never_subtracted_again(row: str) -> None:
+    # brazen usage.rs `with_thinking` (test openai_chat_subtracts_the_contained_reasoning): a
+    # response of 396 completion tokens, 383 of them reasoning, is written as 13 + 383.
+    u = normalize_usage({"input_tokens": 9, "input_total_tokens": 9, "output_tokens": 13, "thinking_tokens": 383},
+                        api(row))
+    assert u is not None and (u.output_tokens, u.reasoning_tokens) == (13, 383)
+    assert u.output_tokens + u.reasoning_tokens == 396 and u.problems == ()
 
 
 def test_rule_google_input_holds_the_cache_and_reasoning_sits_beside_output() -> None:
     u = normalize_usage({"input_tokens": 5400, "output_tokens": 211, "cache_read_tokens": 4096,
-                         "thinking_tokens": 512}, "google")
+                         "thinking_tokens": 512}, api("google"))
     assert u is not None
     assert (u.input_total_tokens, u.input_tokens, u.output_tokens, u.reasoning_tokens) == (5400, 1304, 211, 512)
 
 
-def test_rule_anthropic_thinking_tokens_are_inside_output() -> None:
-    u = normalize_usage({"input_tokens": 10, "output_tokens": 100, "thinking_tokens": 40}, "anthropic")
-    assert u is not None and (u.output_tokens, u.reasoning_tokens) == (60, 40)
+def test_rule_anthropic_thinking_tokens_sit_beside_output() -> None:
+    u = normalize_usage({"input_tokens": 10, "output_tokens": 100, "thinking_tokens": 40}, api("anthropic"))
+    assert u is not None and (u.output_tokens, u.reasoning_tokens) == (100, 40)
 
 
 def test_rule_unreported_counters_stay_null_and_unknown_ones_ride_through() -> None:
-    u = normalize_usage({"input_tokens": 5}, "anthropic")
+    u = normalize_usage({"input_tokens": 5}, api("anthropic"))
     assert u is not None
     assert (u.input_total_tokens, u.input_tokens, u.output_tokens, u.cache_read_tokens) == (5, 5, None, None)
-    v = normalize_usage({"output_tokens": 3, "audio_tokens": 9, "input_tokens": "many"}, "openai")
+    v = normalize_usage({"output_tokens": 3, "audio_tokens": 9, "input_tokens": "many"}, api("openai"))
     assert v is not None and v.input_total_tokens is None and v.output_tokens == 3
     assert dict(v.extra) == {"audio_tokens": 9, "input_tokens": "many"}
-    assert normalize_usage({}, "openai") is None and normalize_usage(None, "openai") is None
-    assert normalize_usage({"input_tokens": None}, "openai") is None
+    assert len(v.problems) == 1 and "input_tokens" in v.problems[0]
+    assert normalize_usage({}, api("openai")) is None and normalize_usage(None, "openai") is None
+    assert normalize_usage({"input_tokens": None}, api("openai")) is None

@@ -85,7 +85,7 @@ def test_usage_retry_and_spend(corpus: ma.Corpus) -> None:
     assert list(legacy["input_total_tokens"]) == [1601, 1602, 1603, 1604, 1720]
     child = u[u["conversation_id"] == CHILD]
     assert list(child["input_total_tokens"])[:2] == [3100, 3400]  # OpenAI: cached slices already inside
-    assert list(child["reasoning_tokens"])[:2] == [128, 64] and list(child["output_tokens"])[:2] == [112, 26]
+    assert list(child["reasoning_tokens"])[:2] == [128, 64] and list(child["output_tokens"])[:2] == [240, 90]
 
 
 def test_conversation_handles_page_through_the_cursor_core(corpus: ma.Corpus) -> None:

@@ -125,10 +125,10 @@ def test_text_chars_counts_text_reasoning_and_result_text() -> None:
                            cache_in_input=False, reasoning_in_output=False), (100, 20, 1150, None)),
         # OpenAI: cached inside input; reasoning inside output.
         ("openai", dict(input_tokens=1200, output_tokens=300, cache_read_tokens=1000, reasoning_tokens=200,
-                        cache_in_input=True, reasoning_in_output=True), (200, 100, 1200, 200)),
+                        cache_in_input=True, reasoning_in_output=True, cache_write_slice=False), (200, 100, 1200, 200)),
         # Google: cached inside input; reasoning beside output.
         ("google", dict(input_tokens=500, output_tokens=40, cache_read_tokens=100, reasoning_tokens=60,
-                        cache_in_input=True, reasoning_in_output=False), (400, 40, 500, 60)),
+                        cache_in_input=True, reasoning_in_output=False, cache_write_slice=False), (400, 40, 500, 60)),
     ],
 )
 def test_usage_normalization_per_provider(provider: str, raw: dict[str, Any], expected: tuple[Any, ...]) -> None:
@@ -142,9 +142,31 @@ def test_unreported_counters_stay_null() -> None:
     u = Usage.normalize(output_tokens=3, cache_in_input=False, reasoning_in_output=False)
     assert (u.input_tokens, u.input_total_tokens, u.cache_read_tokens, u.reasoning_tokens) == (None, None, None, None)
     assert u.output_tokens == 3
-    given_total = Usage.normalize(input_tokens=5, input_total_tokens=23, cache_read_tokens=5, cache_write_tokens=6,
+    given_total = Usage.normalize(input_tokens=12, input_total_tokens=23, cache_read_tokens=5, cache_write_tokens=6,
                                   cache_in_input=False, reasoning_in_output=False)
-    assert given_total.input_total_tokens == 23 and given_total.input_tokens == 12
+    assert given_total.input_total_tokens == 23 and given_total.input_tokens == 12 and given_total.problems == ()
+
+
+def test_contradicting_counters_are_not_clamped_but_reported() -> None:
+    # Anthropic: input_tokens is the uncached rest, so 5 + 5 + 6 cannot be a prompt of 23.
+    u = Usage.normalize(input_tokens=5, input_total_tokens=23, cache_read_tokens=5, cache_write_tokens=6,
+                        cache_in_input=False, reasoning_in_output=False)
+    assert (u.input_total_tokens, u.input_tokens) == (23, None) and len(u.problems) == 1
+    # OpenAI: a cached slice larger than the whole prompt, reasoning larger than the output holding it.
+    v = Usage.normalize(input_tokens=100, cache_read_tokens=150, output_tokens=10, reasoning_tokens=20,
+                        cache_in_input=True, reasoning_in_output=True, cache_write_slice=False)
+    assert (v.input_total_tokens, v.input_tokens, v.output_tokens, v.reasoning_tokens) == (100, None, None, 20)
+    assert len(v.problems) == 2
+
+
+def test_uncached_is_null_when_a_cache_slice_was_not_reported() -> None:
+    # OpenAI-style prompt counter with no cached_tokens: the uncached rest cannot be told.
+    u = Usage.normalize(input_tokens=2060, output_tokens=6, cache_in_input=True, reasoning_in_output=False,
+                        cache_write_slice=False)
+    assert (u.input_total_tokens, u.input_tokens) == (2060, None)
+    # An API with a cache-write slice that reported only the read slice: the same.
+    w = Usage.normalize(input_total_tokens=900, cache_read_tokens=100, cache_in_input=True, reasoning_in_output=False)
+    assert (w.input_total_tokens, w.input_tokens) == (900, None)
 
 
 def test_uuid7_time_is_utc_and_only_for_v7_ids() -> None:

@@ -156,7 +156,7 @@ def test_sample_compaction_growth_and_truncation(sample: ma.Corpus) -> None:
     growth = sample.growth
     comp = _row(growth, event="compaction")
     assert (comp["conversation_id"], comp["position"], comp["tokens_before"], comp["tokens_after"]) == (
-        BILLING, 6, 81501, 334)
+        BILLING, 6, 3712, 334)
     assert (growth["event"] == "message").sum() == 27
     truncated = sample.conversations[sample.conversations["truncated_dropped"].notna()]
     assert truncated["truncated_dropped"].tolist() == [40]
@@ -460,13 +460,21 @@ def test_trace_damage_is_reported(tmp_path: Path) -> None:
 
 
 def test_provider_rules() -> None:
-    from murmur_analysis.sources.murmur_trace import cache_in_input, provider_of
+    from murmur_analysis.sources.murmur_trace import api_of
 
-    assert provider_of("claude-opus-4-1") == provider_of("anthropic/claude-3-5-haiku") == "anthropic"
-    assert provider_of("gpt-4.1") == provider_of("o3-mini") == provider_of("openai/gpt-4o") == "openai"
-    assert provider_of("gemini-2.5-pro") == "google"
-    assert provider_of("llama-3.3-70b") is None and provider_of(None) is None
-    assert not cache_in_input("anthropic") and cache_in_input("openai") and cache_in_input(None)
+    def family(model: str | None, **event: str) -> str | None:
+        return api_of(event, model).family
+
+    assert family("claude-opus-4-1") == family("anthropic/claude-3-5-haiku") == "anthropic"
+    assert family("gpt-4.1") == family("o3-mini") == family("openai/gpt-4o") == "openai"
+    assert family("gemini-2.5-pro") == "google"
+    assert family("llama-3.3-70b") is None and family(None) is None
+    # the driver route decides, not the model it serves; an event's own provider decides first
+    assert family("openrouter/anthropic/claude-sonnet-4") == "openai"
+    assert family("claude-sonnet-4", provider="openrouter") == "openai"
+    assert api_of({}, "anthropic/claude-3-5-haiku").source == "runtime"
+    assert api_of({}, "claude-opus-4-1").source == "model_name"
+    assert not api_of({}, "claude-x").accounting.cache_in_input and api_of({}, None).accounting.cache_in_input
 
 
 def test_sessions_option_reaches_the_source_and_handles_reopen(tmp_path: Path) -> None:

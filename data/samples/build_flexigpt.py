@@ -190,12 +190,12 @@ def golang() -> Conv:
             "id": "rs-1", "role": "assistant", "status": "completed",
             "thinking": ["Search the web for the Go release history."]}},
         {"kind": "webSearchToolCall", "webSearchToolCall": {
-            "type": "webSearch", "choiceID": "ws-choice", "id": "ws-1", "role": "assistant", "status": "completed",
-            "callID": "ws_1", "name": "webSearchToolChoice",
+            "type": "webSearch", "choiceID": "ws-choice", "id": "ws_call_0", "role": "assistant",
+            "status": "completed", "callID": "ws_call_0", "name": "webSearchToolChoice",
             "webSearchToolCallItems": [{"kind": "search", "searchItem": {"query": "latest Go release"}}]}},
         {"kind": "webSearchToolOutput", "webSearchToolOutput": {
-            "type": "webSearch", "choiceID": "ws-choice", "id": "ws-1o", "role": "assistant", "status": "completed",
-            "callID": "ws_1", "name": "webSearchToolChoice", "isError": False,
+            "type": "webSearch", "choiceID": "ws-choice", "id": "ws_output", "role": "assistant",
+            "status": "completed", "callID": "ws_output", "name": "webSearchToolChoice", "isError": False,
             "webSearchToolOutputItems": [{"kind": "search", "searchItem": {
                 "url": "https://go.dev/doc/devel/release", "title": "Release History"}}]}},
         output_message("out-1", text("The release history lists Go 1.25 as the latest major release.")),

@@ -184,7 +184,7 @@ def billing(clock: Clock, record: list[str]) -> Session:
                 anthropic(240, 3168, 0, 74), (3620, 70))
     s.tool("toolu_03", "shell", "ch_88a1 $49.00 captured\nch_88b7 $49.00 refunded", is_error=False, ms=2310,
            input_bytes=61)
-    s.compaction(81501, 334, "1. THE ISSUE: duplicate Pro charge in March (INV-2291, INV-2304). "
+    s.compaction(3712, 334, "1. THE ISSUE: duplicate Pro charge in March (INV-2291, INV-2304). "
                              "2. FOUND: ch_88b7 already refunded. 3. NEXT: tell the customer.")
     s.user("[compacted] Duplicate March charge found; the second charge (ch_88b7) was already refunded.",
            source_id="hook:compactor/summary-1")

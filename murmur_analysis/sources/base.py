@@ -51,7 +51,13 @@ class Diagnostics:
 
 @dataclass(frozen=True, slots=True)
 class UsageRow:
-    """One model response's usage, from wherever the runtime recorded it."""
+    """One model response's usage, from wherever the runtime recorded it.
+
+    ``accounting`` is the API family whose counter rule was applied (``anthropic``,
+    ``openai``, ``google``; :mod:`murmur_analysis.providers`) and ``provider_source`` what
+    chose it (``runtime``, ``model_name``, or ``None`` when nothing told). ``session_id`` is
+    the runtime session that made the call, where the runtime has sessions (murmur).
+    """
 
     usage: Usage
     message_id: str | None = None
@@ -62,6 +68,9 @@ class UsageRow:
     attempt: int | None = None
     sealed: bool | None = None
     found_in: str = "entry"
+    accounting: str | None = None
+    provider_source: str | None = None
+    session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

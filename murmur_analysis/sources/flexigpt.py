@@ -18,11 +18,12 @@ Decoding rules (what the tables show):
   the parsed ``arguments`` when they are JSON, else the string; the raw ``arguments`` string is
   kept in ``extra["arguments"]`` and its UTF-8 size is the call's ``input_bytes``).
   ``…ToolOutput`` become ``ToolResult`` (``is_error`` = ``isError``). Web search calls and
-  outputs are provider-executed: ``ServerToolUse``/``ServerToolResult``. Unknown kinds are kept
-  whole as ``Unknown``.
-* ``modelParam.name`` names the model; ``modelPresetRef.providerName`` (else the model name)
-  names the provider. Both carry over to later turns that omit them, as the app does. The model
-  is set on assistant entries only (a user turn is not produced by a model).
+  outputs are provider-executed: ``ServerToolUse``/``ServerToolResult`` (``is_error`` =
+  ``isError`` too). Unknown kinds are kept whole as ``Unknown``.
+* ``modelParam.name`` names the model; ``modelPresetRef.providerName`` names the provider
+  preset, whose SDK decides what the usage counters mean (:func:`api_of`). Both carry over to
+  later turns that omit them, as the app does. The model is set on assistant entries only (a
+  user turn is not produced by a model).
 * ``usage`` is normalized per provider (``docs/tokens.md``); ``error`` becomes
   ``"<code>: <message>"``; ``status`` is kept.
 
@@ -58,7 +59,9 @@ from ..model import (
     ToolUse,
     Unknown,
     Usage,
+    read_counter,
 )
+from ..providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
 from .base import Conversation, Diagnostics, Source, ToolMeta, UsageRow
 
 __all__ = [
@@ -66,10 +69,10 @@ __all__ = [
     "STORE_DIRS",
     "ConversationListItem",
     "FlexiGPTSource",
+    "api_of",
     "decode",
     "normalize_usage",
     "parse_rfc3339",
-    "provider_of",
 ]
 
 #: The store folder names: the current one first, then the seed era's.
@@ -109,55 +112,39 @@ def parse_rfc3339(value: Any) -> datetime | None:
     return None if at.year <= 1 else at
 
 
-def provider_of(provider_name: str | None, model: str | None) -> str | None:
-    """The provider family (``openai``, ``google``, ``anthropic``) a turn's usage follows.
+def api_of(provider_name: str | None, model: str | None) -> Resolved:
+    """The SDK a turn was served through: the provider preset decides, else the model name.
 
-    ``modelPresetRef.providerName`` decides when it names a known family (``anthropic``,
-    ``googlegemini``, ``openai``, ``openairesponses``, …); otherwise the model name does
-    (``claude-…``, ``gemini-…``, ``gpt-…``/``o1``/``o3``/``o4``/``chatgpt-…``). ``None`` when
-    neither tells.
+    ``modelPresetRef.providerName`` names an inference-go provider preset, whose SDK type
+    (``modelpreset/provider_*.go``) fixes what the counters mean: ``anthropic``, ``ollama`` and
+    ``moonshot`` speak the Anthropic Messages API, ``googlegemini`` Google's
+    ``generateContent``, every other built-in preset an OpenAI API. A provider name no preset
+    has (a user-defined provider) says nothing of its SDK: the model name is read, as a guess.
     """
-    name = (provider_name or "").lower()
-    for family, marks in (("anthropic", ("anthropic", "claude")), ("google", ("google", "gemini")),
-                          ("openai", ("openai",))):
-        if any(mark in name for mark in marks):
-            return family
-    model_name = (model or "").lower().rpartition("/")[2]
-    if model_name.startswith("claude"):
-        return "anthropic"
-    if model_name.startswith(("gemini", "gemma")):
-        return "google"
-    if model_name.startswith(("gpt", "chatgpt", "o1", "o3", "o4", "codex")):
-        return "openai"
-    return None
+    return resolve(provider_name, model, FLEXIGPT_TABLE)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+_USAGE_KEYS = ("inputTokensTotal", "inputTokensCached", "inputTokensUncached", "outputTokens", "reasoningTokens")
 
 
-def normalize_usage(raw: Mapping[str, Any], family: str | None) -> Usage | None:
+def normalize_usage(raw: Mapping[str, Any], resolved: Resolved | str | None) -> Usage | None:
     """FlexiGPT's ``Usage`` as normalized counters (see ``docs/tokens.md``).
 
-    ``inputTokensTotal`` is the whole prompt and ``inputTokensCached`` its cached slice; OpenAI's
-    ``outputTokens`` includes ``reasoningTokens`` (subtracted), Google's does not, Anthropic's
-    ``reasoningTokens`` is always 0 and is reported as null. A provider not known is read with
-    OpenAI's rule (the OpenAI-compatible APIs every other provider preset speaks). A usage whose
-    counters are all 0 (a failed turn) is no usage.
+    inference-go fills ``spec.Usage`` per SDK: ``inputTokensTotal`` is the whole prompt,
+    ``inputTokensCached`` its cached slice and ``inputTokensUncached`` the rest (checked against
+    them where the API has no other slice); the OpenAI SDKs' ``outputTokens`` holds
+    ``reasoningTokens`` (subtracted), Google's does not; the Anthropic SDK writes
+    ``reasoningTokens`` 0 for "not reported" (null here; a non-zero value rides in ``extra``)
+    and keeps no cache-write slice. A usage whose counters are all 0 (a failed turn) is no usage.
+    ``resolved`` is :func:`api_of`'s answer, or a family or provider preset name.
     """
-    total = _int(raw.get("inputTokensTotal"))
-    cached = _int(raw.get("inputTokensCached"))
-    uncached = _int(raw.get("inputTokensUncached"))
-    output = _int(raw.get("outputTokens"))
-    reasoning = _int(raw.get("reasoningTokens"))
-    counters = (total, cached, uncached, output, reasoning)
-    if all(c is None or c == 0 for c in counters):
+    problems: list[str] = []
+    total, cached, uncached, output, reasoning = (read_counter(raw.get(k), k, problems) for k in _USAGE_KEYS)
+    if all(c is None or c == 0 for c in (total, cached, uncached, output, reasoning)) and not problems:
         return None
-    if total is None and uncached is not None:
-        total = uncached + (cached or 0)
-    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in (
-        "inputTokensTotal", "inputTokensCached", "outputTokens", "reasoningTokens")}
-    if family == "anthropic":
+    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _USAGE_KEYS}
+    acct = as_resolved(resolved, FLEXIGPT_TABLE).accounting
+    if acct.family == "anthropic":
         if reasoning:
             extra["reasoningTokens"] = reasoning
         reasoning = None
@@ -166,10 +153,13 @@ def normalize_usage(raw: Mapping[str, Any], family: str | None) -> Usage | None:
         output_tokens=output,
         cache_read_tokens=cached,
         input_total_tokens=total,
+        uncached_tokens=uncached,
         reasoning_tokens=reasoning,
         cache_in_input=True,
-        reasoning_in_output=family != "google",
+        reasoning_in_output=acct.reasoning_in_output,
+        cache_write_slice=acct.cache_write_slice,
         extra=extra,
+        problems=problems,
     )
 
 
@@ -250,9 +240,10 @@ def _tool_output(payload: Mapping[str, Any], kind: str) -> Block:
         return Unknown({"kind": kind, kind: dict(payload)})
     extra = {k: v for k, v in payload.items() if k not in ("callID", "contents", "isError")}
     extra["kind"] = kind
-    if kind == "webSearchToolOutput":
-        return ServerToolResult("web_search_tool_result", call_id, payload.get("webSearchToolOutputItems"), extra)
     is_error = payload.get("isError")
+    if kind == "webSearchToolOutput":
+        return ServerToolResult("web_search_tool_result", call_id, payload.get("webSearchToolOutputItems"), extra,
+                                is_error if isinstance(is_error, bool) else None)
     return ToolResult(call_id, tuple(_contents(payload)), is_error if isinstance(is_error, bool) else None, extra)
 
 
@@ -332,8 +323,8 @@ def decode(data: Mapping[str, Any], path: str) -> Conversation:
                 for union in unions:
                     blocks.extend(_union_blocks(union, meta))
         produced = role == "assistant"
-        family = provider_of(provider_name, model)
-        usage = normalize_usage(msg["usage"], family) if isinstance(msg.get("usage"), Mapping) else None
+        api = api_of(provider_name, model)
+        usage = normalize_usage(msg["usage"], api) if isinstance(msg.get("usage"), Mapping) else None
         status = msg.get("status")
         msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
         at = parse_rfc3339(msg.get("createdAt"))
@@ -350,7 +341,8 @@ def decode(data: Mapping[str, Any], path: str) -> Conversation:
         )
         entries.append(entry)
         if usage is not None:
-            usage_rows.append(UsageRow(usage, msg_id, index, entry.model, family, at, found_in="entry"))
+            usage_rows.append(UsageRow(usage, msg_id, index, entry.model, provider_name or api.family, at,
+                                       found_in="entry", accounting=api.accounting.family, provider_source=api.source))
     conv_id = data.get("id")
     title = data.get("title")
     return Conversation(

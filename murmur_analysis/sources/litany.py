@@ -13,8 +13,10 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
 * **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.litany_steps`);
 * **usage**: a step whose ``response.json`` reported usage gives one row per attempt
   (``found_in="response"``; ``sealed`` false for spend on a discarded attempt); a model
-  entry whose step left no such record gives its own row (``found_in="entry"``). The entry's
-  usage is the sealing attempt's, so the two are never both counted. A child agent's branch
+  entry whose step's sealing attempt reported no usage (or that no step claims) gives its own
+  row (``found_in="entry"``). The entry's usage is the sealing attempt's, so the two are never
+  both counted. A step whose read-state commit left the branch (a rebase, an unreadable
+  ``meta.json``) is matched to its entry by content (:func:`_match_outputs`). A child agent's branch
   (its id extends a loaded parent's with ``-``) inherits the parent's history: entries added
   by commits of the parent's branch are the parent's spend and give no usage row here;
 * **orphans**: ``found_by="assembly"`` for the orphans dropped when assembling each step's
@@ -41,17 +43,18 @@ import bisect
 import os
 from collections.abc import Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
 from ..assembly import Assembled, assemble
 from ..diagnostics import Diagnostic
 from ..errors import GitError
-from ..model import Entry
+from ..model import Entry, Usage
+from ..providers import Resolved, resolve
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
 from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
-from .litany_entries import entry_name, normalize_usage, provider_family
+from .litany_entries import entry_name, normalize_usage
 from .litany_replay import MESSAGES, Replayer, Summary, Tally
 from .litany_steps import StepRecord, read_steps
 
@@ -240,8 +243,8 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
         if item not in made:
             parsed = entry_name(name)
             rec = steps.of(added)
-            fam = provider_family(rec.provider if rec else None, parsed.origin if parsed else None)
-            made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, fam)
+            api = resolve(rec.provider, parsed.origin if parsed else None) if rec and rec.provider else None
+            made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, api)
         return made[item]
 
     for i, commit in enumerate(log):
@@ -318,6 +321,51 @@ def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],
     return tuple(assemble(entries).dropped_orphans)
 
 
+def _usage_key(u: Usage) -> tuple[int | None, ...]:
+    """The counters as written, whatever accounting read them: equal for an entry and its attempt."""
+    total = u.input_total_tokens if u.provider_input_tokens is None else None
+    return (u.provider_input_tokens, total, u.provider_output_tokens, u.cache_read_tokens, u.cache_write_tokens,
+            u.reasoning_tokens, u.context_window)
+
+
+def _match_outputs(
+    entries: list[Entry], records: list[StepRecord], placed: dict[str, StepRecord | None],
+    sealed_usage: dict[int, Usage], theirs: set[str],
+) -> dict[str, StepRecord]:
+    """Which step committed each model entry.
+
+    A step whose read-state commit is on the branch owns the model entries added after it (and
+    before the next such step); among them the one whose usage equals the sealing attempt's
+    is its output, else the first. A step whose commit is not on the branch (history rewritten
+    by a rebase, a ``meta.json`` that cannot be read) is matched by content: the first model
+    entry no step claims whose counters equal its sealing attempt's (the entry's usage is the
+    sealing attempt's, formats.md §2).
+    """
+    model = [e for e in entries if e.side == "assistant" and e.id not in theirs]
+    owner: dict[str, StepRecord] = {}
+    claimed: set[int] = set()
+
+    def take(rec: StepRecord, pool: list[Entry], placed_pool: bool) -> bool:
+        want = sealed_usage.get(rec.step)
+        pick = next((e for e in pool if want is not None and e.usage is not None
+                     and _usage_key(e.usage) == _usage_key(want)), None)
+        if pick is None and placed_pool and pool:
+            pick = pool[0]
+        if pick is None:
+            return False
+        owner[pick.id or ""] = rec
+        claimed.add(rec.step)
+        return True
+
+    for rec in records:
+        pool = [e for e in model if placed.get(e.id or "") is rec and (e.id or "") not in owner]
+        take(rec, pool, True)
+    for rec in records:
+        if rec.step not in claimed and rec.step in sealed_usage:
+            take(rec, [e for e in model if (e.id or "") not in owner], False)
+    return owner
+
+
 def _attach_steps(
     conv: Conversation, replayer: Replayer, branch: _Branch, records: list[StepRecord], steps: _Steps,
     index_of: dict[str, int], added_at: dict[str, int], theirs: set[str], dropped_at: list[tuple[str, ...]],
@@ -325,14 +373,21 @@ def _attach_steps(
     entries = conv.entries
     assert isinstance(entries, list)
     assembly = [OrphanRow(t, "assembly", None, branch.head) for t in (dropped_at[-1] if dropped_at else ())]
-    output_of: dict[int, Entry] = {}  # step -> the model entry it committed
-    step_of: dict[str, StepRecord | None] = {}
-    for e in entries:
-        rec = step_of[e.id or ""] = steps.of(added_at[e.id or ""])
-        if rec is not None and e.side == "assistant":
-            output_of[rec.step] = e
+    placed = {e.id or "": steps.of(added_at[e.id or ""]) for e in entries}
+    attempts_usage: dict[tuple[int, int], tuple[Usage, str | None, Resolved]] = {}
+    sealed_usage: dict[int, Usage] = {}
+    for rec in records:
+        for attempt in rec.attempts:
+            model = rec.model or attempt.model
+            api = resolve(rec.provider, model)
+            u = normalize_usage(attempt.usage, api)
+            if u is not None:
+                attempts_usage[(rec.step, attempt.number)] = (u, model, api)
+                if attempt is rec.sealing:
+                    sealed_usage[rec.step] = u
+    owner = _match_outputs(entries, records, placed, sealed_usage, theirs)
+    output_of = {r.step: e for e in entries if (r := owner.get(e.id or "")) is not None}
     usage: list[UsageRow] = []
-    metered: set[int] = set()
     for rec in records:
         last = rec.attempts[-1] if rec.attempts else None
         sealing = rec.sealing
@@ -346,22 +401,30 @@ def _attach_steps(
         assembly += [OrphanRow(t, "assembly", rec.step, rec.commit) for t in dropped or ()]
         out = output_of.get(rec.step)
         for attempt in rec.attempts:
-            model = rec.model or attempt.model or (out.model if out else None)
-            u = normalize_usage(attempt.usage, provider_family(rec.provider, model))
-            if u is None:
+            found = attempts_usage.get((rec.step, attempt.number))
+            if found is None:
                 continue
-            metered.add(rec.step)
+            u, model, api = found
             sealed = attempt is sealing
             linked = out if sealed else None
             usage.append(UsageRow(
-                u, linked.id if linked else None, linked.position if linked else None, model, rec.provider,
-                rec.ended_at, attempt.number, sealed, "response",
+                u, linked.id if linked else None, linked.position if linked else None,
+                model or (out.model if out else None), rec.provider, rec.ended_at, attempt.number, sealed, "response",
+                api.accounting.family, api.source,
             ))
-    for e in entries:
-        rec = step_of[e.id or ""]
-        if e.usage is not None and e.id not in theirs and (rec is None or rec.step not in metered):
-            usage.append(UsageRow(e.usage, e.id, e.position, e.model, rec.provider if rec else None, e.created_at,
-                                  found_in="entry"))
+    for i, e in enumerate(entries):
+        claim = owner.get(e.id or "")
+        if e.usage is None or e.id in theirs:
+            continue
+        if claim is not None and claim.step in sealed_usage:
+            # The step's sealing attempt reported this response: its row counts it, and its
+            # normalization (by the API the step recorded) is the message's.
+            entries[i] = replace(e, usage=sealed_usage[claim.step])
+            continue
+        provider = claim.provider if claim else None
+        api = resolve(provider, e.model)
+        usage.append(UsageRow(e.usage, e.id, e.position, e.model, provider, e.created_at, found_in="entry",
+                              accounting=api.accounting.family, provider_source=api.source))
     conv.usage = usage
     conv.assembly_orphans = assembly
 

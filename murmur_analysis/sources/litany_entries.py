@@ -11,7 +11,8 @@ The naming rules are the seed assembler's (litany ``src/prompt/dispatch/assemble
   composing tool-side iff the origin (the stem after its first ``-``) is exactly ``tool``,
   else assistant-side, the origin being the model id (hyphens kept).
 
-Token counters follow ``docs/tokens.md`` (``## litany``): :func:`normalize_usage`.
+Token counters follow ``docs/tokens.md`` (``## litany``): :func:`normalize_usage`, with the API chosen
+by :func:`murmur_analysis.providers.resolve`.
 """
 
 from __future__ import annotations
@@ -20,20 +21,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
-from ..model import Block, Text, Usage, blocks_from_wire
+from ..model import Block, Text, Usage, blocks_from_wire, read_counter
+from ..providers import Resolved, as_resolved
 
 __all__ = [
     "EntryName",
-    "Family",
     "Parsed",
     "entry_name",
     "normalize_usage",
     "parse_body",
-    "provider_family",
 ]
 
 _U32 = re.compile(r"\A\+?[0-9]+\Z")
@@ -47,19 +47,6 @@ _COUNTERS = {
     "context_window",
     "thinking_tokens",
 }
-
-Family = Literal["anthropic", "google", "openai"]
-_PROVIDER_WORDS: tuple[tuple[Family, tuple[str, ...]], ...] = (
-    ("openai", ("openrouter", "ollama", "openai", "azure", "groq", "together", "deepseek", "mistral", "xai")),
-    ("anthropic", ("anthropic", "claude")),
-    ("google", ("google", "gemini", "vertex")),
-    ("openai", ("gpt", "codex")),
-)
-_MODEL_WORDS: tuple[tuple[Family, tuple[str, ...]], ...] = (
-    ("anthropic", ("claude",)),
-    ("google", ("gemini",)),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class EntryName:
@@ -126,47 +113,34 @@ def parse_body(data: bytes, is_md: bool) -> Parsed:
     return Parsed(error="neither a block array nor an object with a content array")
 
 
-@lru_cache(maxsize=1 << 12)
-def provider_family(provider: str | None, model: str | None) -> Family:
-    """The usage accounting a provider row (``meta.json``) or, failing that, a model id implies.
-
-    The provider row is matched first (``openrouter``, ``ollama``, ``openai``, ... are
-    OpenAI-compatible whatever model they serve; ``anthropic``/``claude*`` rows are
-    Anthropic; ``google``/``gemini``/``vertex`` rows are Google), then the model id
-    (``claude*`` Anthropic, ``gemini*`` Google); anything else is OpenAI-compatible.
-    """
-    for text, table in ((provider, _PROVIDER_WORDS), (model, _MODEL_WORDS)):
-        if not text:
-            continue
-        low = text.lower()
-        for family, words in table:
-            if any(w in low for w in words):
-                return family
-    return "openai"
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def normalize_usage(raw: Mapping[str, Any] | None, family: Family) -> Usage | None:
+def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved | str | None) -> Usage | None:
     """Litany usage counters (an entry's ``usage`` or a folded ``usage`` event) normalized.
 
-    ``input_total_tokens`` wins when reported. Otherwise Anthropic's ``input_tokens``
-    excludes the cache slices (they are added), OpenAI's and Google's include them.
-    ``thinking_tokens`` is the reasoning split: inside ``output_tokens`` for OpenAI and
-    Anthropic (subtracted), beside it for Google. Counters this toolkit does not know, and
-    known ones that are not integers, ride through in ``Usage.extra``.
+    brazen writes the provider's counters under its own names (``usage.rs``).
+    ``input_total_tokens`` wins when reported; otherwise the API's accounting decides whether
+    ``input_tokens`` holds the cache slices (OpenAI, Google) or not (Anthropic).
+    ``thinking_tokens`` is the reasoning split, and wherever brazen writes it its
+    ``output_tokens`` already excludes it (``with_thinking``: 396 completion tokens of which
+    383 reasoning are written as 13 + 383), for every provider: nothing is subtracted.
+    Counters this toolkit does not know, and known ones that are not integers, ride through in
+    ``Usage.extra`` (the latter also as a problem).
+
+    Args:
+        raw: the counters as written.
+        resolved: the API the call went through (:func:`murmur_analysis.providers.resolve`), or
+            a family or provider row name (:func:`murmur_analysis.providers.as_resolved`).
 
     Returns:
         The usage, or ``None`` when nothing was reported.
     """
     if not raw:
         return None
-    known = {k: _int(v) for k, v in raw.items() if k in _COUNTERS}
+    problems: list[str] = []
+    known = {k: read_counter(v, k, problems) for k, v in raw.items() if k in _COUNTERS}
     extra = {k: v for k, v in raw.items() if k not in _COUNTERS or (v is not None and known.get(k) is None)}
     if not any(v is not None for v in known.values()) and not extra:
         return None
+    acct = as_resolved(resolved).accounting
     return Usage.normalize(
         input_tokens=known.get("input_tokens"),
         output_tokens=known.get("output_tokens"),
@@ -174,8 +148,10 @@ def normalize_usage(raw: Mapping[str, Any] | None, family: Family) -> Usage | No
         cache_write_tokens=known.get("cache_write_tokens"),
         input_total_tokens=known.get("input_total_tokens"),
         reasoning_tokens=known.get("thinking_tokens"),
-        cache_in_input=family != "anthropic",
-        reasoning_in_output=family != "google",
+        cache_in_input=acct.cache_in_input,
+        reasoning_in_output=False,
+        cache_write_slice=acct.cache_write_slice,
         context_window=known.get("context_window"),
         extra=extra,
+        problems=problems,
     )

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..assembly import Pairer, assemble
-from ..model import Entry, sorted_entries, text_chars
+from ..model import Entry, context_tokens, sorted_entries, text_chars
+from ..providers import Resolved, resolve
 from .base import Diagnostics
 from .git import GitRepo
-from .litany_entries import Family, Parsed, entry_name, normalize_usage, parse_body, provider_family
+from .litany_entries import Parsed, entry_name, normalize_usage, parse_body
 
 __all__ = ["MESSAGES", "Replayer", "Summary", "Tally"]
 
@@ -40,10 +41,7 @@ class Summary:
 
 
 def _context(entry: Entry) -> int | None:
-    u = entry.usage
-    if u is None or u.input_total_tokens is None:
-        return None
-    return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
+    return None if entry.usage is None else context_tokens(entry.usage, None)
 
 
 class Tally:
@@ -155,7 +153,7 @@ class Replayer:
                 self.diags.report(where, "bad_entry", parsed.error)
 
     def entry(
-        self, name: str, oid: str, mode: str, commit: str, at: datetime | None, family: Family | None
+        self, name: str, oid: str, mode: str, commit: str, at: datetime | None, resolved: Resolved | None
     ) -> Entry | None:
         """The entry a ``messages/`` file makes, or ``None`` (not an entry, or unreadable).
 
@@ -165,7 +163,7 @@ class Replayer:
             mode: its git file mode.
             commit: a commit holding it (for diagnostics).
             at: the entry's ``created_at``.
-            family: the usage accounting to apply (``None``: from the model id).
+            resolved: the API the entry's step recorded (``None``: guessed from the model id).
         """
         parsed_name = entry_name(name)
         if parsed_name is None:
@@ -186,7 +184,7 @@ class Replayer:
         model = parsed_name.origin if assistant else None
         usage = None
         if parsed.usage is not None:
-            usage = normalize_usage(parsed.usage, family or provider_family(None, model))
+            usage = normalize_usage(parsed.usage, resolved or resolve(None, model))
         return Entry(
             position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=name,
             origin=parsed_name.origin, model=model, created_at=at, usage=usage,

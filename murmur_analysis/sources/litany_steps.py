@@ -126,8 +126,9 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
             dropped = meta.get("dropped_orphans")
             if isinstance(dropped, list):
                 rec.dropped_orphans = tuple(str(d) for d in dropped)
-        elif meta is None and not os.path.exists(meta_path):
-            diags.report(meta_path, "missing_file", "the step has no meta.json (an unfinished step?)")
+        elif meta is None:  # unreadable or not JSON was reported where it was read
+            if not os.path.exists(meta_path):
+                diags.report(meta_path, "missing_file", "the step has no meta.json (an unfinished step?)")
         else:
             diags.report(meta_path, "unknown_schema", "meta.json is not a JSON object")
         request = _json(os.path.join(folder, "request.json"), diags)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,7 +44,7 @@ from ..model import (
 )
 from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
 from .murmur_columns import TITLE_CHARS, Row, chunk, entry_columns, fast_columns
-from .murmur_join import Join, ms_of
+from .murmur_join import Join, inference_row, ms_of
 from .murmur_trace import TraceIndex, discover, trace_files
 
 __all__ = ["MurmurSource"]
@@ -211,7 +211,9 @@ class MurmurSource(Source):
         index = self._build_index(path, diagnostics)
         self._index = index
         by_context: dict[str, list[_Record]] = {}
-        for rec in self._records(path):
+        records = list(self._records(path))
+        index.claim((rec.record, rec.context_id) for rec in records)
+        for rec in records:
             by_context.setdefault(rec.context_id, []).append(rec)
             yield self._conversation(rec, index, diagnostics, columns=True)
         for event in index.retentions:
@@ -229,6 +231,19 @@ class MurmurSource(Source):
                         diagnostics.report(rec.path, "retention", detail)
                 else:
                     diagnostics.report(event.trace, "retention", detail + " (no such record loaded)", event.line)
+
+    def extra_tables(self) -> Mapping[str, Any]:
+        """Usage no conversation holds: ``inference`` events outside any task (the session's).
+
+        murmur writes ``task_id`` null when no task is in scope, as for the calls of
+        on-session-end hooks made after the task loop; those rows have ``conversation_id``
+        null and name their ``session_id``.
+        """
+        if self._index is None or not self._index.session_usage:
+            return {}
+        from ..frames import usage_table  # the frame builder's own rows (frames imports the sources)
+
+        return {"usage": usage_table(self.name, [inference_row(inf) for _trace, inf in self._index.session_usage])}
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""

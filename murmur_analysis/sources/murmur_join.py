@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from .base import GrowthRow, UsageRow
 from .murmur_trace import Inference, Task
 
-__all__ = ["Join", "ms_of"]
+__all__ = ["Join", "inference_row", "ms_of"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -33,6 +33,12 @@ def ms_of(at: datetime | None) -> int | None:
     return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
+def inference_row(inf: Inference, message_id: str | None = None, seq: int | None = None) -> UsageRow:
+    """The usage row of one ``inference`` (``message_id``/``seq``: the message it answered)."""
+    return UsageRow(inf.usage, message_id, seq, inf.model, inf.provider, inf.at, found_in="trace",
+                    accounting=inf.api.accounting.family, provider_source=inf.api.source, session_id=inf.session_id)
+
+
 class Join:
     """Trace facts joined to one record's entries while they stream, in position order.
 
@@ -46,7 +52,10 @@ class Join:
     3. hook-made inferences (``origin`` set) answer no record message; in a record whose
        front retention dropped, rule 2 is not applied to tasks that began before the drop.
 
-    Compactions are placed after the last message minted at or before them.
+    Compactions are placed after the last message minted at or before them. Their
+    ``tokens_before``/``tokens_after`` are murmur's own cl100k estimates of the prompt, not
+    provider counts: they stay in those columns, and ``context_tokens`` (a provider unit) is
+    left null on compaction rows.
     """
 
     def __init__(self, tasks: Sequence[Task], cutoff_ms: int | None) -> None:
@@ -109,7 +118,7 @@ class Join:
         for task in self.tasks:
             for inf in task.inferences:
                 msg_id, seq = self.joined.get(inf.index, (None, None))
-                rows.append(UsageRow(inf.usage, msg_id, seq, inf.model, inf.provider, inf.at, found_in="trace"))
+                rows.append(inference_row(inf, msg_id, seq))
         return rows
 
     def growth_rows(self) -> list[GrowthRow]:
@@ -122,7 +131,6 @@ class Join:
                     position=position if position is not None else 0,
                     event="compaction",
                     messages=(position + 1) if position is not None else 0,
-                    context_tokens=comp.tokens_after,
                     at=comp.at,
                     tokens_before=comp.tokens_before,
                     tokens_after=comp.tokens_after,

@@ -32,7 +32,8 @@ from typing import Any
 
 import orjson
 
-from ..model import Usage
+from ..model import Usage, read_counter
+from ..providers import Resolved, resolve
 from .base import Diagnostics, ToolMeta
 
 __all__ = [
@@ -41,9 +42,8 @@ __all__ = [
     "Retention",
     "Task",
     "TraceIndex",
-    "cache_in_input",
+    "api_of",
     "discover",
-    "provider_of",
     "read_jsonl",
     "trace_files",
     "usage_of",
@@ -72,73 +72,46 @@ def _at(ms: int | None) -> datetime | None:
 # Providers and token normalization
 
 
-_PROVIDER_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("anthropic", "anthropic"),
-    ("claude", "anthropic"),
-    ("openai", "openai"),
-    ("gpt", "openai"),
-    ("chatgpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
-    ("google", "google"),
-    ("gemini", "google"),
-    ("vertex", "google"),
-)
+def api_of(event: dict[str, Any], model: str | None) -> Resolved:
+    """The API an ``inference`` was served through (:func:`murmur_analysis.providers.resolve`).
 
-
-def provider_of(model: str | None) -> str | None:
-    """The provider a murmur model string names, or ``None`` when it cannot be told.
-
-    murmur records the model (``session_start.model``, or ``inference.model`` on hook-made
-    calls) but not the provider. A ``provider/model`` form names it outright; otherwise the
-    model family does (``claude-*`` is Anthropic, ``gpt-*``/``o1``/``o3``/``o4`` OpenAI,
-    ``gemini-*`` Google).
+    An event's own ``provider`` decides when the runtime wrote one; else the driver route a
+    ``provider/model`` string names (``openrouter/anthropic/claude-sonnet-4`` is spoken over
+    OpenRouter's OpenAI API, whatever model it serves); else a guess from the model name.
     """
-    if not model:
-        return None
-    name = model.strip().lower()
-    head, sep, tail = name.partition("/")
-    candidates = (head, tail) if sep else (name,)
-    for candidate in candidates:
-        for prefix, provider in _PROVIDER_PREFIXES:
-            if candidate.startswith(prefix):
-                return provider
-    if "claude" in name:
-        return "anthropic"
-    if "gemini" in name:
-        return "google"
-    return None
+    api = _str(event.get("provider"))
+    if api is None and model is not None and "/" in model:
+        api = model.split("/", 1)[0]
+    return resolve(api, model)
 
 
-def cache_in_input(provider: str | None) -> bool:
-    """Whether a murmur ``input_tokens_actual`` already contains the cached slices.
-
-    A murmur driver reports the provider's own prompt counter unchanged (murmur docs,
-    ``reference/wit-interfaces.md``, "Reported token usage"): Anthropic's ``input_tokens``
-    excludes ``cache_read_input_tokens`` and ``cache_creation_input_tokens``; OpenAI's
-    ``prompt_tokens`` includes ``cached_tokens``. Every provider but Anthropic is read the
-    OpenAI way, because murmur's non-Anthropic drivers speak the OpenAI shapes.
-    """
-    return provider != "anthropic"
-
-
-def usage_of(event: dict[str, Any], provider: str | None) -> Usage:
+def usage_of(event: dict[str, Any], resolved: Resolved) -> Usage:
     """The normalized usage of one ``inference`` event.
 
-    Provider counters (``input_tokens_actual``, ``output_tokens_actual``, ``cached_tokens``,
-    ``cache_write_tokens``) fill the normalized columns; the runtime's estimates
-    (``input_tokens``, ``output_tokens``) go to ``estimated_*``. Absent counters stay ``None``.
+    A murmur driver passes the provider's own counters through unchanged (murmur docs,
+    ``reference/wit-interfaces.md``, "Reported token usage"): ``input_tokens_actual`` is the
+    API's prompt counter (Anthropic's excludes the cache slices, OpenAI's holds the cached
+    one), ``output_tokens_actual`` its output counter, which holds any reasoning (murmur
+    reports no split). The runtime's estimates (``input_tokens``, ``output_tokens``) go to
+    ``estimated_*``. Absent counters stay ``None``; a counter of the wrong type is a problem.
     """
+    problems: list[str] = []
+
+    def counter(name: str) -> int | None:
+        return read_counter(event.get(name), name, problems)
+
+    acct = resolved.accounting
     return Usage.normalize(
-        input_tokens=_int(event.get("input_tokens_actual")),
-        output_tokens=_int(event.get("output_tokens_actual")),
-        cache_read_tokens=_int(event.get("cached_tokens")),
-        cache_write_tokens=_int(event.get("cache_write_tokens")),
-        cache_in_input=cache_in_input(provider),
+        input_tokens=counter("input_tokens_actual"),
+        output_tokens=counter("output_tokens_actual"),
+        cache_read_tokens=counter("cached_tokens"),
+        cache_write_tokens=counter("cache_write_tokens"),
+        cache_in_input=acct.cache_in_input,
         reasoning_in_output=False,
-        estimated_input_tokens=_int(event.get("input_tokens")),
-        estimated_output_tokens=_int(event.get("output_tokens")),
+        cache_write_slice=acct.cache_write_slice,
+        estimated_input_tokens=counter("input_tokens"),
+        estimated_output_tokens=counter("output_tokens"),
+        problems=problems,
     )
 
 
@@ -156,9 +129,10 @@ class Inference:
         at_ms: the event's timestamp (Unix ms).
         usage: the normalized counters.
         model: the model that answered (the session's, or the event's own for a hook call).
-        provider: the provider :func:`provider_of` reads from the model.
+        api: the API it went through (:func:`api_of`).
         hook: whether a hook made the call (``origin`` present): it answers no record message.
         message_ids: the record ids the request embedded, in order, when the trace says.
+        session_id: the session that made the call.
     """
 
     index: int
@@ -166,9 +140,15 @@ class Inference:
     at_ms: int | None
     usage: Usage
     model: str | None
-    provider: str | None
+    api: Resolved
     hook: bool
     message_ids: tuple[str, ...] | None
+    session_id: str | None = None
+
+    @property
+    def provider(self) -> str | None:
+        """The API family its counters were read by, when something told."""
+        return self.api.family
 
     @property
     def at(self) -> datetime | None:
@@ -331,6 +311,8 @@ class TraceIndex:
         self.settle_seconds = settle_seconds
         self.tasks: dict[str, list[Task]] = {}
         self.retentions: list[Retention] = []
+        self.session_usage: list[tuple[str, Inference]] = []
+        self.claimed: set[tuple[str, str]] = set()
         self.traces: list[str] = []
         self._inferences = 0
         self._seen: set[str] = set()
@@ -347,16 +329,28 @@ class TraceIndex:
             tasks.sort(key=lambda t: (t.start_ms is None, t.start_ms or 0))
         return self
 
+    def claim(self, records: Iterable[tuple[str, str]]) -> None:
+        """Name every ``(record, context id)`` being loaded, before :meth:`for_record` is asked."""
+        self.claimed.update(records)
+
     def for_record(self, record: str, context_id: str) -> list[Task]:
         """The tasks of one record, oldest first.
 
-        Tasks are joined on ``task_start.context_id == <context-id>``. When sessions of several
-        capsules used the same context id, those whose ``capsule_name`` equals ``<record>`` (the
-        default record store) are preferred.
+        A task appends to exactly one record, ``<record store>/<context-id>``, and the store
+        defaults to the session's capsule name; so tasks are joined on
+        ``task_start.context_id == <context-id>`` and ``capsule_name == <record>``. A task whose
+        capsule names no loaded record of that context id (a store set to another name, a
+        capsule not known) goes to the one loaded record of its context id that no task names,
+        and to none when there are several such records: a task is counted in one conversation
+        at most.
         """
         tasks = self.tasks.get(context_id, [])
         own = [t for t in tasks if t.capsule == record]
-        return own if own and len(own) != len(tasks) else tasks
+        if own:
+            return own
+        siblings = {r for r, c in self.claimed if c == context_id} | {record}
+        fallbacks = [r for r in siblings if not any(t.capsule == r for t in tasks)]
+        return [t for t in tasks if t.capsule not in siblings] if fallbacks == [record] else []
 
     def add(self, trace: Path) -> None:
         """Read one trace (and the compaction summaries beside it)."""
@@ -377,8 +371,8 @@ class TraceIndex:
             tid = _str(event.get("task_id"))
             if tid is not None and tid in by_id:
                 return by_id[tid]
-            if current is not None and tid is None:
-                return current
+            if tid is None:
+                return current  # murmur writes task_id null when no task is in scope
             ctx = session_ctx
             if ctx is None:
                 return None
@@ -413,10 +407,12 @@ class TraceIndex:
             if kind == "task_end":
                 if task is not None:
                     task.end_ms = ts
+                if task is current:
+                    current = None  # events after it with no task_id are in no task
             elif kind == "inference":
                 hook = ev.get("origin") is not None
                 model = _str(ev.get("model")) or session_model
-                provider = _str(ev.get("provider")) or provider_of(model)
+                api = api_of(ev, model)
                 raw_ids = ev.get("message_ids")
                 ids = (
                     tuple(i for i in raw_ids if isinstance(i, str))
@@ -424,14 +420,15 @@ class TraceIndex:
                     else None
                 )
                 inference = Inference(
-                    self._inferences, _int(ev.get("turn")), ts, usage_of(ev, provider), model, provider, hook,
-                    ids or None,
+                    self._inferences, _int(ev.get("turn")), ts, usage_of(ev, api), model, api, hook,
+                    ids or None, session_id,
                 )
                 self._inferences += 1
                 inferences.append(inference)
                 if task is None:
-                    self.diagnostics.report(trace, "unjoinable_event",
-                                            f"line {number}: inference names no task with a context id", number)
+                    # No task in scope (task_id null outside the task loop, as the on-session-end
+                    # hooks' calls are): the spend is the session's, not any conversation's.
+                    self.session_usage.append((path, inference))
                     continue
                 task.inferences.append(inference)
             elif kind == "tool_call":
