@@ -1,0 +1,325 @@
+"""Cost: the ``usage`` counters priced with genai-prices (offline) and the user's own prices.
+
+`genai-prices <https://pypi.org/project/genai-prices/>`_ ships its price table inside the
+package, so pricing never reaches the network. Its counters nest: its ``input_tokens`` is the
+whole prompt, cache reads and cache writes being slices of it, and its ``output_tokens`` holds
+the reasoning slice. Our normalized counters (``docs/tokens.md``) map onto it as::
+
+    genai-prices input_tokens             = input_tokens + cache_read_tokens + cache_write_tokens
+    genai-prices cache_read_tokens        = cache_read_tokens
+    genai-prices cache_write_tokens       = cache_write_tokens
+    genai-prices output_tokens            = output_tokens + reasoning_tokens
+    genai-prices output_reasoning_tokens  = reasoning_tokens
+
+A slice a runtime did not report (a null cache or reasoning counter) is inside the counter it
+belongs to, as the normalization puts it there, so it is priced as that counter. A response
+whose ``input_tokens`` or ``output_tokens`` is null, or whose model no price matches, has a
+null cost, never 0; each model that cannot be priced gets one ``diagnostics`` row.
+
+Within one price period and one long-context tier, genai-prices' cost is linear in the
+counters, so each (model price, tier) is asked a handful of times for its per-token rates, and
+every row is priced with those rates.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from .diagnostics import Diagnostic
+from .errors import PriceError
+
+__all__ = ["PRICE_KEYS", "SLICES", "Pricer", "Prices", "price_data_version", "price_tables", "sum_costs"]
+
+#: The price keys a user price may set, in USD per million tokens (genai-prices' names).
+PRICE_KEYS = ("input_mtok", "cache_read_mtok", "cache_write_mtok", "output_mtok")
+
+#: User prices: ``{model id: {price key: USD per million tokens}}``, or a CSV file with a
+#: ``model`` column and one column per price key.
+Prices = Mapping[str, Mapping[str, Any]] | str | os.PathLike[str]
+
+#: The cost columns of ``usage``, in schema order, and the counter each one prices.
+SLICES = {
+    "input_cost_usd": "input_tokens",
+    "cache_read_cost_usd": "cache_read_tokens",
+    "cache_write_cost_usd": "cache_write_tokens",
+    "output_cost_usd": "output_tokens",
+}
+_ZERO = Decimal(0)
+
+
+def _genai_version() -> str:
+    from importlib.metadata import version
+
+    return version("genai-prices")
+
+
+def price_data_version(prices: Prices | None = None) -> str:
+    """The version of the price data costs are computed from (for stamping exports).
+
+    Args:
+        prices: the user prices given to ``ma.load``, if any.
+
+    Returns:
+        ``"genai-prices <version>"``, followed by ``"+user:<sha256 prefix>"`` of the user prices
+        when there are any.
+    """
+    stamp = f"genai-prices {_genai_version()}"
+    if prices is not None:
+        table = _user_prices(prices)
+        text = repr(sorted((m, sorted((k, str(v)) for k, v in p.items())) for m, p in table.items()))
+        stamp += f"+user:{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return stamp
+
+
+def _decimal(model: str, key: str, value: Any) -> Decimal:
+    try:
+        number = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise PriceError(f"price {key} of {model!r} is not a number: {value!r}",
+                         hint="give USD per million tokens, e.g. 3 or 0.25") from None
+    if not number.is_finite() or number < 0:
+        raise PriceError(f"price {key} of {model!r} must be a finite number >= 0, not {value!r}")
+    return number
+
+
+def _user_prices(prices: Prices) -> dict[str, dict[str, Decimal]]:
+    if isinstance(prices, Mapping):
+        rows: Iterable[tuple[str, Mapping[str, Any]]] = prices.items()
+    else:
+        path = Path(os.path.expanduser(os.fspath(prices)))
+        if not path.is_file():
+            raise PriceError(f"no price file at {path}", hint="pass a CSV path or a mapping as prices=")
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            if "model" not in (reader.fieldnames or ()):
+                raise PriceError(f"{path} has no 'model' column",
+                                 hint=f"columns: model, {', '.join(PRICE_KEYS)} (USD per million tokens)")
+            rows = [(r.pop("model") or "", {k: v for k, v in r.items() if v not in (None, "")}) for r in reader]
+    table: dict[str, dict[str, Decimal]] = {}
+    for model, keys in rows:
+        unknown = set(keys) - set(PRICE_KEYS)
+        if unknown:
+            raise PriceError(f"unknown price key(s) {', '.join(sorted(unknown))} for {model!r}",
+                             hint=f"valid keys: {', '.join(PRICE_KEYS)} (USD per million tokens)")
+        if not model or "input_mtok" not in keys or "output_mtok" not in keys:
+            raise PriceError(f"the price of {model!r} needs a model id, input_mtok and output_mtok")
+        table[model.lower()] = {k: _decimal(model, k, v) for k, v in keys.items()}
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    """USD per token of each slice within one tier, and the per-response fee."""
+
+    upto: int | None  # the tier holds prompts of at most this many tokens (None: no limit)
+    input: float
+    cache_read: float
+    cache_write: float
+    output: float
+    reasoning: float
+    fee: float
+
+
+def _tier_starts(model_price: Any) -> list[int]:
+    from genai_prices.types import TieredPrices
+
+    starts = {t.start for v in vars(model_price).values() if isinstance(v, TieredPrices) for t in v.tiers}
+    return sorted(starts)
+
+
+def _rates(model_price: Any) -> list[_Rates]:
+    """Ask genai-prices for the rates of every tier of one model price (its one calculation rule)."""
+    from genai_prices import Usage
+
+    def cost(u: int = 0, r: int = 0, w: int = 0, o: int = 0, z: int = 0) -> Decimal:
+        usage = Usage(input_tokens=u + r + w, cache_read_tokens=r, cache_write_tokens=w,
+                      output_tokens=o + z, output_reasoning_tokens=z)
+        return Decimal(model_price.calc_price(usage)["total_price"])
+
+    out: list[_Rates] = []
+    bounds = [0, *_tier_starts(model_price)]
+    for i, low in enumerate(bounds):
+        upto = bounds[i + 1] if i + 1 < len(bounds) else None
+        t0 = low + 1  # a prompt size inside this tier (a tier applies above its start)
+        base = cost(u=t0)
+        per_input = cost(u=t0 + 1) - base
+        fee = base - per_input * t0
+        out.append(_Rates(
+            upto,
+            float(per_input),
+            float((cost(r=t0) - fee) / t0),
+            float((cost(w=t0) - fee) / t0),
+            float(cost(u=t0, o=1) - base),
+            float(cost(u=t0, z=1) - base),
+            float(fee),
+        ))
+    return out
+
+
+@cache
+def _lookup(model: str, provider: str | None) -> Any | None:
+    """The genai-prices ``ModelInfo`` of a model id, or None.
+
+    The one rule: a recorded provider genai-prices knows decides, and the model must be priced
+    there; otherwise a ``provider/`` prefix of the model id naming a known provider decides;
+    otherwise genai-prices matches the model id against every provider's models.
+    """
+    from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
+
+    snapshot = get_snapshot()
+    ref = model.lower()
+    attempts: list[tuple[str, str | None]] = []
+    if provider and find_provider_by_id(snapshot.providers, provider):
+        attempts.append((ref, provider))
+    else:
+        prefix, _, rest = ref.partition("/")
+        if rest and find_provider_by_id(snapshot.providers, prefix):
+            attempts.append((rest, prefix))
+        attempts.append((ref, None))
+    for ref_, provider_id in attempts:
+        try:
+            return snapshot.find_provider_model(ref_, None, provider_id, None)[1]
+        except LookupError:
+            continue
+    return None
+
+
+class Pricer:
+    """Prices usage rows: genai-prices' table, overridden or extended by user prices.
+
+    Args:
+        prices: user prices (see :data:`Prices`); a model named there is priced with them,
+            whatever the provider.
+    """
+
+    def __init__(self, prices: Prices | None = None) -> None:
+        self.user = {} if prices is None else _user_prices(prices)
+        self.version = price_data_version(prices)
+        self._rates: dict[int, tuple[Any, list[_Rates]]] = {}
+        self._user_prices: dict[str, Any] = {}
+
+    def _model_price(self, model: str, provider: str | None, at: datetime | None) -> Any | None:
+        key = model.lower()
+        if key in self.user:
+            if key not in self._user_prices:
+                from genai_prices.types import ModelPrice
+
+                self._user_prices[key] = ModelPrice(**self.user[key])
+            return self._user_prices[key]
+        info = _lookup(model, provider)
+        # A response with no time is priced at the prices in force now (genai-prices' default).
+        return None if info is None else info.get_prices(at or datetime.now(UTC))
+
+    def rates(self, model: str, provider: str | None, at: datetime | None, prompt: int) -> _Rates | None:
+        """The per-token rates for one response, or None when no price matches its model."""
+        model_price = self._model_price(model, provider, at)
+        if model_price is None:
+            return None
+        entry = self._rates.get(id(model_price))
+        if entry is None:
+            entry = self._rates[id(model_price)] = (model_price, _rates(model_price))
+        for tier in entry[1]:
+            if tier.upto is None or prompt <= tier.upto:
+                return tier
+        raise AssertionError("the last tier has no upper bound")
+
+    def price(self, usage: pa.Table) -> tuple[dict[str, pa.Array], list[Diagnostic]]:
+        """The cost columns for a ``usage`` table, and one diagnostic per unpriced model.
+
+        Returns:
+            ``cost_usd`` and each of :data:`SLICES` as float64 arrays (null where unknown), and
+            the diagnostics.
+        """
+        cols = {name: usage.column(name).to_pylist() for name in (
+            "model", "provider", "created_at", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+            "output_tokens", "reasoning_tokens", "input_total_tokens")}
+        out: dict[str, list[float | None]] = {name: [] for name in ("cost_usd", *SLICES)}
+        unpriced: dict[str | None, int] = {}
+        for model, provider, at, u, r, w, o, z, total in zip(*cols.values(), strict=True):
+            rates = None if model is None else self.rates(model, provider, at, total or (u or 0) + (r or 0) + (w or 0))
+            if rates is None:
+                unpriced[model] = unpriced.get(model, 0) + 1
+            if rates is None or u is None or o is None or u < 0:
+                for values in out.values():
+                    values.append(None)
+                continue
+            parts = (u * rates.input, None if r is None else r * rates.cache_read,
+                     None if w is None else w * rates.cache_write, o * rates.output + (z or 0) * rates.reasoning)
+            for name, part in zip(SLICES, parts, strict=True):
+                out[name].append(part)
+            out["cost_usd"].append(sum(p for p in parts if p is not None) + rates.fee)
+        arrays = {name: pa.array(values, pa.float64()) for name, values in out.items()}
+        return arrays, list(self._diagnostics(unpriced))
+
+    def _diagnostics(self, unpriced: Mapping[str | None, int]) -> Iterator[Diagnostic]:
+        for model in sorted(unpriced, key=lambda m: (m is None, m or "")):
+            name = "(no model)" if model is None else model
+            yield Diagnostic(
+                "pricing", name, None, "unpriced_model",
+                f"{self.version} has no price for model {name!r}; its responses have a null cost_usd "
+                "(add it with ma.load(..., prices={model: {'input_mtok': ..., 'output_mtok': ...}}))",
+            )
+
+
+def sum_costs(costs: Iterable[float | None]) -> tuple[float | None, int]:
+    """The one rule for adding costs up: ``(sum of the known costs, how many are unknown)``.
+
+    The sum is null when no cost is known (never 0 for unknown); a non-zero count beside a sum
+    says the sum is a lower bound.
+    """
+    total: float | None = None
+    unknown = 0
+    for cost in costs:
+        if cost is None:
+            unknown += 1
+        else:
+            total = cost if total is None else total + cost
+    return total, unknown
+
+
+def price_tables(tables: dict[str, pa.Table], prices: Prices | None = None) -> dict[str, pa.Table]:
+    """Fill the cost columns of ``usage`` and ``conversations``; add diagnostics for unpriced models.
+
+    Args:
+        tables: every table, as the frame builder finished them (cost columns null).
+        prices: user prices (see :data:`Prices`).
+
+    Returns:
+        The same tables with ``usage`` costs, ``conversations.cost_usd`` /
+        ``unpriced_responses`` (by :func:`sum_costs`) and the diagnostics rows.
+    """
+    pricer = Pricer(prices)
+    usage = tables["usage"]
+    columns, diagnostics = pricer.price(usage)
+    for name, array in columns.items():
+        usage = usage.set_column(usage.schema.get_field_index(name), usage.schema.field(name), array)
+    per_conversation: dict[tuple[str, str], list[float | None]] = {}
+    keys = zip(usage.column("source").to_pylist(), usage.column("conversation_id").to_pylist(), strict=True)
+    for key, cost in zip(keys, columns["cost_usd"].to_pylist(), strict=True):
+        per_conversation.setdefault(key, []).append(cost)
+    conv = tables["conversations"]
+    keys = zip(conv.column("source").to_pylist(), conv.column("conversation_id").to_pylist(), strict=True)
+    sums = [sum_costs(per_conversation.get(key, ())) for key in keys]
+    conv_cost = pa.array([total for total, _ in sums], pa.float64())
+    conv_unpriced = pa.array([unknown for _, unknown in sums], pa.int64())
+    for name, array in (("cost_usd", conv_cost), ("unpriced_responses", conv_unpriced)):
+        conv = conv.set_column(conv.schema.get_field_index(name), conv.schema.field(name), array)
+    out = dict(tables, usage=usage, conversations=conv)
+    if diagnostics:
+        diag = tables["diagnostics"]
+        rows = pa.Table.from_pylist(
+            [{"source": d.source, "path": d.path, "line": d.line, "kind": d.kind, "detail": d.detail}
+             for d in diagnostics], schema=diag.schema)
+        out["diagnostics"] = pa.concat_tables([diag, rows])
+    return out
