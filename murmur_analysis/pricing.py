@@ -17,8 +17,8 @@ whose ``input_tokens`` or ``output_tokens`` is null, or whose model no price mat
 null cost, never 0; each model that cannot be priced gets one ``diagnostics`` row.
 
 Within one price period and one long-context tier, genai-prices' cost is linear in the
-counters, so each (model price, tier) is asked a handful of times for its per-token rates, and
-every row is priced with those rates.
+counters, so each (model price, tier) is asked a handful of times for its per-token rates
+(exact decimals), and every row is priced with those rates, then given as a float.
 """
 
 from __future__ import annotations
@@ -123,12 +123,12 @@ class _Rates:
     """USD per token of each slice within one tier, and the per-response fee."""
 
     upto: int | None  # the tier holds prompts of at most this many tokens (None: no limit)
-    input: float
-    cache_read: float
-    cache_write: float
-    output: float
-    reasoning: float
-    fee: float
+    input: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    output: Decimal
+    reasoning: Decimal
+    fee: Decimal
 
 
 def _tier_starts(model_price: Any) -> list[int]:
@@ -157,12 +157,12 @@ def _rates(model_price: Any) -> list[_Rates]:
         fee = base - per_input * t0
         out.append(_Rates(
             upto,
-            float(per_input),
-            float((cost(r=t0) - fee) / t0),
-            float((cost(w=t0) - fee) / t0),
-            float(cost(u=t0, o=1) - base),
-            float(cost(u=t0, z=1) - base),
-            float(fee),
+            per_input,
+            (cost(r=t0) - fee) / t0,
+            (cost(w=t0) - fee) / t0,
+            cost(u=t0, o=1) - base,
+            cost(u=t0, z=1) - base,
+            fee,
         ))
     return out
 
@@ -257,8 +257,8 @@ class Pricer:
             parts = (u * rates.input, None if r is None else r * rates.cache_read,
                      None if w is None else w * rates.cache_write, o * rates.output + (z or 0) * rates.reasoning)
             for name, part in zip(SLICES, parts, strict=True):
-                out[name].append(part)
-            out["cost_usd"].append(sum(p for p in parts if p is not None) + rates.fee)
+                out[name].append(None if part is None else float(part))
+            out["cost_usd"].append(float(sum((p for p in parts if p is not None), rates.fee)))
         arrays = {name: pa.array(values, pa.float64()) for name, values in out.items()}
         return arrays, list(self._diagnostics(unpriced))
 
