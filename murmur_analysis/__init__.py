@@ -37,7 +37,10 @@ from .sources.base import Source
 from .sources.litany import assemble_commit
 
 if TYPE_CHECKING:
-    from . import metrics, pricing, reports, widgets
+    from . import metrics as metrics
+    from . import pricing as pricing
+    from . import reports as reports
+    from . import widgets as widgets
 
 __version__ = "0.1.0"
 

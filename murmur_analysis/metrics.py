@@ -14,9 +14,8 @@ or ``error``). Unanswered calls have no outcome and are counted apart; results w
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -111,7 +110,7 @@ def _empty(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataF
     return arrow_frame(pd.DataFrame(out))
 
 
-def _null_sum(grouped: pd.core.groupby.DataFrameGroupBy, column: str) -> pd.Series:  # type: ignore[type-arg]
+def _null_sum(grouped: Any, column: str) -> pd.Series:
     out: pd.Series = grouped[column].sum(min_count=1)
     return out
 
@@ -253,9 +252,8 @@ def tool_error_rates(
     answered = out["answered"].to_numpy()
     out["error_rate"] = np.where(answered > 0, out["errors"] / np.maximum(answered, 1), np.nan)
     out["ci_low"], out["ci_high"] = wilson_interval(out["errors"].to_numpy(), answered, confidence)
-    quantiles = grouped["duration_ms"].quantile([0.5, 0.95]).unstack()
-    out["p50_ms"] = quantiles[0.5].reindex(out.index) if not quantiles.empty else math.nan
-    out["p95_ms"] = quantiles[0.95].reindex(out.index) if not quantiles.empty else math.nan
+    out["p50_ms"] = grouped["duration_ms"].quantile(0.5).reindex(out.index)
+    out["p95_ms"] = grouped["duration_ms"].quantile(0.95).reindex(out.index)
     return arrow_frame(out.reset_index()[columns])
 
 
@@ -270,19 +268,24 @@ def orphan_drops(data: Corpus | pd.DataFrame) -> pd.DataFrame:
         distinct orphan ids, and ``disagree``: ids one side names and the other does not.
     """
     orphans = _frame(data, "orphans")
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for (source, conv), group in orphans.groupby(["source", "conversation_id"], observed=True, sort=True):
         found = {kind: set(g["tool_use_id"]) for kind, g in group.groupby("found_by", observed=True)}
         assembly, record = found.get("assembly", set()), found.get("record", set())
         disagree = len(assembly ^ record) if "record" in found else 0
         rows.append((source, conv, len(assembly), len(record), disagree))
     table = pa.table(
-        list(zip(*rows, strict=True)) if rows else [[], [], [], [], []],
+        [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(5)],
         schema=pa.schema([("source", pa.string()), ("conversation_id", pa.string()), ("assembly", pa.int64()),
                           ("record", pa.int64()), ("disagree", pa.int64())]),
     )
     out: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
     return out
+
+
+def _last_known(values: pd.Series) -> Any:
+    known = values.dropna()
+    return known.iloc[-1] if len(known) else None
 
 
 def growth(data: Corpus | pd.DataFrame) -> pd.DataFrame:
@@ -311,7 +314,7 @@ def growth(data: Corpus | pd.DataFrame) -> pd.DataFrame:
     out["messages"] = grouped["messages"].last()
     out["chars"] = grouped["chars"].last()
     out["peak_context_tokens"] = grouped["context_tokens"].max()
-    out["last_context_tokens"] = grouped["context_tokens"].agg(lambda s: s.dropna().iloc[-1] if s.notna().any() else None)
+    out["last_context_tokens"] = grouped["context_tokens"].agg(_last_known)
     out["compactions"] = grouped["is_compaction"].sum()
     out["compacted_tokens"] = _null_sum(grouped, "removed")
     return arrow_frame(out.reset_index()[columns])

@@ -97,7 +97,7 @@ def table_text(report: Report) -> str:
     header = [_HEADERS.get(c, c) for c in columns]
     right = [c in frame and _numeric(frame, c) and c not in report.keys for c in columns]
     rows: list[list[str]] = []
-    parts: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    parts: dict[tuple[Any, ...], list[dict[Any, Any]]] = {}
     if detail is not None:
         for rec in detail.to_dict("records"):
             parts.setdefault(tuple(rec[k] for k in report.keys), []).append(rec)

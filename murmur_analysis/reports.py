@@ -193,7 +193,7 @@ def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _record(row: dict[str, Any]) -> dict[str, Any]:
+def _record(row: dict[Any, Any]) -> dict[str, Any]:
     """A spend row as JSON: token counters nested under ``tokens``."""
     out = {k: _plain(v) for k, v in row.items() if k not in TOKEN_KINDS}
     if any(k in row for k in TOKEN_KINDS):
