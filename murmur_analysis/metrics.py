@@ -81,7 +81,7 @@ def periods(times: pd.Series, freq: Freq, tz: str = "UTC") -> pd.Series:
         raise ValueError(f"freq must be 'D', 'W' or 'MS', not {freq!r}")
     local = times.astype("datetime64[us, UTC]").dt.tz_convert(tz).dt.tz_localize(None).dt.normalize()
     if freq == "W":
-        local = local - pd.to_timedelta(local.dt.weekday, unit="D")
+        local = local - pd.to_timedelta(local.dt.day_of_week, unit="D")
     elif freq == "MS":
         local = local - pd.to_timedelta(local.dt.day - 1, unit="D")
     days = pa.array(local.to_numpy(dtype="datetime64[us]"), from_pandas=True).cast(pa.date32())
@@ -200,8 +200,9 @@ def wilson_interval(errors: np.ndarray, n: np.ndarray, confidence: float = 0.95)
         denominator = 1 + z * z / m
         centre = (p + z * z / (2 * m)) / denominator
         half = z / denominator * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m))
-    low = np.where(m > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
-    high = np.where(m > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    # At 0 and at n the bound is exactly 0 or 1 (the formula leaves rounding noise there).
+    low = np.where(m > 0, np.where(k == 0, 0.0, np.clip(centre - half, 0.0, 1.0)), np.nan)
+    high = np.where(m > 0, np.where(k == m, 1.0, np.clip(centre + half, 0.0, 1.0)), np.nan)
     return low, high
 
 
