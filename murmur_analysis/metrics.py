@@ -85,7 +85,7 @@ def periods(times: pd.Series, freq: Freq, tz: str = "UTC") -> pd.Series:
     elif freq == "MS":
         local = local - pd.to_timedelta(local.dt.day - 1, unit="D")
     days = pa.array(local.to_numpy(dtype="datetime64[us]"), from_pandas=True).cast(pa.date32())
-    return pd.Series(days.to_pandas(types_mapper=pd.ArrowDtype), index=times.index, name="period")
+    return pd.Series(pd.arrays.ArrowExtensionArray(days), index=times.index, name="period")
 
 
 def _grouped(frame: pd.DataFrame, by: By, freq: Freq | None, tz: str, time: str) -> tuple[pd.DataFrame, list[str]]:

@@ -61,4 +61,5 @@ class ProgressBar:
     def close(self) -> None:
         """Fill the bar (whatever no conversation was read from is done too) and remove it."""
         self._bar.update(self._bar.total - self._bar.n)
+        self._bar.refresh()  # draw the full bar even when the load ended within tqdm's redraw interval
         self._bar.close()
