@@ -146,7 +146,7 @@ def test_progress_true_shows_a_bar(samples: Path, capsys: pytest.CaptureFixture[
 
 
 def test_a_forced_source_that_finds_nothing_says_what_the_path_looks_like(samples: Path) -> None:
-    with pytest.raises(ma.SourceError, match="found no conversations .* looks like a flexigpt source"):
+    with pytest.raises(ma.SourceError, match=r"found no conversations .* looks like a flexigpt source"):
         ma.load(samples / "flexigpt", source="litany")
 
 
