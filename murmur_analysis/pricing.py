@@ -17,8 +17,8 @@ whose ``input_tokens`` or ``output_tokens`` is null, or whose model no price mat
 null cost, never 0; each model that cannot be priced gets one ``diagnostics`` row.
 
 Within one price period and one long-context tier, genai-prices' cost is linear in the
-counters, so each (model price, tier) is asked a handful of times for its per-token rates
-(exact decimals), and every row is priced with those rates, then given as a float.
+counters, so each (model price, tier) is asked a handful of times for its per-token rates, and
+the rows are priced as arrays with those rates.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from .diagnostics import Diagnostic
@@ -209,7 +210,8 @@ class Pricer:
         self._rates: dict[int, tuple[Any, list[_Rates]]] = {}
         self._user_prices: dict[str, Any] = {}
 
-    def _model_price(self, model: str, provider: str | None, at: datetime | None) -> Any | None:
+    def _priced_by(self, model: str, provider: str | None) -> Any | None:
+        """A user ``ModelPrice``, a genai-prices ``ModelInfo`` (prices by time), or None."""
         key = model.lower()
         if key in self.user:
             if key not in self._user_prices:
@@ -217,19 +219,25 @@ class Pricer:
 
                 self._user_prices[key] = ModelPrice(**self.user[key])
             return self._user_prices[key]
-        info = _lookup(model, provider)
-        # A response with no time is priced at the prices in force now (genai-prices' default).
-        return None if info is None else info.get_prices(at or datetime.now(UTC))
+        return _lookup(model, provider)
+
+    def _tiers(self, model_price: Any) -> list[_Rates]:
+        entry = self._rates.get(id(model_price))
+        if entry is None:  # keep the price object alive so its id is not reused
+            entry = self._rates[id(model_price)] = (model_price, _rates(model_price))
+        return entry[1]
 
     def rates(self, model: str, provider: str | None, at: datetime | None, prompt: int) -> _Rates | None:
-        """The per-token rates for one response, or None when no price matches its model."""
-        model_price = self._model_price(model, provider, at)
-        if model_price is None:
+        """The per-token rates for one response, or None when no price matches its model.
+
+        A response with no time is priced at the prices in force now (genai-prices' default).
+        """
+        priced_by = self._priced_by(model, provider)
+        if priced_by is None:
             return None
-        entry = self._rates.get(id(model_price))
-        if entry is None:
-            entry = self._rates[id(model_price)] = (model_price, _rates(model_price))
-        for tier in entry[1]:
+        model_price = priced_by if not hasattr(priced_by, "get_prices") else priced_by.get_prices(
+            at or datetime.now(UTC))
+        for tier in self._tiers(model_price):
             if tier.upto is None or prompt <= tier.upto:
                 return tier
         raise AssertionError("the last tier has no upper bound")
@@ -237,29 +245,60 @@ class Pricer:
     def price(self, usage: pa.Table) -> tuple[dict[str, pa.Array], list[Diagnostic]]:
         """The cost columns for a ``usage`` table, and one diagnostic per unpriced model.
 
+        Rows are grouped by model price and priced as arrays with that price's rates.
+
         Returns:
             ``cost_usd`` and each of :data:`SLICES` as float64 arrays (null where unknown), and
             the diagnostics.
         """
-        cols = {name: usage.column(name).to_pylist() for name in (
-            "model", "provider", "created_at", "input_tokens", "cache_read_tokens", "cache_write_tokens",
-            "output_tokens", "reasoning_tokens", "input_total_tokens")}
-        out: dict[str, list[float | None]] = {name: [] for name in ("cost_usd", *SLICES)}
+        n = usage.num_rows
+        counts = {name: usage.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False) for name in (
+            "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
+            "input_total_tokens")}
+        u, r, w = counts["input_tokens"], counts["cache_read_tokens"], counts["cache_write_tokens"]
+        o, z = counts["output_tokens"], counts["reasoning_tokens"]
+        whole = counts["input_total_tokens"]  # the tier is chosen by the whole prompt
+        prompt = np.where(np.isnan(whole), np.nan_to_num(u) + np.nan_to_num(r) + np.nan_to_num(w), whole)
+        rate_names = ("input", "cache_read", "cache_write", "output", "reasoning", "fee")
+        rates = {name: np.full(n, np.nan) for name in rate_names}
         unpriced: dict[str | None, int] = {}
-        for model, provider, at, u, r, w, o, z, total in zip(*cols.values(), strict=True):
-            rates = None if model is None else self.rates(model, provider, at, total or (u or 0) + (r or 0) + (w or 0))
-            if rates is None:
-                unpriced[model] = unpriced.get(model, 0) + 1
-            if rates is None or u is None or o is None or u < 0:
-                for values in out.values():
-                    values.append(None)
+        keyed = pa.table({"model": usage.column("model"), "provider": usage.column("provider"),
+                          "row": pa.array(np.arange(n, dtype=np.int64))})
+        for group in keyed.group_by(["model", "provider"], use_threads=False).aggregate([("row", "list")]).to_pylist():
+            model, rows = group["model"], np.asarray(group["row_list"], dtype=np.int64)
+            priced_by = None if model is None else self._priced_by(model, group["provider"])
+            if priced_by is None:
+                unpriced[model] = unpriced.get(model, 0) + len(rows)
                 continue
-            parts = (u * rates.input, None if r is None else r * rates.cache_read,
-                     None if w is None else w * rates.cache_write, o * rates.output + (z or 0) * rates.reasoning)
-            for name, part in zip(SLICES, parts, strict=True):
-                out[name].append(None if part is None else float(part))
-            out["cost_usd"].append(float(sum((p for p in parts if p is not None), rates.fee)))
-        arrays = {name: pa.array(values, pa.float64()) for name, values in out.items()}
+            by_price: dict[int, tuple[Any, list[int]]] = {}
+            if hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list):
+                # Prices that changed over time (or by time of day): the price in force at each response.
+                now = datetime.now(UTC)
+                times = usage.column("created_at").take(pa.array(rows)).to_pylist()
+                for row, at in zip(rows.tolist(), times, strict=True):
+                    model_price = priced_by.get_prices(at or now)
+                    by_price.setdefault(id(model_price), (model_price, []))[1].append(row)
+            else:
+                model_price = priced_by.prices if hasattr(priced_by, "get_prices") else priced_by
+                by_price[id(model_price)] = (model_price, rows.tolist())
+            for model_price, members in by_price.values():
+                index = np.asarray(members, dtype=np.int64)
+                tiers = self._tiers(model_price)
+                bounds = np.array([t.upto for t in tiers[:-1]], dtype=np.float64)
+                tier = np.searchsorted(bounds, prompt[index], side="left")
+                for name in rate_names:
+                    rates[name][index] = np.array([float(getattr(t, name)) for t in tiers])[tier]
+        known = ~np.isnan(rates["input"]) & ~np.isnan(u) & ~np.isnan(o) & (np.nan_to_num(u) >= 0)
+        parts = {
+            "input_cost_usd": u * rates["input"],
+            "cache_read_cost_usd": r * rates["cache_read"],
+            "cache_write_cost_usd": w * rates["cache_write"],
+            "output_cost_usd": o * rates["output"] + np.nan_to_num(z) * rates["reasoning"],
+        }
+        total = sum((np.nan_to_num(v) for v in parts.values()), rates["fee"])
+        out = {"cost_usd": total, **parts}
+        arrays = {name: pa.array(np.where(known, values, np.nan), pa.float64(), from_pandas=True)
+                  for name, values in out.items()}
         return arrays, list(self._diagnostics(unpriced))
 
     def _diagnostics(self, unpriced: Mapping[str | None, int]) -> Iterator[Diagnostic]:
