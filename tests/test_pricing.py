@@ -191,3 +191,25 @@ def test_every_sample_response_is_priced_or_named(samples: Path) -> None:
     no_counters = usage.input_tokens.isna() | usage.output_tokens.isna()
     assert (usage.cost_usd.isna() == (usage.model.isin(unpriced) | no_counters)).all()
     assert corpus.price_data_version == price_data_version()
+
+
+row_strategy = st.tuples(st.sampled_from(MODELS), st.integers(0, 400_000), st.integers(0, 300_000),
+                         st.integers(0, 50_000), st.integers(0, 50_000), st.integers(0, 20_000))
+
+
+@given(rows=st.lists(row_strategy, min_size=1, max_size=12))
+def test_a_usage_table_costs_what_genai_prices_says_row_by_row(
+    rows: list[tuple[str, int, int, int, int, int]],
+) -> None:
+    from genai_prices import Usage as GenaiUsage
+    from genai_prices import calc_price
+
+    # Every slice beside the others (cache and reasoning reported apart), as normalized counters keep them.
+    usage_rows = [UsageRow(Usage.normalize(input_tokens=u, cache_read_tokens=r, cache_write_tokens=w, output_tokens=o,
+                                           reasoning_tokens=z, cache_in_input=False, reasoning_in_output=False),
+                           model=m, created_at=T0) for m, u, r, w, o, z in rows]
+    costs = tables(conversation("c", usage_rows))["usage"].column("cost_usd").to_pylist()
+    for (m, u, r, w, o, z), mine in zip(rows, costs, strict=True):
+        theirs = calc_price(GenaiUsage(input_tokens=u + r + w, cache_read_tokens=r, cache_write_tokens=w,
+                                       output_tokens=o + z, output_reasoning_tokens=z), m, genai_request_timestamp=T0)
+        assert mine == pytest.approx(float(theirs.total_price), rel=1e-12, abs=1e-15)
