@@ -12,9 +12,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-from typing import TYPE_CHECKING
+import importlib as _importlib
+import types as _types
+import typing as _typing
 
 from .assembly import Assembled, ToolCall, assemble, drop_orphans, pair_tools, transcript
 from .corpus import ConversationHandle, Corpus, load
@@ -36,7 +36,7 @@ from .model import Entry, Message, Usage
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from . import metrics as metrics
     from . import pricing as pricing
     from . import reports as reports
@@ -49,9 +49,9 @@ __version__ = "0.1.0"
 _MODULES = ("metrics", "pricing", "reports", "widgets")
 
 
-def __getattr__(name: str) -> ModuleType:
+def __getattr__(name: str) -> _types.ModuleType:
     if name in _MODULES:
-        return importlib.import_module(f".{name}", __name__)
+        return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
