@@ -160,3 +160,15 @@ def test_an_unknown_table_lists_the_valid_names(corpus: ma.Corpus) -> None:
         corpus.frame("nope")
     with pytest.raises(KeyError):
         corpus.frame("nope")
+
+
+def test_sessions_dir_brings_a_lone_records_usage(samples: Path, tmp_path: Path) -> None:
+    import shutil
+
+    record = tmp_path / "conversations" / "support-bot" / "ctx-billing"
+    shutil.copytree(samples / "murmur" / "conversations" / "support-bot" / "ctx-billing", record)
+    alone = json.loads(run("report", "session", record / "conversation.jsonl", "--json").stdout)["sessions"]
+    joined = json.loads(run("report", "session", record / "conversation.jsonl", "--json",
+                            "--sessions", samples / "murmur" / "sessions").stdout)["sessions"]
+    assert alone[0]["responses"] is None and alone[0]["cost_usd"] is None
+    assert joined[0]["responses"] == 6 and joined[0]["cost_usd"] > 0
