@@ -294,11 +294,7 @@ def load(
         >>> corpus = load("data/samples/murmur")  # doctest: +SKIP
         >>> corpus.messages.groupby("role").size()  # doctest: +SKIP
     """
-    options = options or {}
-    unknown = sorted(set(options) - set(registry()))
-    if unknown:
-        raise UnknownSourceError(f"options name no registered source: {', '.join(map(repr, unknown))}",
-                                 hint=f"registered sources: {', '.join(registry())}")
+    options = checked_options(options)
     bar = None
     if progress is True:
         from .progress import ProgressBar
@@ -313,6 +309,19 @@ def load(
     corpus.tables = price_tables(corpus.tables, prices)
     corpus.price_data_version = price_data_version(prices)
     return corpus
+
+
+def checked_options(options: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Mapping[str, Any]]:
+    """``options`` (or ``{}``) once every key names a registered source.
+
+    Raises:
+        UnknownSourceError: a key names no registered source (a misspelling is never ignored).
+    """
+    unknown = sorted(set(options or {}) - set(registry()))
+    if unknown:
+        raise UnknownSourceError(f"options name no registered source: {', '.join(map(repr, unknown))}",
+                                 hint=f"registered sources: {', '.join(registry())}")
+    return options or {}
 
 
 def _nothing_found(source: str, path: Path, options: Mapping[str, Mapping[str, Any]]) -> SourceError:

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import _targets
+from .corpus import _targets, checked_options
 from .frames import FrameBuilder, to_pandas
 from .pricing import Prices, price_tables
 from .schema import TABLES, schema
@@ -61,6 +61,7 @@ def load_dask(
 
     Raises:
         NoSourceError: a path no source recognises.
+        UnknownSourceError: a key of ``options`` names no registered source.
         FileNotFoundError: a path that does not exist.
 
     Example:
@@ -70,13 +71,14 @@ def load_dask(
     import dask.dataframe as dd
     from dask.delayed import delayed
 
+    options = checked_options(options)
     jobs: list[tuple[Source, Hashable]] = []
     listing = FrameBuilder()
     for raw in paths:
         path = Path(os.path.expanduser(os.fspath(raw)))
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options or {}):
+        for src, target in _targets(path, source, options):
             diagnostics = Diagnostics(src.name)
             for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
                 jobs.append((src, conv.key))
