@@ -227,20 +227,25 @@ class Pricer:
             entry = self._rates[id(model_price)] = (model_price, _rates(model_price))
         return entry[1]
 
-    def rates(self, model: str, provider: str | None, at: datetime | None, prompt: int) -> _Rates | None:
-        """The per-token rates for one response, or None when no price matches its model.
+    @staticmethod
+    def _in_force(priced_by: Any, at: datetime | None) -> Any:
+        """The ``ModelPrice`` in force at ``at``; a response with no time gets today's price."""
+        return priced_by.get_prices(at or datetime.now(UTC)) if hasattr(priced_by, "get_prices") else priced_by
 
-        A response with no time is priced at the prices in force now (genai-prices' default).
-        """
+    @staticmethod
+    def _tier_index(tiers: list[_Rates], prompt: np.ndarray) -> np.ndarray:
+        """Which tier prices each prompt size: the first whose bound holds it."""
+        bounds = np.array([t.upto for t in tiers[:-1]], dtype=np.float64)
+        index: np.ndarray = np.searchsorted(bounds, prompt, side="left")
+        return index
+
+    def rates(self, model: str, provider: str | None, at: datetime | None, prompt: int) -> _Rates | None:
+        """The per-token rates for one response, or None when no price matches its model."""
         priced_by = self._priced_by(model, provider)
         if priced_by is None:
             return None
-        model_price = priced_by if not hasattr(priced_by, "get_prices") else priced_by.get_prices(
-            at or datetime.now(UTC))
-        for tier in self._tiers(model_price):
-            if tier.upto is None or prompt <= tier.upto:
-                return tier
-        raise AssertionError("the last tier has no upper bound")
+        tiers = self._tiers(self._in_force(priced_by, at))
+        return tiers[int(self._tier_index(tiers, np.array([prompt], dtype=np.float64))[0])]
 
     def price(self, usage: pa.Table) -> tuple[dict[str, pa.Array], list[Diagnostic]]:
         """The cost columns for a ``usage`` table, and one diagnostic per unpriced model.
@@ -273,19 +278,17 @@ class Pricer:
             by_price: dict[int, tuple[Any, list[int]]] = {}
             if hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list):
                 # Prices that changed over time (or by time of day): the price in force at each response.
-                now = datetime.now(UTC)
                 times = usage.column("created_at").take(pa.array(rows)).to_pylist()
                 for row, at in zip(rows.tolist(), times, strict=True):
-                    model_price = priced_by.get_prices(at or now)
+                    model_price = self._in_force(priced_by, at)
                     by_price.setdefault(id(model_price), (model_price, []))[1].append(row)
-            else:
-                model_price = priced_by.prices if hasattr(priced_by, "get_prices") else priced_by
+            else:  # one price at every time
+                model_price = self._in_force(priced_by, None)
                 by_price[id(model_price)] = (model_price, rows.tolist())
             for model_price, members in by_price.values():
                 index = np.asarray(members, dtype=np.int64)
                 tiers = self._tiers(model_price)
-                bounds = np.array([t.upto for t in tiers[:-1]], dtype=np.float64)
-                tier = np.searchsorted(bounds, prompt[index], side="left")
+                tier = self._tier_index(tiers, prompt[index])
                 for name in rate_names:
                     rates[name][index] = np.array([float(getattr(t, name)) for t in tiers])[tier]
         known = ~np.isnan(rates["input"]) & ~np.isnan(u) & ~np.isnan(o) & (np.nan_to_num(u) >= 0)
