@@ -12,6 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import importlib as _importlib
+import types as _types
+import typing as _typing
+
 from .assembly import Assembled, ToolCall, assemble, drop_orphans, pair_tools, transcript
 from .corpus import ConversationHandle, Corpus, load
 from .cursor import Page, PageMessage, RecordReader, read_messages, walk
@@ -21,16 +25,34 @@ from .errors import (
     GitError,
     MurmurAnalysisError,
     NoSourceError,
+    PriceError,
     ReadMessagesError,
     SourceError,
     UnknownConversationError,
     UnknownSourceError,
+    UnknownTableError,
 )
 from .model import Entry, Message, Usage
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
+if _typing.TYPE_CHECKING:
+    from . import metrics as metrics
+    from . import pricing as pricing
+    from . import reports as reports
+    from . import widgets as widgets
+
 __version__ = "0.1.0"
+
+#: Modules reachable as attributes (``ma.metrics``), imported on first use: ``widgets`` needs
+#: ipywidgets, and none of them is needed to load a corpus.
+_MODULES = ("metrics", "pricing", "reports", "widgets")
+
+
+def __getattr__(name: str) -> _types.ModuleType:
+    if name in _MODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def sources() -> dict[str, str]:
@@ -53,6 +75,7 @@ __all__ = [
     "NoSourceError",
     "Page",
     "PageMessage",
+    "PriceError",
     "ReadMessagesError",
     "RecordReader",
     "Source",
@@ -60,6 +83,7 @@ __all__ = [
     "ToolCall",
     "UnknownConversationError",
     "UnknownSourceError",
+    "UnknownTableError",
     "Usage",
     "assemble",
     "assemble_commit",
