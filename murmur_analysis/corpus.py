@@ -12,7 +12,7 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,9 @@ from .cursor import Page, entries_page
 from .errors import NoSourceError, UnknownConversationError
 from .frames import FrameBuilder, to_pandas
 from .model import Entry, Message, sorted_entries
-from .sources import Diagnostics, detect, get_source
+from .sources import Diagnostics, claimants, get_source, registry
 from .sources.base import Conversation, EntryColumns, Source
+from .sources.files import display, identity, is_dir, listing, raw_name
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
 
@@ -35,6 +36,8 @@ __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
 Progress = Callable[[str, str], None]
 
 _PROGRESS_EVERY = 65_536
+#: The diagnostics kind of a conversation (or a path) met a second time in one load.
+REACHED_TWICE = "reached_twice"
 
 
 def _reporting_columns(
@@ -175,7 +178,7 @@ class Corpus:
         Raises:
             UnknownConversationError: no such conversation, or the id is ambiguous.
         """
-        matches = [h for h in self._by_id.get(conversation_id, ()) if source in (None, h.source)]
+        matches = [h for h in self._by_id.get(display(conversation_id), ()) if source in (None, h.source)]
         if len(matches) == 1:
             return matches[0]
         if not matches:
@@ -200,30 +203,60 @@ class Corpus:
         return f"<Corpus {sizes}>"
 
 
-def _targets(
-    path: Path, source: str | None, options: Mapping[str, Mapping[str, Any]]
-) -> Iterator[tuple[Source, Path]]:
-    if source is not None:
-        yield get_source(source, **options.get(source, {})), path
-        return
-    try:
-        yield detect(path, options), path
-        return
-    except NoSourceError:
-        if not path.is_dir():
-            raise
-    found = False
-    for child in sorted(path.iterdir()):
-        if child.name.startswith("."):
-            continue
-        try:
-            yield detect(child, options), child
-            found = True
-        except NoSourceError:
-            continue
-    if not found:
-        raise NoSourceError(f"no source recognises {path} or anything directly inside it",
-                            hint="pass source= to force one; ma.sources() lists them")
+class _Targets:
+    """Which source reads which path: one instance per source for the whole load."""
+
+    def __init__(self, options: Mapping[str, Mapping[str, Any]]) -> None:
+        self.options = options
+        self._made: dict[str, Source] = {}
+
+    def source(self, name: str) -> Source:
+        if name not in self._made:
+            self._made[name] = get_source(name, **self.options.get(name, {}))
+        return self._made[name]
+
+    def all(self) -> list[Source]:
+        return [self.source(name) for name in registry()]
+
+    def of(self, path: Path, forced: str | None, diags: Diagnostics) -> list[tuple[Source, Path]]:
+        """Every ``(source, path)`` to open for one path given to :func:`load`.
+
+        Each source that claims ``path`` reads it; a folder is also searched one level down
+        for the sources that did not claim it, so sources side by side all load. A folder
+        that cannot be listed is a diagnostics row.
+
+        Raises:
+            NoSourceError: nothing at or directly inside a readable ``path`` is recognised.
+        """
+        if forced is not None:
+            return [(self.source(forced), path)]
+        sources = self.all()
+        found = [(src, path) for src in claimants(path, sources)]
+        if is_dir(path):
+            rest = [src for src in sources if all(src is not s for s, _ in found)]
+            before = len(diags.rows)
+            entries = listing(path, diags)
+            if len(diags.rows) > before and not found:
+                return []  # the folder could not be listed: reported, nothing to read
+            for entry in entries:
+                if not entry.name.startswith("."):
+                    child = Path(entry.path)
+                    found += [(src, child) for src in claimants(child, rest)]
+        if not found:
+            if is_dir(path):
+                raise NoSourceError(f"no source recognises {path} or anything directly inside it",
+                                    hint="pass source= to force one; ma.sources() lists them")
+            raise NoSourceError(f"no source recognises {path}",
+                                hint="pass source= to force one; ma.sources() lists them")
+        return found
+
+
+def _identity(conv: Conversation) -> Hashable | None:
+    """What makes two conversations the same data: the file or folder read, and the part of it."""
+    if conv.path is None:
+        return None
+    found = identity(conv.path)
+    return None if found is None else (conv.source, *found, conv.part)
 
 
 @contextlib.contextmanager
@@ -284,31 +317,92 @@ def _load(
     builder = FrameBuilder()
     handles: dict[tuple[str, str], ConversationHandle] = {}
     extra: dict[str, list[pa.Table]] = {}
+    targets = _Targets(options)
+    loader = Diagnostics("load")
+    opened: dict[Hashable, str] = {}  # (source, file identity) of each path opened -> the path
+    seen: dict[Hashable, str] = {}  # identity of each conversation loaded -> where it was read
+    taken: dict[tuple[str, str], Hashable] = {}  # (source, id) -> the identity holding it
     for raw in paths:
         path = Path(os.path.expanduser(os.fspath(raw)))
-        if not path.exists():
+        if not os.path.lexists(path):
             raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options):
+        for src, target in targets.of(path, source, loader):
+            where = identity(target)
+            if where is not None and (src.name, *where) in opened:
+                loader.report(target, REACHED_TWICE, f"{src.name} already read this as "
+                                                    f"{opened[(src.name, *where)]}; read once")
+                continue
+            if where is not None:
+                opened[(src.name, *where)] = os.fspath(target)
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
             for conv in src.open(target, diags):
+                ident = _identity(conv)
+                if ident is not None and ident in seen:
+                    conv.skipped = True
+                    diags.report(conv.path or target, REACHED_TWICE,
+                                 f"conversation {conv.conversation_id} was reached twice (first as {seen[ident]}); "
+                                 "loaded once")
+                    continue
+                if ident is not None:
+                    seen[ident] = conv.path or os.fspath(target)
+                _unique_id(conv, ident, taken, diags)
                 if progress:
                     label = f"{conv.source}: {conv.conversation_id}"
                     if conv.columns is not None:
                         conv.columns = _reporting_columns(conv.columns, label, progress)
                     elif not isinstance(conv.entries, list):
                         conv.entries = _reporting_entries(conv.entries, label, progress)
-                builder.add(conv)
-                handles[(conv.source, conv.conversation_id)] = ConversationHandle(
+                key = (conv.source, conv.conversation_id)
+                handles[(conv.source, display(conv.conversation_id))] = ConversationHandle(
                     conv.source, conv.conversation_id, src, conv.key
                 )
+                builder.add(_printable(conv))
                 if progress:
-                    progress("conversation", f"{conv.source}: {conv.conversation_id}")
+                    progress("conversation", f"{key[0]}: {key[1]}")
             builder.add_diagnostics(diags.rows)
             for name, table in src.extra_tables().items():
                 extra.setdefault(name, []).append(table)
+    builder.add_diagnostics(loader.rows)
     tables = builder.finish()
     for name, parts in extra.items():
         tables[name] = pa.concat_tables(parts, promote_options="default")
     return Corpus(tables, handles)
+
+
+def _unique_id(
+    conv: Conversation, ident: Hashable | None, taken: dict[tuple[str, str], Hashable], diags: Diagnostics
+) -> None:
+    """Give ``conv`` an id no other conversation of its source holds in this corpus.
+
+    Two different files may carry the same id (two homes with a record of the same name, two
+    session files of one name): both load, the later one's id qualified with ``#2``, ``#3``, ...
+    """
+    key = (conv.source, conv.conversation_id)
+    if key not in taken:
+        taken[key] = ident
+        return
+    n = 2
+    while (conv.source, f"{conv.conversation_id}#{n}") in taken:
+        n += 1
+    new = f"{conv.conversation_id}#{n}"
+    diags.report(conv.path or "", "duplicate_id",
+                 f"conversation id {conv.conversation_id} is already held by another file; this one loads as {new}")
+    conv.conversation_id = new
+    taken[(conv.source, new)] = ident
+
+
+def _printable(conv: Conversation) -> Conversation:
+    """``conv`` with names Arrow can hold: undecodable bytes of file names shown as ``\\xNN``.
+
+    The exact bytes go to ``conversations.conversation_id_bytes`` and ``conversations.path_bytes``.
+    """
+    raw_id, raw_path = raw_name(conv.conversation_id), raw_name(conv.path)
+    if raw_id is None and raw_path is None and all(raw_name(st.agent_id) is None for st in conv.steps):
+        return conv
+    conv.extra["conversation_id_bytes"], conv.extra["path_bytes"] = raw_id, raw_path
+    conv.conversation_id = display(conv.conversation_id)
+    conv.path = display(conv.path) if conv.path is not None else None
+    conv.steps = [replace(st, agent_id=display(st.agent_id)) for st in conv.steps]
+    return conv

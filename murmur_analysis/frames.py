@@ -23,6 +23,7 @@ from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
+from .sources.files import display, raw_name
 
 __all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
 
@@ -327,6 +328,8 @@ class FrameBuilder:
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,
+                conv.extra.get("conversation_id_bytes"),
+                conv.extra.get("path_bytes"),
             )
         )
 
@@ -384,7 +387,7 @@ class FrameBuilder:
         """Add diagnostics rows."""
         builder = self.builders["diagnostics"]
         for d in rows:
-            builder.append((d.source, d.path, d.line, d.kind, d.detail))
+            builder.append((d.source, display(d.path), d.line, d.kind, display(d.detail), raw_name(d.path)))
 
     def finish(self) -> dict[str, pa.Table]:
         """Every table."""

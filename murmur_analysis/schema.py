@@ -136,6 +136,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("orphans", _I64, "orphan results assembly drops from the conversation as it stands (last state)"),
         Column("tokens", _I64, "input_total plus output tokens over every usage row"),
         Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
+        Column("conversation_id_bytes", pa.binary(),
+               "the exact bytes of an id made of a name that is not UTF-8 (conversation_id then shows each "
+               "such byte as \\xNN); null when the id is valid text"),
+        Column("path_bytes", pa.binary(),
+               "the exact bytes of a path that is not UTF-8 (path then shows each such byte as \\xNN); null "
+               "when the path is valid text"),
     ),
     "diagnostics": (
         Column("source", _STR, "the source that met it"),
@@ -143,6 +149,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("line", _I64, "the 1-based line, when it is a line"),
         Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, ..."),
         Column("detail", _STR, "what happened, in a sentence"),
+        Column("path_bytes", pa.binary(),
+               "the exact bytes of a path that is not UTF-8 (path then shows each such byte as \\xNN); null "
+               "when the path is valid text"),
     ),
 }
 

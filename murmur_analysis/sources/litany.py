@@ -157,6 +157,7 @@ class LitanySource(Source):
             title = names.get(f"{branch.head}:name")
             conv.title = title.decode("utf-8", "replace").strip() if title else None
             conv.path = os.fspath(git_dir)
+            conv.part = branch.agent_id
             conv.key = (os.fspath(git_dir), os.fspath(steps_dir) if steps_dir else None, branch.agent_id)
             yield conv
         if steps_dir is not None and only is None and steps_dir.is_dir():
