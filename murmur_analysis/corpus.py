@@ -28,7 +28,7 @@ from .sources import Diagnostics, claimants, get_source, registry
 from .sources.base import Conversation, EntryColumns, Source
 from .sources.files import display, identity, is_dir, listing, raw_name
 
-__all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
+__all__ = ["ConversationHandle", "Corpus", "Discovery", "Progress", "load", "printable"]
 
 #: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
 #: that opened it), ``"entries"`` (a long conversation's entries read so far, every 65,536) or
@@ -308,6 +308,67 @@ def load(
         return _load(paths, source, options or {}, progress)
 
 
+class Discovery:
+    """What one load reads, found once for every loader (:func:`load`, ``load_dask``).
+
+    It resolves each path to the sources that read it (:class:`_Targets`), opens each
+    ``(source, path)`` once, and admits each conversation once however many paths or links
+    lead to it; what it met is in :attr:`rows` (folders that could not be listed, data reached
+    twice).
+
+    Attributes:
+        rows: diagnostics the discovery itself reported (source ``load``).
+    """
+
+    def __init__(self, source: str | None, options: Mapping[str, Mapping[str, Any]]) -> None:
+        self._forced = source
+        self._targets = _Targets(options)
+        self._loader = Diagnostics("load")
+        self.rows = self._loader.rows
+        self._opened: dict[Hashable, str] = {}  # (source, identity of a path opened) -> the path
+        self._seen: dict[Hashable, str] = {}  # identity of each conversation admitted -> where read
+        self._taken: dict[tuple[str, str], Hashable] = {}  # (source, id) -> the identity holding it
+
+    def targets(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Source, Path]]:
+        """Every ``(source, path)`` to open, each once.
+
+        Raises:
+            FileNotFoundError: a path that does not exist.
+            NoSourceError: a readable path nothing recognises.
+        """
+        for raw in paths:
+            path = Path(os.path.expanduser(os.fspath(raw)))
+            if not os.path.lexists(path):
+                raise FileNotFoundError(f"no such file or folder: {path}")
+            for src, target in self._targets.of(path, self._forced, self._loader):
+                where = identity(target)
+                key = None if where is None else (src.name, *where)
+                if key is not None and key in self._opened:
+                    self._loader.report(target, REACHED_TWICE,
+                                        f"{src.name} already read this as {self._opened[key]}; read once")
+                    continue
+                if key is not None:
+                    self._opened[key] = os.fspath(target)
+                yield src, target
+
+    def admit(self, conv: Conversation, diags: Diagnostics) -> bool:
+        """Whether to load ``conv``: not if it was reached before (then reported and marked skipped).
+
+        An admitted conversation gets an id no other of its source holds in this load.
+        """
+        ident = _identity(conv)
+        if ident is not None and ident in self._seen:
+            conv.skipped = True
+            diags.report(conv.path or "", REACHED_TWICE,
+                         f"conversation {conv.conversation_id} was reached twice (first as {self._seen[ident]}); "
+                         "loaded once")
+            return False
+        if ident is not None:
+            self._seen[ident] = conv.path or ""
+        _unique_id(conv, ident, self._taken, diags)
+        return True
+
+
 def _load(
     paths: tuple[str | os.PathLike[str], ...],
     source: str | None,
@@ -317,54 +378,31 @@ def _load(
     builder = FrameBuilder()
     handles: dict[tuple[str, str], ConversationHandle] = {}
     extra: dict[str, list[pa.Table]] = {}
-    targets = _Targets(options)
-    loader = Diagnostics("load")
-    opened: dict[Hashable, str] = {}  # (source, file identity) of each path opened -> the path
-    seen: dict[Hashable, str] = {}  # identity of each conversation loaded -> where it was read
-    taken: dict[tuple[str, str], Hashable] = {}  # (source, id) -> the identity holding it
-    for raw in paths:
-        path = Path(os.path.expanduser(os.fspath(raw)))
-        if not os.path.lexists(path):
-            raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in targets.of(path, source, loader):
-            where = identity(target)
-            if where is not None and (src.name, *where) in opened:
-                loader.report(target, REACHED_TWICE, f"{src.name} already read this as "
-                                                    f"{opened[(src.name, *where)]}; read once")
+    discovery = Discovery(source, options)
+    for src, target in discovery.targets(paths):
+        if progress:
+            progress("source", f"{src.name}: {target}")
+        diags = Diagnostics(src.name)
+        for conv in src.open(target, diags):
+            if not discovery.admit(conv, diags):
                 continue
-            if where is not None:
-                opened[(src.name, *where)] = os.fspath(target)
             if progress:
-                progress("source", f"{src.name}: {target}")
-            diags = Diagnostics(src.name)
-            for conv in src.open(target, diags):
-                ident = _identity(conv)
-                if ident is not None and ident in seen:
-                    conv.skipped = True
-                    diags.report(conv.path or target, REACHED_TWICE,
-                                 f"conversation {conv.conversation_id} was reached twice (first as {seen[ident]}); "
-                                 "loaded once")
-                    continue
-                if ident is not None:
-                    seen[ident] = conv.path or os.fspath(target)
-                _unique_id(conv, ident, taken, diags)
-                if progress:
-                    label = f"{conv.source}: {conv.conversation_id}"
-                    if conv.columns is not None:
-                        conv.columns = _reporting_columns(conv.columns, label, progress)
-                    elif not isinstance(conv.entries, list):
-                        conv.entries = _reporting_entries(conv.entries, label, progress)
-                key = (conv.source, conv.conversation_id)
-                handles[(conv.source, display(conv.conversation_id))] = ConversationHandle(
-                    conv.source, conv.conversation_id, src, conv.key
-                )
-                builder.add(_printable(conv))
-                if progress:
-                    progress("conversation", f"{key[0]}: {key[1]}")
-            builder.add_diagnostics(diags.rows)
-            for name, table in src.extra_tables().items():
-                extra.setdefault(name, []).append(table)
-    builder.add_diagnostics(loader.rows)
+                label = f"{conv.source}: {conv.conversation_id}"
+                if conv.columns is not None:
+                    conv.columns = _reporting_columns(conv.columns, label, progress)
+                elif not isinstance(conv.entries, list):
+                    conv.entries = _reporting_entries(conv.entries, label, progress)
+            key = (conv.source, conv.conversation_id)
+            handles[(conv.source, display(conv.conversation_id))] = ConversationHandle(
+                conv.source, conv.conversation_id, src, conv.key
+            )
+            builder.add(printable(conv))
+            if progress:
+                progress("conversation", f"{key[0]}: {key[1]}")
+        builder.add_diagnostics(diags.rows)
+        for name, table in src.extra_tables().items():
+            extra.setdefault(name, []).append(table)
+    builder.add_diagnostics(discovery.rows)
     tables = builder.finish()
     for name, parts in extra.items():
         tables[name] = pa.concat_tables(parts, promote_options="default")
@@ -393,8 +431,8 @@ def _unique_id(
     taken[(conv.source, new)] = ident
 
 
-def _printable(conv: Conversation) -> Conversation:
-    """``conv`` with names Arrow can hold: undecodable bytes of file names shown as ``\\xNN``.
+def printable(conv: Conversation) -> Conversation:
+    r"""``conv`` with names Arrow can hold: undecodable bytes of file names shown as ``\xNN``.
 
     The exact bytes go to ``conversations.conversation_id_bytes`` and ``conversations.path_bytes``.
     """

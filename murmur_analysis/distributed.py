@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import _targets
+from .corpus import Discovery, printable
 from .frames import FrameBuilder, to_pandas
 from .schema import TABLES, schema
 from .sources.base import Diagnostics, Source
@@ -30,7 +29,7 @@ def _tables(source: Source, key: Hashable) -> dict[str, pa.Table]:
     """Decode one conversation and build its rows (runs in a Dask task)."""
     diagnostics = Diagnostics(source.name)
     builder = FrameBuilder()
-    builder.add(source.reopen(key, diagnostics))
+    builder.add(printable(source.reopen(key, diagnostics)))
     builder.add_diagnostics(diagnostics.rows)
     return builder.finish()
 
@@ -69,15 +68,14 @@ def load_dask(
 
     jobs: list[tuple[Source, Hashable]] = []
     listing = FrameBuilder()
-    for raw in paths:
-        path = Path(os.path.expanduser(os.fspath(raw)))
-        if not path.exists():
-            raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options or {}):
-            diagnostics = Diagnostics(src.name)
-            for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
+    discovery = Discovery(source, options or {})
+    for src, target in discovery.targets(paths):
+        diagnostics = Diagnostics(src.name)
+        for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
+            if discovery.admit(conv, diagnostics):
                 jobs.append((src, conv.key))
-            listing.add_diagnostics(diagnostics.rows)
+        listing.add_diagnostics(diagnostics.rows)
+    listing.add_diagnostics(discovery.rows)
     listed = listing.finish()["diagnostics"]
     tasks = [delayed(_tables)(src, key) for src, key in jobs]
     frames: dict[str, Any] = {}

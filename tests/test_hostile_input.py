@@ -67,7 +67,9 @@ def rows(corpus: ma.Corpus, kind: str) -> list[str]:
 # -- D3 / D4: folders that cannot be listed ------------------------------------------------------
 
 
-def test_an_unreadable_context_folder_is_a_row_and_the_rest_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_context_folder_is_a_row_and_the_rest_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     h = home(tmp_path / "h", {"bot/ctx-a": 3, "bot/ctx-b": 2, "bot/ctx-c": 4})
     deny(monkeypatch, h / "conversations" / "bot" / "ctx-b")
     corpus = ma.load(h)
@@ -124,7 +126,8 @@ def test_chmod_000_folders_of_every_source_are_rows_for_an_unprivileged_user() -
     assert found["murmur"] == [3, sorted(str(p) for p in locked[:2])]
     assert found["flexi"][1] == [str(locked[2])] and found["flexi"][0] > 0
     assert found["disp"][1] == [str(locked[3])] and found["disp"][0] > 0
-    assert found["lit"][1] == [str(locked[4])] and found["lit"][0] == 22
+    assert found["lit"][1] == [str(locked[4])]
+    assert found["lit"][0] == len(ma.load(SAMPLES / "litany" / "auth-refactor").messages)
 
 
 def test_an_unreadable_flexigpt_month_is_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +155,7 @@ def test_unreadable_litany_steps_are_a_row(tmp_path: Path, monkeypatch: pytest.M
     deny(monkeypatch, agent)
     corpus = ma.load(tmp_path / "w")
     assert rows(corpus, "unreadable_folder") == [str(agent)]
-    assert len(corpus.messages) == 22
+    assert len(corpus.messages) == len(ma.load(SAMPLES / "litany" / "auth-refactor").messages)
 
 
 # -- D4 / D6: what stands where a record was expected ---------------------------------------------
@@ -225,7 +228,8 @@ def test_a_dangling_ref_loses_only_itself(tmp_path: Path) -> None:
     repo = workspace(tmp_path)
     (repo / "refs" / "heads" / "agents" / "ghost").write_text("1" * 40 + "\n")
     corpus = ma.load(tmp_path / "w")
-    assert len(corpus.conversations) == 3 and len(corpus.messages) == 22
+    assert len(corpus.conversations) == 3
+    assert len(corpus.messages) == len(ma.load(SAMPLES / "litany" / "auth-refactor").messages)
     assert any("ghost" in p for p in rows(corpus, "unreadable_branch"))
 
 
@@ -295,7 +299,7 @@ def test_flexigpt_and_dispatch_names_that_are_not_utf8(tmp_path: Path) -> None:
     corpus = ma.load(tmp_path / "d")
     assert len(corpus.conversations) == 6
     sessions = corpus.frame("dispatch_sessions")
-    assert sessions["path"].str.contains("\\\\xff", regex=False).sum() == 1
+    assert sessions["path"].str.contains("\\xff", regex=False).sum() == 1
 
 
 def test_a_litany_branch_name_that_is_not_utf8(tmp_path: Path) -> None:

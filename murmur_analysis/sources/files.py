@@ -73,9 +73,12 @@ def _why(err: OSError) -> str:
 
 
 def file_kind(path: str | os.PathLike[str]) -> str:
-    """What stands at ``path`` (links followed): ``file``, ``folder``, ``FIFO``, ``socket``,
-    ``character device``, ``block device``, ``missing``, ``dangling link``, ``link loop``, ``denied``
-    (its folder may not be searched) or ``unreadable``."""
+    """What stands at ``path``, links followed.
+
+    One of ``file``, ``folder``, ``FIFO``, ``socket``, ``character device``, ``block device``,
+    ``missing``, ``dangling link``, ``link loop``, ``denied`` (its folder may not be searched)
+    or ``unreadable``.
+    """
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -194,7 +197,7 @@ def identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
 
 
 def display(text: str) -> str:
-    """``text`` as valid Unicode: undecodable bytes of a name (surrogate escapes) shown as ``\\xNN``.
+    r"""``text`` as valid Unicode: undecodable bytes of a name (surrogate escapes) shown as ``\xNN``.
 
     Text that is valid already is returned as it is; :func:`raw_name` gives the exact bytes.
     """

@@ -421,8 +421,8 @@ class FlexiGPTSource(Source):
         try:
             with open_regular(path) as fh:
                 head = fh.read(_PEEK)
-        except NotRegularFile:
-            return os.path.basename(os.path.dirname(path)) in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
+        except NotRegularFile:  # claimed where a store keeps conversations, so that it is reported
+            return path.parent.name in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
         except OSError:
             return False
         return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)

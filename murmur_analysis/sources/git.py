@@ -82,13 +82,13 @@ def safe_env() -> dict[str, str]:
 
 def is_git_dir(path: Path) -> bool:
     """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
-    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+    return os.path.isfile(path / "HEAD") and os.path.isdir(path / "objects") and os.path.isdir(path / "refs")
 
 
 def find_git_dir(path: Path) -> Path | None:
     """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
     for candidate in (path / "repo.git", path, path / ".git"):
-        if candidate.is_dir() and is_git_dir(candidate):
+        if os.path.isdir(candidate) and is_git_dir(candidate):
             return candidate
     return None
 
@@ -203,14 +203,31 @@ class GitRepo:
         return GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else code}")
 
     def refs(self, prefix: str = "refs/heads/") -> dict[str, str]:
-        """Every ref under ``prefix`` as ``full name -> commit id``, sorted by name."""
-        out = self.run("for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", prefix)
-        refs: dict[str, str] = {}
+        """Every ref under ``prefix`` that names a commit, as ``full name -> commit id``, sorted by name."""
+        return {name: oid for name, (oid, kind) in self.ref_kinds(prefix).items() if kind == "commit"}
+
+    def ref_kinds(self, prefix: str = "refs/heads/") -> dict[str, tuple[str, str]]:
+        """Every ref under ``prefix`` as ``full name -> (object id, object type)``, sorted by name.
+
+        The type is git's (``commit``, ``tag``, ``blob``, ``tree``), or ``missing`` for a ref
+        that holds an id of no object in the repository (a dangling ref): one such ref does not
+        hide the others.
+        """
+        out = self.run("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        listed: list[tuple[str, str]] = []
         for line in out.decode("utf-8", "surrogateescape").splitlines():
-            oid, kind, name = line.split(" ", 2)
-            if kind == "commit":
-                refs[name] = oid
-        return dict(sorted(refs.items()))
+            oid, _, name = line.partition(" ")
+            listed.append((name, oid))
+        if not listed:
+            return {}
+        oids = list(dict.fromkeys(oid for _, oid in listed))
+        checked = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                           stdin=("\n".join(oids) + "\n").encode())
+        kinds: dict[str, str] = {}
+        for oid, line in zip(oids, checked.decode("utf-8", "replace").splitlines(), strict=False):
+            fields = line.split(" ")
+            kinds[oid] = fields[1] if len(fields) == 2 and fields[0] == oid else "missing"
+        return {name: (oid, kinds.get(oid, "missing")) for name, oid in sorted(listed)}
 
     def resolve(self, rev: str) -> str:
         """The commit id ``rev`` names (a branch, a sha, ``agents/x~3``).
