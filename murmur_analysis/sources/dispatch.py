@@ -223,7 +223,10 @@ def _is_reply(event: Any) -> bool:
     """Whether a trace event is the assistant's whole reply (a message, or a reply tagged for a channel)."""
     if not isinstance(event, Mapping):
         return False
-    return event.get("kind") == "channel_reply" or (event.get("kind") == "message" and event.get("role") == "assistant")
+    if event.get("kind") == "channel_reply":
+        envelope = event.get("message")
+        return isinstance(envelope, Mapping) and isinstance(envelope.get("content"), str)
+    return event.get("kind") == "message" and event.get("role") == "assistant"
 
 
 def trace_conversation(data: Mapping[str, Any], path: str) -> tuple[Conversation, dict[str, Any]]:
