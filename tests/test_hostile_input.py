@@ -161,7 +161,7 @@ def test_unreadable_litany_steps_are_a_row(tmp_path: Path, monkeypatch: pytest.M
 # -- D4 / D6: what stands where a record was expected ---------------------------------------------
 
 
-def test_things_that_are_not_regular_record_files_are_rows(tmp_path: Path) -> None:
+def test_things_that_are_not_regular_record_files_are_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     h = home(tmp_path / "h", {"bot/ok": 2})
     ctx = h / "conversations" / "bot"
     (ctx / "dir" / RECORD).mkdir(parents=True)
@@ -173,7 +173,9 @@ def test_things_that_are_not_regular_record_files_are_rows(tmp_path: Path) -> No
     (ctx / "dev" / RECORD).symlink_to("/dev/null")
     (ctx / "sock").mkdir()
     with socket.socket(socket.AF_UNIX) as sock:
-        sock.bind(str(ctx / "sock" / RECORD))
+        monkeypatch.chdir(ctx / "sock")
+        sock.bind(RECORD)  # relative: a socket's path is limited to about 100 bytes
+        monkeypatch.undo()
         corpus = finishes(lambda: ma.load(h))
     assert corpus.conversations["conversation_id"].tolist() == ["bot/ok"]
     assert rows(corpus, "not_a_file") == [str(ctx / "dir" / RECORD)]
@@ -360,3 +362,26 @@ def test_sources_side_by_side_all_load(tmp_path: Path) -> None:
     home(nested, {"bot/ctx": 2})
     shutil.copytree(SAMPLES / "flexigpt", nested / "flexi")
     assert set(ma.load(nested).conversations["source"]) == {"murmur", "flexigpt"}
+
+
+def test_a_litany_message_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    repo = workspace(tmp_path)
+    branch = "agents/20260421T150000Z-c0ffee00"
+    index = {"GIT_INDEX_FILE": str(tmp_path / "index")}
+    env = {**safe_env(), **index, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def run(*args: str | bytes, stdin: bytes | None = None) -> str:
+        done = subprocess.run(["git", "--git-dir", str(repo), *args], input=stdin, env=env, capture_output=True,
+                              check=True)
+        return done.stdout.decode().strip()
+
+    before = len(ma.load(tmp_path / "w").messages)
+    run("read-tree", branch)
+    blob = run("hash-object", "-w", "--stdin", stdin=b"a note with an odd name\n")
+    run("update-index", "--add", "--cacheinfo", b"100644," + blob.encode() + b",messages/9000-odd\xff.md")
+    commit = run("commit-tree", run("write-tree"), "-p", run("rev-parse", branch), "-m", "odd")
+    run("update-ref", f"refs/heads/{branch}", commit)
+    corpus = ma.load(tmp_path / "w")
+    assert len(corpus.messages) == before + 1
+    assert "9000-odd\\xff.md" in set(corpus.messages["message_id"])

@@ -50,7 +50,7 @@ from ..diagnostics import Diagnostic
 from ..errors import GitError
 from ..model import Entry
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
-from .files import entry_is_dir, is_dir, listing, open_regular
+from .files import display, entry_is_dir, is_dir, listing, open_regular
 from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
 from .litany_entries import entry_name, normalize_usage, provider_family
 from .litany_replay import MESSAGES, Replayer, Summary, Tally
@@ -328,7 +328,7 @@ def _replay(
                                 context_tokens=summary.context_tokens, orphans=len(summary.dropped),
                                 at=commit.time, commit=commit.sha))
     entries = tally.entries
-    added_at = {name: added for name, (_oid, _mode, added) in state.items()}
+    added_at = {display(name): added for name, (_oid, _mode, added) in state.items()}  # keyed as entry ids
     theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
     conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
     _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)

@@ -20,6 +20,7 @@ from datetime import datetime
 from ..assembly import Pairer, assemble
 from ..model import Entry, sorted_entries, text_chars
 from .base import Diagnostics
+from .files import display
 from .git import GitRepo
 from .litany_entries import Family, Parsed, entry_name, normalize_usage, parse_body, provider_family
 
@@ -187,9 +188,10 @@ class Replayer:
         usage = None
         if parsed.usage is not None:
             usage = normalize_usage(parsed.usage, family or provider_family(None, model))
+        # A file name that is not UTF-8 is shown with \xNN escapes (git's bytes are in the tree).
         return Entry(
-            position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=name,
-            origin=parsed_name.origin, model=model, created_at=at, usage=usage,
+            position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=display(name),
+            origin=display(parsed_name.origin), model=model, created_at=at, usage=usage,
         )
 
     def summary(self, entries: Sequence[Entry] | Tally, key: Hashable | None = None) -> Summary:
