@@ -1,9 +1,11 @@
 """Loading: paths in, a :class:`Corpus` of tables out.
 
-``load`` finds the source of each path (or takes the one forced with ``source=``), decodes its
+``load`` finds the sources of each path (or takes the one forced with ``source=``), decodes their
 conversations one at a time and feeds them through the assembly core into the frame builder.
-A folder no source claims is searched one level down, so a folder holding several runtimes'
-data loads them all at once.
+Every source that claims a path reads it, and a folder is searched one level down for the
+sources that did not, so a folder holding several runtimes' data loads them all at once. A
+conversation reached twice (two paths, a parent and its child, a link) loads once
+(:class:`Discovery`).
 """
 
 from __future__ import annotations
@@ -296,7 +298,8 @@ def load(
         The corpus: every table, and a handle per conversation.
 
     Raises:
-        NoSourceError: a path no source recognises.
+        NoSourceError: a readable path no source recognises (a folder that cannot be listed
+            is a diagnostics row instead).
         UnknownSourceError: ``source`` names no registered source.
         FileNotFoundError: a path that does not exist.
 

@@ -144,10 +144,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
                "when the path is valid text"),
     ),
     "diagnostics": (
-        Column("source", _STR, "the source that met it"),
+        Column("source", _STR, "the source that met it (load: finding what to read)"),
         Column("path", _STR, "the file, blob or object"),
         Column("line", _I64, "the 1-based line, when it is a line"),
-        Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, ..."),
+        Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, "
+               "unreadable_folder, not_a_regular_file, reached_twice, ..."),
         Column("detail", _STR, "what happened, in a sentence"),
         Column("path_bytes", pa.binary(),
                "the exact bytes of a path that is not UTF-8 (path then shows each such byte as \\xNN); null "
