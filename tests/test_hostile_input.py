@@ -19,6 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from hostile_fs import as_nobody, deny, shared_tmp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from murmur_lines import message, write_record
 
 import murmur_analysis as ma
@@ -385,3 +387,28 @@ def test_a_litany_message_file_name_that_is_not_utf8(tmp_path: Path) -> None:
     corpus = ma.load(tmp_path / "w")
     assert len(corpus.messages) == before + 1
     assert "9000-odd\\xff.md" in set(corpus.messages["message_id"])
+
+
+# -- the invariant: however the same data is reached, each conversation loads once ---------------------
+
+_MURMUR = SAMPLES / "murmur"
+_POOL = [
+    _MURMUR, _MURMUR / "conversations", _MURMUR / "conversations" / "research-bot",
+    _MURMUR / "conversations" / "support-bot", _MURMUR / "conversations" / "research-bot" / "ctx-scratch",
+    _MURMUR / "conversations" / "research-bot" / "ctx-scratch" / RECORD,
+]
+
+
+def _conversations(corpus: ma.Corpus) -> set[str]:
+    return set(corpus.conversations["path"])
+
+
+@settings(max_examples=25)
+@given(st.lists(st.sampled_from(range(len(_POOL))), min_size=1, max_size=6))
+def test_any_paths_to_the_same_data_load_each_conversation_once(picks: list[int]) -> None:
+    paths = [_POOL[i] for i in picks]
+    corpus = ma.load(*paths)
+    reached = set().union(*(_conversations(ma.load(p)) for p in set(paths)))
+    assert sorted(corpus.conversations["path"]) == sorted(reached)  # each once, none lost
+    assert corpus.messages.groupby("conversation_id").size().sum() == sum(
+        len(ma.load(Path(p)).messages) for p in reached)
