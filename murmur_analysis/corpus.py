@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from .assembly import Assembled, ToolCall, assemble, pair_tools, transcript
 from .cursor import Page, entries_page
+from .diagnostics import Diagnostic
 from .errors import NoSourceError, UnknownConversationError
 from .frames import FrameBuilder, to_pandas
 from .model import Entry, Message, sorted_entries
@@ -331,6 +332,7 @@ class Discovery:
         self._opened: dict[Hashable, str] = {}  # (source, identity of a path opened) -> the path
         self._seen: dict[Hashable, str] = {}  # identity of each conversation admitted -> where read
         self._taken: dict[tuple[str, str], Hashable] = {}  # (source, id) -> the identity holding it
+        self._reported: set[Diagnostic] = set()
 
     def targets(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Source, Path]]:
         """Every ``(source, path)`` to open, each once.
@@ -353,6 +355,15 @@ class Discovery:
                 if key is not None:
                     self._opened[key] = os.fspath(target)
                 yield src, target
+
+    def fresh(self, rows: Iterable[Diagnostic]) -> list[Diagnostic]:
+        """``rows`` less those already reported in this load (a file read again through another path)."""
+        out = []
+        for row in rows:
+            if row not in self._reported:
+                self._reported.add(row)
+                out.append(row)
+        return out
 
     def admit(self, conv: Conversation, diags: Diagnostics) -> bool:
         """Whether to load ``conv``: not if it was reached before (then reported and marked skipped).
@@ -402,10 +413,10 @@ def _load(
             builder.add(printable(conv))
             if progress:
                 progress("conversation", f"{key[0]}: {key[1]}")
-        builder.add_diagnostics(diags.rows)
+        builder.add_diagnostics(discovery.fresh(diags.rows))
         for name, table in src.extra_tables().items():
             extra.setdefault(name, []).append(table)
-    builder.add_diagnostics(discovery.rows)
+    builder.add_diagnostics(discovery.fresh(discovery.rows))
     tables = builder.finish()
     for name, parts in extra.items():
         tables[name] = pa.concat_tables(parts, promote_options="default")

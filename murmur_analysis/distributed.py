@@ -74,8 +74,8 @@ def load_dask(
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if discovery.admit(conv, diagnostics):
                 jobs.append((src, conv.key))
-        listing.add_diagnostics(diagnostics.rows)
-    listing.add_diagnostics(discovery.rows)
+        listing.add_diagnostics(discovery.fresh(diagnostics.rows))
+    listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
     tasks = [delayed(_tables)(src, key) for src, key in jobs]
     frames: dict[str, Any] = {}

@@ -412,3 +412,13 @@ def test_any_paths_to_the_same_data_load_each_conversation_once(picks: list[int]
     assert sorted(corpus.conversations["path"]) == sorted(reached)  # each once, none lost
     assert corpus.messages.groupby("conversation_id").size().sum() == sum(
         len(ma.load(Path(p)).messages) for p in reached)
+
+
+def test_a_fact_met_again_through_another_path_is_one_row() -> None:
+    workspace_dir = SAMPLES / "litany" / "auth-refactor"
+    once = ma.load(workspace_dir)
+    again = ma.load(workspace_dir, workspace_dir / "repo.git")
+    others = again.diagnostics[again.diagnostics["kind"] != "reached_twice"]
+    columns = ["kind", "path", "line"]
+    assert others[columns].values.tolist() == once.diagnostics[columns].values.tolist()
+    assert kinds(again).count("reached_twice") == len(once.conversations)
