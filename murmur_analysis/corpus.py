@@ -29,7 +29,7 @@ from .frames import FrameBuilder, to_pandas
 from .model import Entry, Message, sorted_entries
 from .sources import Diagnostics, claimants, get_source, registry
 from .sources.base import Conversation, EntryColumns, Source
-from .sources.files import display, identity, is_dir, listing, raw_name
+from .sources.files import check_file, display, file_kind, identity, is_dir, listing, raw_name
 
 __all__ = ["ConversationHandle", "Corpus", "Discovery", "Progress", "load", "printable"]
 
@@ -345,6 +345,9 @@ class Discovery:
             path = Path(os.path.expanduser(os.fspath(raw)))
             if not os.path.lexists(path):
                 raise FileNotFoundError(f"no such file or folder: {path}")
+            if self._forced is None and file_kind(path) in ("link loop", "dangling link"):
+                check_file(path, self._loader)  # reported: a link that leads nowhere
+                continue
             for src, target in self._targets.of(path, self._forced, self._loader):
                 where = identity(target)
                 key = None if where is None else (src.name, *where)

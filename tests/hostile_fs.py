@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["as_nobody", "deny", "shared_tmp"]
+__all__ = ["as_nobody", "deny", "deny_open", "shared_tmp"]
 
 
 def _under(path: Any, folder: str) -> bool:
@@ -50,6 +50,22 @@ def deny(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     monkeypatch.setattr(os, "stat", denied("stat", True))
     monkeypatch.setattr(os, "lstat", denied("lstat", True))
     monkeypatch.setattr(os, "open", denied("open", True))
+
+
+def deny_open(monkeypatch: pytest.MonkeyPatch, file: Path) -> None:
+    """Make ``file`` behave as a file at mode 000 does for an unprivileged user, even for root.
+
+    It can be looked at, not opened.
+    """
+    target = os.path.abspath(file)
+    real = os.open
+
+    def fake(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(path, int) and os.path.abspath(os.fsdecode(os.fspath(path))) == target:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from hostile_fs import as_nobody, deny, shared_tmp
+from hostile_fs import as_nobody, deny, deny_open, shared_tmp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import message, write_record
@@ -334,8 +334,10 @@ def test_a_record_with_its_parent_and_a_linked_alias_load_once(tmp_path: Path) -
     (h / "conversations" / "alias").symlink_to(h / "conversations" / "bot")
     record = h / "conversations" / "bot" / "a" / RECORD
     corpus = ma.load(h, record)
-    assert len(corpus.messages) == 5 and len(corpus.conversations) == 2
-    assert kinds(corpus).count("reached_twice") == 3  # alias/a, alias/b, and the record given again
+    assert len(corpus.messages) == 5
+    assert sorted(corpus.conversations["conversation_id"]) == ["bot/a", "bot/b"]  # named by the real folder
+    assert rows(corpus, "reached_twice") == [str(h / "conversations" / "alias" / n / RECORD) for n in "ab"] + [
+        str(record)]
 
 
 @pytest.mark.parametrize("name", ["dispatch", "litany", "flexigpt"])
@@ -422,3 +424,52 @@ def test_a_fact_met_again_through_another_path_is_one_row() -> None:
     columns = ["kind", "path", "line"]
     assert others[columns].values.tolist() == once.diagnostics[columns].values.tolist()
     assert kinds(again).count("reached_twice") == len(once.conversations)
+
+
+def test_an_unreadable_repository_is_a_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(SAMPLES / "litany", tmp_path / "l")
+    locked = tmp_path / "l" / "docs-site" / "repo.git"
+    whole = ma.load(tmp_path / "l")
+    deny(monkeypatch, locked)
+    corpus = ma.load(tmp_path / "l")
+    assert rows(corpus, "unreadable_folder") == [str(locked)]
+    assert 0 < len(corpus.conversations) < len(whole.conversations)
+    alone = ma.load(tmp_path / "l" / "docs-site")
+    assert rows(alone, "unreadable_folder") == [str(locked)] and len(alone.conversations) == 0
+
+
+def test_unreadable_files_given_or_found_are_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(SAMPLES / "flexigpt", tmp_path / "f")
+    conv = sorted((tmp_path / "f" / "conversations_v1" / "202508").iterdir())[0]
+    h = home(tmp_path / "h", {"bot/a": 2, "bot/b": 3})
+    record = h / "conversations" / "bot" / "b" / RECORD
+    session = tmp_path / "d" / "x.session.json"
+    session.parent.mkdir()
+    shutil.copy(SAMPLES / "dispatch" / ".dispatch" / "runs" / "1754003600000-3f9a1c2b7d4e.session.json", session)
+    for file in (conv, record, session):
+        deny_open(monkeypatch, file)
+    for target in (conv, record, session):
+        assert rows(ma.load(target), "unreadable") == [str(target)]
+    assert rows(ma.load(h), "unreadable") == [str(record)] and len(ma.load(h).messages) == 2
+    assert rows(ma.load(tmp_path / "f"), "unreadable") == [str(conv)]
+    assert rows(ma.load(tmp_path / "d"), "unreadable") == [str(session)]
+
+
+def test_a_link_given_that_leads_nowhere_is_a_row(tmp_path: Path) -> None:
+    h = home(tmp_path / "h", {"bot/a": 2})
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "nothing")
+    corpus = ma.load(tmp_path / "loop", h, tmp_path / "gone")
+    assert len(corpus.messages) == 2
+    assert rows(corpus, "broken_link") == [str(tmp_path / "gone"), str(tmp_path / "loop")]
+
+
+def test_a_folder_named_as_a_dispatch_file_is_a_row(tmp_path: Path) -> None:
+    (tmp_path / "d" / "odd.session.json").mkdir(parents=True)
+    (tmp_path / "d" / "odd.dispatch-trace.json").mkdir()
+    shutil.copy(SAMPLES / "dispatch" / ".dispatch" / "runs" / "1754003600000-3f9a1c2b7d4e.session.json",
+                tmp_path / "d" / "ok.session.json")
+    corpus = ma.load(tmp_path / "d")
+    assert len(corpus.conversations) == 1
+    assert rows(corpus, "not_a_file") == [str(tmp_path / "d" / "odd.dispatch-trace.json"),
+                                          str(tmp_path / "d" / "odd.session.json")]

@@ -46,7 +46,7 @@ import pyarrow as pa
 from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
 from .base import Conversation, Diagnostics, Source, ToolMeta
-from .files import check_file, display, file_kind, identity, is_dir, listing, read_regular
+from .files import NOT_A_FILE, check_file, display, file_kind, identity, is_dir, listing, read_regular
 
 __all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "SKIP_DIRS", "DispatchSource", "history_entries", "trace_conversation"]
 
@@ -452,7 +452,9 @@ class DispatchSource(Source):
                 is_folder = entry.is_dir(follow_symlinks=False)
             except OSError:
                 is_folder = False
-            if is_folder:
+            if is_folder and entry.name.endswith((SESSION_SUFFIX, TRACE_SUFFIX)):
+                diagnostics.report(entry.path, NOT_A_FILE, "a folder stands where a file was expected; skipped")
+            elif is_folder:
                 if entry.name not in SKIP_DIRS:
                     yield from self._files(Path(entry.path), diagnostics)
             elif self._claims_name(entry.name) or _run_id(entry.name) is not None or entry.name.endswith(_DB_SUFFIXES):

@@ -424,7 +424,7 @@ class FlexiGPTSource(Source):
         except NotRegularFile:  # claimed where a store keeps conversations, so that it is reported
             return path.parent.name in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
         except OSError:
-            return False
+            return True  # named as a conversation file and unreadable: claimed, so that it is reported
         return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)
 
     def files(self, path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Path]:

@@ -103,8 +103,11 @@ class LitanySource(Source):
         self.git = git
 
     def guess_can_open(self, path: Path) -> bool:
-        """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches."""
-        return bool(_workspaces(path, limit=1))
+        """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches.
+
+        A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
+        """
+        return bool(_workspaces(path, limit=1)) or is_dir(path / "repo.git")
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
         """Every agent branch of every workspace under ``path``."""
@@ -414,6 +417,9 @@ def _workspaces(
     A folder that cannot be listed is reported to ``diagnostics`` when it is given.
     """
     git_dir = find_git_dir(path)
+    if git_dir is None and is_dir(path / "repo.git"):
+        listing(path / "repo.git", diagnostics)  # a repo.git that cannot be listed is reported
+        return []
     if git_dir is not None:
         if git_dir.name == "repo.git" and is_dir(git_dir.parent / "steps"):
             return [(git_dir, git_dir.parent / "steps")]
@@ -425,7 +431,10 @@ def _workspaces(
     for entry in listing(base, diagnostics):
         child = Path(entry.path)
         repo = child / "repo.git"
-        if entry.name.startswith(".") or not (is_dir(repo) and is_git_dir(repo)):
+        if entry.name.startswith(".") or not is_dir(repo):
+            continue
+        if not is_git_dir(repo):
+            listing(repo, diagnostics)  # reported when it cannot be listed
             continue
         found.append((repo, child / "steps" if is_dir(child / "steps") else None))
         if limit is not None and len(found) >= limit:

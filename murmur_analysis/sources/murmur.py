@@ -102,8 +102,12 @@ def _blocks(content: Any) -> tuple[Block, ...]:
 
 
 def _visible_dirs(path: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
-    """The folders directly inside ``path`` (links followed), hidden ones left out."""
-    return [Path(e.path) for e in listing(path, diagnostics) if not e.name.startswith(".") and entry_is_dir(e)]
+    """The folders directly inside ``path`` (links followed), hidden ones left out; links last.
+
+    Links come after real folders, so that data reached both ways is named by its real folder.
+    """
+    found = [e for e in listing(path, diagnostics) if not e.name.startswith(".") and entry_is_dir(e)]
+    return [Path(e.path) for e in sorted(found, key=lambda e: e.is_symlink())]
 
 
 def _holds_record(folder: Path) -> bool:
