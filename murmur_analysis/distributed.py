@@ -25,11 +25,13 @@ from .sources.base import Diagnostics, Source
 __all__ = ["load_dask"]
 
 
-def _tables(source: Source, key: Hashable) -> dict[str, pa.Table]:
-    """Decode one conversation and build its rows (runs in a Dask task)."""
+def _tables(source: Source, key: Hashable, conversation_id: str) -> dict[str, pa.Table]:
+    """Decode one conversation and build its rows under the id the listing gave it (runs in a Dask task)."""
     diagnostics = Diagnostics(source.name)
     builder = FrameBuilder()
-    builder.add(printable(source.reopen(key, diagnostics)))
+    conv = source.reopen(key, diagnostics)
+    conv.conversation_id = conversation_id
+    builder.add(printable(conv))
     builder.add_diagnostics(diagnostics.rows)
     return builder.finish()
 
@@ -66,18 +68,18 @@ def load_dask(
     import dask.dataframe as dd
     from dask.delayed import delayed
 
-    jobs: list[tuple[Source, Hashable]] = []
+    jobs: list[tuple[Source, Hashable, str]] = []
     listing = FrameBuilder()
     discovery = Discovery(source, options or {})
     for src, target in discovery.targets(paths):
         diagnostics = Diagnostics(src.name)
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if discovery.admit(conv, diagnostics):
-                jobs.append((src, conv.key))
+                jobs.append((src, conv.key, conv.conversation_id))
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))
     listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
-    tasks = [delayed(_tables)(src, key) for src, key in jobs]
+    tasks = [delayed(_tables)(src, key, cid) for src, key, cid in jobs]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())

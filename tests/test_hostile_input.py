@@ -473,3 +473,12 @@ def test_a_folder_named_as_a_dispatch_file_is_a_row(tmp_path: Path) -> None:
     assert len(corpus.conversations) == 1
     assert rows(corpus, "not_a_file") == [str(tmp_path / "d" / "odd.dispatch-trace.json"),
                                           str(tmp_path / "d" / "odd.session.json")]
+
+
+def test_two_files_with_one_id_both_load(tmp_path: Path) -> None:
+    one = home(tmp_path / "one", {"bot/a": 2})
+    two = home(tmp_path / "two", {"bot/a": 3})
+    corpus = ma.load(one, two)
+    assert corpus.conversations[["conversation_id", "messages"]].values.tolist() == [["bot/a", 2], ["bot/a#2", 3]]
+    assert rows(corpus, "duplicate_id") == [str(two / "conversations" / "bot" / "a" / RECORD)]
+    assert len(corpus.conversation("bot/a#2").entries) == 3
