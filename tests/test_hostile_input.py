@@ -482,3 +482,18 @@ def test_two_files_with_one_id_both_load(tmp_path: Path) -> None:
     assert corpus.conversations[["conversation_id", "messages"]].values.tolist() == [["bot/a", 2], ["bot/a#2", 3]]
     assert rows(corpus, "duplicate_id") == [str(two / "conversations" / "bot" / "a" / RECORD)]
     assert len(corpus.conversation("bot/a#2").entries) == 3
+
+
+@pytest.mark.parametrize("name", ["packed-refs", "config", "refs/heads/agents/zz-pipe", "objects/info/alternates"])
+def test_a_fifo_in_a_repository_is_a_row_and_never_blocks(tmp_path: Path, name: str) -> None:
+    shutil.copytree(SAMPLES / "litany", tmp_path / "l")
+    repo = tmp_path / "l" / "docs-site" / "repo.git"
+    whole = ma.load(tmp_path / "l")
+    (repo / name).unlink(missing_ok=True)
+    (repo / name).parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(repo / name)
+    corpus = finishes(lambda: ma.load(tmp_path / "l"))
+    assert rows(corpus, "not_a_regular_file") == [str(repo / name)]
+    assert 0 < len(corpus.conversations) < len(whole.conversations)
+    with pytest.raises(ma.errors.GitError, match="would block"):
+        finishes(lambda: ma.assemble_commit(repo, "agents/x"))

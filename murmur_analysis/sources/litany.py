@@ -127,6 +127,11 @@ class LitanySource(Source):
     ) -> Iterator[Conversation]:
         repo = GitRepo(git_dir, self.git)
         replayer = Replayer(repo, diags)
+        if repo.hazards():
+            for where in repo.hazards():
+                diags.report(where, "not_a_regular_file", "a FIFO, socket or device among the repository's files: "
+                             "git would block on it, so the repository is not read")
+            return
         try:
             refs = repo.ref_kinds(AGENTS)
         except GitError as err:
@@ -403,7 +408,7 @@ def _has_agents(git_dir: Path) -> bool:
     if (git_dir / "refs" / "heads" / "agents").is_dir():
         return True
     try:
-        with open(git_dir / "packed-refs", "rb") as fh:
+        with open_regular(git_dir / "packed-refs") as fh:
             return any(b" refs/heads/agents/" in line for line in fh)
     except OSError:
         return False
