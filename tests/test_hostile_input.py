@@ -497,3 +497,14 @@ def test_a_fifo_in_a_repository_is_a_row_and_never_blocks(tmp_path: Path, name: 
     assert 0 < len(corpus.conversations) < len(whole.conversations)
     with pytest.raises(ma.errors.GitError, match="would block"):
         finishes(lambda: ma.assemble_commit(repo, "agents/x"))
+
+
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+def test_a_fifo_beside_a_sqlite_file_is_a_row_and_never_blocks(tmp_path: Path, suffix: str) -> None:
+    shutil.copytree(SAMPLES / "dispatch", tmp_path / "d")
+    db = tmp_path / "d" / "state" / "session.sqlite"
+    os.mkfifo(f"{db}{suffix}")
+    for target in (db, tmp_path / "d"):
+        corpus = finishes(lambda t=target: ma.load(t))
+        assert rows(corpus, "not_a_regular_file") == [f"{db}{suffix}"]
+    assert len(corpus.conversations) == 4  # all but the SQLite session

@@ -29,6 +29,7 @@ What the frames say, and why:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -46,7 +47,18 @@ import pyarrow as pa
 from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
 from .base import Conversation, Diagnostics, Source, ToolMeta
-from .files import NOT_A_FILE, check_file, display, file_kind, identity, is_dir, listing, read_regular
+from .files import (
+    NOT_A_FILE,
+    NOT_REGULAR,
+    NotRegularFile,
+    check_file,
+    display,
+    file_kind,
+    identity,
+    is_dir,
+    listing,
+    read_regular,
+)
 
 __all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "SKIP_DIRS", "DispatchSource", "history_entries", "trace_conversation"]
 
@@ -134,6 +146,15 @@ def _memory_text(value: Any) -> str | None:
     return str(value)
 
 
+def _blocking_sidecar(path: Path) -> Path | None:
+    """A journal, WAL or shared-memory file of ``path`` that is no regular file (SQLite would block on it)."""
+    for suffix in ("-journal", "-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if file_kind(side) not in ("file", "missing", "folder", "dangling link"):
+            return side
+    return None
+
+
 @contextlib.contextmanager
 def _database(path: Path, diagnostics: Diagnostics | None) -> Iterator[sqlite3.Connection]:
     """A read-only connection to a SQLite file, never writing to it.
@@ -143,6 +164,10 @@ def _database(path: Path, diagnostics: Diagnostics | None) -> Iterator[sqlite3.C
     journal are then copied to a private folder and the copy is opened, so SQLite rolls the copy
     back and the last committed state is read; the original is left as it is.
     """
+    sidecar = _blocking_sidecar(path)
+    if sidecar is not None:
+        raise NotRegularFile(errno.EINVAL, "a FIFO, socket or device beside the database: SQLite would block on it",
+                             os.fspath(sidecar))
     journal = Path(f"{path}-journal")
     if file_kind(journal) == "file" and os.path.getsize(journal) > 0:
         with tempfile.TemporaryDirectory(prefix="murmur-analysis-sqlite-") as tmp:
@@ -524,6 +549,9 @@ class DispatchSource(Source):
             found = self._trace(path, diagnostics)
             if found is not None:
                 yield found
+        elif (sidecar := _blocking_sidecar(path)) is not None:
+            diagnostics.report(sidecar, NOT_REGULAR, "a FIFO, socket or device beside a SQLite file: SQLite would "
+                               "block on it, so the database is not read")
         elif name == "session.sqlite" or self._sqlite_tables(path):
             yield from self._sqlite(path, diagnostics, memory=True)
 
