@@ -508,3 +508,15 @@ def test_a_fifo_beside_a_sqlite_file_is_a_row_and_never_blocks(tmp_path: Path, s
         corpus = finishes(lambda t=target: ma.load(t))
         assert rows(corpus, "not_a_regular_file") == [f"{db}{suffix}"]
     assert len(corpus.conversations) == 4  # all but the SQLite session
+
+
+def test_a_workspace_whose_repo_is_no_repository_is_a_row(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLES / "litany", tmp_path / "l")
+    repo = tmp_path / "l" / "docs-site" / "repo.git"
+    (repo / "HEAD").unlink()
+    os.mkfifo(repo / "HEAD")
+    corpus = finishes(lambda: ma.load(tmp_path / "l"))
+    assert rows(corpus, "not_a_regular_file") == [str(repo / "HEAD")]
+    (repo / "HEAD").unlink()
+    corpus = ma.load(tmp_path / "l")
+    assert rows(corpus, "not_a_repository") == [str(repo)] and len(corpus.conversations) > 0

@@ -50,7 +50,7 @@ from ..diagnostics import Diagnostic
 from ..errors import GitError
 from ..model import Entry
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
-from .files import display, entry_is_dir, is_dir, listing, open_regular
+from .files import check_file, display, entry_is_dir, is_dir, listing, open_regular
 from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
 from .litany_entries import entry_name, normalize_usage, provider_family
 from .litany_replay import MESSAGES, Replayer, Summary, Tally
@@ -414,6 +414,19 @@ def _has_agents(git_dir: Path) -> bool:
         return False
 
 
+def _not_a_repository(repo: Path, diagnostics: Diagnostics | None) -> None:
+    """Report why a workspace's ``repo.git`` is not read: it cannot be listed, or is no repository."""
+    if diagnostics is None:
+        return
+    before = len(diagnostics.rows)
+    if not listing(repo, diagnostics) and len(diagnostics.rows) > before:
+        return  # reported as a folder that cannot be listed
+    if os.path.lexists(repo / "HEAD") and not check_file(repo / "HEAD", diagnostics):
+        return  # reported: HEAD is a FIFO, a folder, a broken link...
+    diagnostics.report(repo, "not_a_repository", "the workspace's repo.git is not a git repository "
+                       "(it needs a HEAD file, objects/ and refs/); skipped")
+
+
 def _workspaces(
     path: Path, limit: int | None = None, diagnostics: Diagnostics | None = None
 ) -> list[tuple[Path, Path | None]]:
@@ -423,7 +436,7 @@ def _workspaces(
     """
     git_dir = find_git_dir(path)
     if git_dir is None and is_dir(path / "repo.git"):
-        listing(path / "repo.git", diagnostics)  # a repo.git that cannot be listed is reported
+        _not_a_repository(path / "repo.git", diagnostics)
         return []
     if git_dir is not None:
         if git_dir.name == "repo.git" and is_dir(git_dir.parent / "steps"):
@@ -439,7 +452,7 @@ def _workspaces(
         if entry.name.startswith(".") or not is_dir(repo):
             continue
         if not is_git_dir(repo):
-            listing(repo, diagnostics)  # reported when it cannot be listed
+            _not_a_repository(repo, diagnostics)
             continue
         found.append((repo, child / "steps" if is_dir(child / "steps") else None))
         if limit is not None and len(found) >= limit:
