@@ -48,7 +48,6 @@ from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
 from .base import Conversation, Diagnostics, Source, ToolMeta
 from .files import (
-    NOT_A_FILE,
     NOT_REGULAR,
     NotRegularFile,
     check_file,
@@ -58,6 +57,7 @@ from .files import (
     is_dir,
     listing,
     read_regular,
+    report_kind,
 )
 
 __all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "SKIP_DIRS", "DispatchSource", "history_entries", "trace_conversation"]
@@ -478,7 +478,7 @@ class DispatchSource(Source):
             except OSError:
                 is_folder = False
             if is_folder and entry.name.endswith((SESSION_SUFFIX, TRACE_SUFFIX)):
-                diagnostics.report(entry.path, NOT_A_FILE, "a folder stands where a file was expected; skipped")
+                report_kind(entry.path, "folder", diagnostics)
             elif is_folder:
                 if entry.name not in SKIP_DIRS:
                     yield from self._files(Path(entry.path), diagnostics)

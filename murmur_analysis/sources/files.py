@@ -27,19 +27,24 @@ from typing import BinaryIO
 from .base import Diagnostics
 
 __all__ = [
+    "BROKEN_LINK",
     "NOT_A_FILE",
     "NOT_REGULAR",
+    "UNREADABLE",
     "UNREADABLE_FOLDER",
     "NotRegularFile",
     "check_file",
     "display",
+    "entry_is_dir",
     "file_kind",
     "identity",
     "is_dir",
     "listing",
     "open_regular",
     "raw_name",
+    "read_file",
     "read_regular",
+    "report_kind",
 ]
 
 UNREADABLE_FOLDER = "unreadable_folder"
@@ -131,8 +136,13 @@ def check_file(path: str | os.PathLike[str], diagnostics: Diagnostics | None, *,
     kind = file_kind(path)
     if kind == "file":
         return True
-    if diagnostics is None or (kind == "missing" and missing_ok):
-        return False
+    if diagnostics is not None and not (kind == "missing" and missing_ok):
+        report_kind(path, kind, diagnostics)
+    return False
+
+
+def report_kind(path: str | os.PathLike[str], kind: str, diagnostics: Diagnostics) -> None:
+    """Report what stands at ``path`` where a regular file was expected (a :func:`file_kind`)."""
     if kind == "folder":
         diagnostics.report(path, NOT_A_FILE, "a folder stands where a file was expected; skipped")
     elif kind in ("link loop", "dangling link"):
@@ -146,7 +156,6 @@ def check_file(path: str | os.PathLike[str], diagnostics: Diagnostics | None, *,
         diagnostics.report(path, UNREADABLE, "no such file")
     else:
         diagnostics.report(path, NOT_REGULAR, f"a {kind}, not a regular file: never opened (it could block)")
-    return False
 
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
@@ -171,20 +180,24 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def read_regular(path: str | os.PathLike[str], diagnostics: Diagnostics) -> bytes | None:
-    """The bytes of a regular file, or ``None`` after reporting why they could not be read."""
+def read_file(path: str | os.PathLike[str], diagnostics: Diagnostics) -> tuple[bytes, float] | None:
+    """The bytes of a regular file and its modification time, or ``None`` after reporting why not."""
     try:
         with open_regular(path) as fh:
-            return fh.read()
+            mtime = os.fstat(fh.fileno()).st_mtime
+            return fh.read(), mtime
     except NotRegularFile as err:
-        if err.kind == "folder":
-            diagnostics.report(path, NOT_A_FILE, "a folder stands where a file was expected; skipped")
-        else:
-            diagnostics.report(path, NOT_REGULAR, f"{err.strerror}: never read (it could block)")
+        report_kind(path, err.kind, diagnostics)
     except OSError as err:
         kind = BROKEN_LINK if err.errno == errno.ELOOP else UNREADABLE
         diagnostics.report(path, kind, f"could not read the file: {_why(err)}")
     return None
+
+
+def read_regular(path: str | os.PathLike[str], diagnostics: Diagnostics) -> bytes | None:
+    """The bytes of a regular file, or ``None`` after reporting why they could not be read."""
+    found = read_file(path, diagnostics)
+    return None if found is None else found[0]
 
 
 def identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:

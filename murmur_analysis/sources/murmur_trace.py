@@ -34,7 +34,7 @@ import orjson
 
 from ..model import Usage
 from .base import Diagnostics, ToolMeta
-from .files import NOT_REGULAR, NotRegularFile, check_file, entry_is_dir, is_dir, listing, open_regular
+from .files import check_file, entry_is_dir, is_dir, listing, read_file
 
 __all__ = [
     "Compaction",
@@ -237,16 +237,10 @@ def read_jsonl(path: Path, diagnostics: Diagnostics, settle_seconds: float) -> I
     Yields:
         ``(1-based line number, parsed value)``.
     """
-    try:
-        with open_regular(path) as f:
-            mtime = os.fstat(f.fileno()).st_mtime
-            data = f.read()
-    except NotRegularFile as err:
-        diagnostics.report(path, NOT_REGULAR, f"{err.strerror}: never read (it could block)")
+    found = read_file(path, diagnostics)
+    if found is None:
         return
-    except OSError as err:
-        diagnostics.report(path, "unreadable", f"could not read: {err.strerror or err}")
-        return
+    data, mtime = found
     settled = time.time() - mtime >= settle_seconds
     lines = data.split(b"\n")
     last = len(lines)
