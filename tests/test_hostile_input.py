@@ -520,3 +520,19 @@ def test_a_workspace_whose_repo_is_no_repository_is_a_row(tmp_path: Path) -> Non
     (repo / "HEAD").unlink()
     corpus = ma.load(tmp_path / "l")
     assert rows(corpus, "not_a_repository") == [str(repo)] and len(corpus.conversations) > 0
+
+
+def test_flexigpt_files_reached_through_a_linked_month_load_once(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLES / "flexigpt", tmp_path / "f")
+    store = tmp_path / "f" / "conversations_v1"
+    whole = ma.load(tmp_path / "f")
+    (store / "209912").symlink_to(store / "202508")
+    linked = ma.load(tmp_path / "f")
+    assert len(linked.messages) == len(whole.messages)
+    assert kinds(linked).count("reached_twice") == len(list((store / "202508").iterdir()))
+    first = sorted((store / "202508").iterdir())[0]
+    (store / "209911").mkdir()
+    shutil.copy(first, store / "209911" / first.name)  # another file, the same conversation id
+    copied = ma.load(tmp_path / "f")
+    assert len(copied.conversations) == len(whole.conversations) + 1
+    assert kinds(copied).count("duplicate_id") == 1

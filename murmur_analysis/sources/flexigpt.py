@@ -469,18 +469,15 @@ class FlexiGPTSource(Source):
         return paginate(items, cursor, limit)
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every readable conversation under ``path``, newest first."""
-        seen: set[str] = set()
+        """Every readable conversation under ``path``, newest first.
+
+        A file reached twice (through a linked folder) loads once, and two files holding one
+        conversation id both load: the loader keys conversations on their files.
+        """
         for file in self.files(path, diagnostics):
             conv = self._read(str(file), diagnostics)
-            if conv is None:
-                continue
-            if conv.conversation_id in seen:
-                diagnostics.report(file, "duplicate_conversation",
-                                   f"conversation {conv.conversation_id} was already read from another file; skipped")
-                continue
-            seen.add(conv.conversation_id)
-            yield conv
+            if conv is not None:
+                yield conv
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode the conversation file ``key`` again (an empty conversation if it became unreadable)."""
