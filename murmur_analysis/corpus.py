@@ -31,7 +31,10 @@ from .sources import Diagnostics, claimants, get_source, registry
 from .sources.base import Conversation, EntryColumns, Source
 from .sources.files import check_file, display, file_kind, identity, is_dir, listing, raw_name
 
-__all__ = ["ConversationHandle", "Corpus", "Discovery", "Progress", "load", "printable"]
+__all__ = ["ConversationHandle", "Corpus", "Discovery", "PathArg", "Progress", "load", "printable"]
+
+#: A path given to a loader: text, or bytes for a name that is not UTF-8 (kept losslessly).
+PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 #: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
 #: that opened it), ``"entries"`` (a long conversation's entries read so far, every 65,536) or
@@ -281,7 +284,7 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 
 def load(
-    *paths: str | os.PathLike[str],
+    *paths: PathArg,
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
@@ -289,7 +292,8 @@ def load(
     """Load conversations from any number of paths into one corpus.
 
     Args:
-        *paths: files or folders of any registered source (``~`` is expanded).
+        *paths: files or folders of any registered source (``~`` is expanded); bytes are taken
+            as the file system's own name (a name that is not UTF-8).
         source: force this source for every path instead of detecting.
         options: per-source options by source name, e.g.
             ``{"murmur": {"sessions": ["~/work"]}}``.
@@ -334,7 +338,7 @@ class Discovery:
         self._taken: dict[tuple[str, str], Hashable] = {}  # (source, id) -> the identity holding it
         self._reported: set[Diagnostic] = set()
 
-    def targets(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Source, Path]]:
+    def targets(self, paths: Iterable[PathArg]) -> Iterator[tuple[Source, Path]]:
         """Every ``(source, path)`` to open, each once.
 
         Raises:
@@ -342,7 +346,7 @@ class Discovery:
             NoSourceError: a readable path nothing recognises.
         """
         for raw in paths:
-            path = Path(os.path.expanduser(os.fspath(raw)))
+            path = Path(os.path.expanduser(os.fsdecode(raw)))  # bytes: a name that is not UTF-8
             if not os.path.lexists(path):
                 raise FileNotFoundError(f"no such file or folder: {path}")
             if self._forced is None and file_kind(path) in ("link loop", "dangling link"):
@@ -387,7 +391,7 @@ class Discovery:
 
 
 def _load(
-    paths: tuple[str | os.PathLike[str], ...],
+    paths: tuple[PathArg, ...],
     source: str | None,
     options: Mapping[str, Mapping[str, Any]],
     progress: Progress | None,

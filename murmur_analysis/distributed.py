@@ -10,14 +10,13 @@ Requires the ``dask`` extra (``pip install murmur-analysis[dask]``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import Discovery, printable
+from .corpus import Discovery, PathArg, printable
 from .frames import FrameBuilder, to_pandas
 from .schema import TABLES, schema
 from .sources.base import Diagnostics, Source
@@ -41,7 +40,7 @@ def _frame(tables: dict[str, pa.Table], name: str) -> pd.DataFrame:
 
 
 def load_dask(
-    *paths: str | os.PathLike[str],
+    *paths: PathArg,
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:

@@ -536,3 +536,11 @@ def test_flexigpt_files_reached_through_a_linked_month_load_once(tmp_path: Path)
     copied = ma.load(tmp_path / "f")
     assert len(copied.conversations) == len(whole.conversations) + 1
     assert kinds(copied).count("duplicate_id") == 1
+
+
+def test_a_path_given_as_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    root = os.fsencode(tmp_path) + b"/home\xfe"
+    write_record(Path(os.fsdecode(root)) / "conversations" / "bot" / "a" / RECORD, [message(0), message(1)])
+    corpus = ma.load(root)
+    assert len(corpus.messages) == 2
+    assert corpus.conversations["path_bytes"].tolist() == [root + b"/conversations/bot/a/" + RECORD.encode()]
