@@ -11,6 +11,7 @@ import orjson
 from . import __version__, load, read_messages, sources
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
+from .export import export
 
 __all__ = ["main"]
 
@@ -63,11 +64,15 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Export every table as Parquet."""
-    corpus = _load(args)
-    written = corpus.to_parquet(args.out)
-    for name, path in written.items():
-        print(f"{name:14} {corpus.tables[name].num_rows:>9} rows  {path}")
+    """Export every table as Parquet, a batch of conversations at a time."""
+    progress = _progress(args.quiet)
+    result = export(*args.paths, out=args.out, source=args.source, progress=progress,  # type: ignore[arg-type]
+                    incremental=not args.full)
+    for name, path in result.paths().items():
+        print(f"{name:17} {result.rows[name]:>9} rows  {path}")
+    print(f"generation {result.generation}: {result.conversations_read} conversation(s) read, "
+          f"{result.conversations_kept} kept from the previous export; "
+          f"{result.files_written} file(s) written, {result.files_kept} kept")
     return 0
 
 
@@ -120,9 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("export", help="write every table as a hive-partitioned Parquet dataset",
-                       description="Load SRC... and write <DIR>/<table>/source=<source>/part-0.parquet.")
+                       description="Load SRC... and write <DIR>/<table>/source=<source>/part-<batch>.parquet, "
+                                   "switched in whole (a killed export leaves the previous one intact). "
+                                   "<DIR>/manifest.json names the files. Exporting again into the same DIR "
+                                   "reads only the conversations whose files or branches changed.")
     add_load_args(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; partitions replaced)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder (created; the previous export in it is replaced whole)")
+    p.add_argument("--full", action="store_true",
+                   help="read every conversation again instead of keeping unchanged ones' rows")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("page", help="print one page of a murmur record, newest first (murmur's read-messages)",

@@ -8,12 +8,9 @@ data loads them all at once.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -21,38 +18,14 @@ import pyarrow as pa
 
 from .assembly import Assembled, ToolCall, assemble, pair_tools, transcript
 from .cursor import Page, entries_page
-from .errors import NoSourceError, UnknownConversationError
-from .frames import FrameBuilder, to_pandas
+from .errors import UnknownConversationError
+from .frames import to_pandas
+from .load_plan import LoadPlan, Progress, cyclic_gc_paused
 from .model import Entry, Message, sorted_entries
-from .sources import Diagnostics, detect, get_source
-from .sources.base import Conversation, EntryColumns, Source
+from .sources import Diagnostics
+from .sources.base import Conversation, Source
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
-
-#: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
-#: that opened it), ``"entries"`` (a long conversation's entries read so far, every 65,536) or
-#: ``"conversation"`` (a conversation id, once decoded).
-Progress = Callable[[str, str], None]
-
-_PROGRESS_EVERY = 65_536
-
-
-def _reporting_columns(
-    chunks: Iterable[EntryColumns], label: str, progress: Progress
-) -> Iterator[EntryColumns]:
-    done = 0
-    for chunk in chunks:
-        done += len(chunk)
-        progress("entries", f"{label}: {done:,} entries")
-        yield chunk
-
-
-def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Iterator[Entry]:
-    for done, entry in enumerate(entries, start=1):
-        if done % _PROGRESS_EVERY == 0:
-            progress("entries", f"{label}: {done:,} entries")
-        yield entry
-
 
 @dataclass
 class ConversationHandle:
@@ -200,50 +173,6 @@ class Corpus:
         return f"<Corpus {sizes}>"
 
 
-def _targets(
-    path: Path, source: str | None, options: Mapping[str, Mapping[str, Any]]
-) -> Iterator[tuple[Source, Path]]:
-    if source is not None:
-        yield get_source(source, **options.get(source, {})), path
-        return
-    try:
-        yield detect(path, options), path
-        return
-    except NoSourceError:
-        if not path.is_dir():
-            raise
-    found = False
-    for child in sorted(path.iterdir()):
-        if child.name.startswith("."):
-            continue
-        try:
-            yield detect(child, options), child
-            found = True
-        except NoSourceError:
-            continue
-    if not found:
-        raise NoSourceError(f"no source recognises {path} or anything directly inside it",
-                            hint="pass source= to force one; ma.sources() lists them")
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector for the length of a load.
-
-    A load allocates millions of short-lived containers (parsed lines, rows) and keeps many
-    long-lived ones (column chunks); each automatic collection then rescans all of them, which
-    costs about a third of a long record's load. Decoded data holds no reference cycles, so
-    reference counting frees everything as before; the collector's previous state is restored.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def load(
     *paths: str | os.PathLike[str],
     source: str | None = None,
@@ -271,7 +200,7 @@ def load(
         >>> corpus = load("data/samples/murmur")  # doctest: +SKIP
         >>> corpus.messages.groupby("role").size()  # doctest: +SKIP
     """
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         return _load(paths, source, options or {}, progress)
 
 
@@ -281,34 +210,20 @@ def _load(
     options: Mapping[str, Mapping[str, Any]],
     progress: Progress | None,
 ) -> Corpus:
-    builder = FrameBuilder()
+    plan = LoadPlan(paths, source, options, progress)
     handles: dict[tuple[str, str], ConversationHandle] = {}
     extra: dict[str, list[pa.Table]] = {}
-    for raw in paths:
-        path = Path(os.path.expanduser(os.fspath(raw)))
-        if not path.exists():
-            raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options):
-            if progress:
-                progress("source", f"{src.name}: {target}")
-            diags = Diagnostics(src.name)
-            for conv in src.open(target, diags):
-                if progress:
-                    label = f"{conv.source}: {conv.conversation_id}"
-                    if conv.columns is not None:
-                        conv.columns = _reporting_columns(conv.columns, label, progress)
-                    elif not isinstance(conv.entries, list):
-                        conv.entries = _reporting_entries(conv.entries, label, progress)
-                builder.add(conv)
-                handles[(conv.source, conv.conversation_id)] = ConversationHandle(
-                    conv.source, conv.conversation_id, src, conv.key
-                )
-                if progress:
-                    progress("conversation", f"{conv.source}: {conv.conversation_id}")
-            builder.add_diagnostics(diags.rows)
-            for name, table in src.extra_tables().items():
-                extra.setdefault(name, []).append(table)
-    tables = builder.finish()
+    for event in plan.events():
+        conv = event.conversation
+        if conv is not None:
+            handles[(conv.source, conv.conversation_id)] = ConversationHandle(
+                conv.source, conv.conversation_id, event.source, conv.key
+            )
+            continue
+        plan.builder.add_diagnostics(event.all_diagnostics)
+        for name, table in event.extra_tables.items():
+            extra.setdefault(name, []).append(table)
+    tables = plan.builder.finish()
     for name, parts in extra.items():
         tables[name] = pa.concat_tables(parts, promote_options="default")
     return Corpus(tables, handles)

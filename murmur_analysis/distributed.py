@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import _targets
 from .frames import FrameBuilder, to_pandas
+from .load_plan import _targets
 from .schema import TABLES, schema
 from .sources.base import Diagnostics, Source
 

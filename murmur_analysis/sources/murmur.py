@@ -32,6 +32,7 @@ import orjson
 
 from ..assembly import ToolEvent
 from ..cursor import header_of, parse_line
+from ..identity import file_identity
 from ..model import (
     Block,
     Entry,
@@ -144,6 +145,8 @@ class MurmurSource(Source):
         self.discover_sessions = discover_sessions
         self.settle_seconds = float(settle_seconds)
         self._index: TraceIndex | None = None
+        self._traces: list[Path] = []
+        self._traces_identity: Any = None
 
     # ---------------------------------------------------------------------------- finding
 
@@ -202,6 +205,7 @@ class MurmurSource(Source):
         home = self._home(path) if self.discover_sessions else None
         if home is not None:
             traces.extend(discover(home))
+        self._traces, self._traces_identity = traces, None
         return TraceIndex(diagnostics, self.settle_seconds).add_all(traces)
 
     # ---------------------------------------------------------------------------- decoding
@@ -229,6 +233,25 @@ class MurmurSource(Source):
                         diagnostics.report(rec.path, "retention", detail)
                 else:
                     diagnostics.report(event.trace, "retention", detail + " (no such record loaded)", event.line)
+
+    def fingerprint(self, conv: Conversation) -> Any:
+        """The identities of the record and of every trace it is joined to, and which have settled.
+
+        An unterminated last line is reported only once its file has been still for
+        ``settle_seconds``, so whether a file has settled is part of what its rows depend on.
+        """
+        own = super().fingerprint(conv)
+        if own is None:
+            return None
+        if self._traces_identity is None:
+            self._traces_identity = [[str(t), file_identity(t), self._settled(t)] for t in self._traces]
+        return [own, self._settled(Path(own[0][0])), self._traces_identity]
+
+    def _settled(self, path: Path) -> bool:
+        try:
+            return time.time() - path.stat().st_mtime >= self.settle_seconds
+        except OSError:
+            return False
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""
