@@ -175,6 +175,18 @@ class _Writer:
     def _last_batch(self) -> str:
         return f"{self.staged.number:06d}-{self._serial:05d}"
 
+    def complete(self) -> None:
+        """Give every declared table a folder: an empty one holds a zero-row file of its schema."""
+        for name in TABLES:
+            self.columns.setdefault(name, schema(name).names)
+        for name, columns in self.columns.items():
+            if not self.files.get(name):
+                empty = schema(name).empty_table() if name in TABLES else pa.table(
+                    {c: pa.array([], pa.null()) for c in columns})
+                relative = f"{name}/part-{self.staged.number:06d}-empty.parquet"
+                self._write_file(name, empty, relative)
+                self._place(name, None, relative, 0)
+
     def manifest(self, replaces: str | None) -> dict[str, Any]:
         """The manifest of the staged generation."""
         tables = {
@@ -182,8 +194,6 @@ class _Writer:
                    "columns": self.columns.get(name, [])}
             for name, files in sorted(self.files.items())
         }
-        for name, columns in self.columns.items():
-            tables.setdefault(name, {"rows": 0, "files": [], "columns": columns})
         return {
             "format": FORMAT,
             "generation": self.staged.number,
@@ -290,8 +300,7 @@ def export(
         flush()
         if current is not None and incremental:
             writer.carry(previous, current, keep)
-        for name in TABLES:  # every declared table is in every export, empty or not
-            writer.columns.setdefault(name, schema(name).names)
+        writer.complete()
         manifest = writer.manifest(current.name if current else None)
         staged.write(manifest, writer.state.to_doc())
         final = output.switch(staged, list(manifest["tables"]))
@@ -337,8 +346,7 @@ def write_parquet(
         staged = output.stage()
         writer = _Writer(staged, compression, compression_level, price_data_version)
         writer.write(tables, None)
-        for name in TABLES:
-            writer.columns.setdefault(name, schema(name).names)
+        writer.complete()
         manifest = writer.manifest(current.name if current else None)
         staged.write(manifest, ExportState().to_doc())
         output.switch(staged, list(manifest["tables"]))
