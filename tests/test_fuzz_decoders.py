@@ -220,3 +220,12 @@ def test_assembly_core_holds_its_invariants_on_any_entries(items: list[Entry]) -
     conv = listed["conversations"].to_pylist()[0]
     assert conv["messages"] == len(items)
     assert conv["orphans"] == len(assembled.dropped_orphans)
+
+
+def test_a_schema_version_that_is_not_a_string_is_an_unknown_schema(tmp_path: Path) -> None:
+    # Found by the fuzz test above: a list as schemaVersion raised TypeError (unhashable).
+    seed = next(p for p in FLEXI if "Latest_Go" in p.name)
+    doc = json.loads(seed.read_text())
+    doc["schemaVersion"] = []
+    corpus = load_one(tmp_path, Path("store") / seed.relative_to(SAMPLES / "flexigpt"), json.dumps(doc), "flexigpt")
+    assert corpus.tables["diagnostics"]["kind"].to_pylist() == ["unknown_schema"]
