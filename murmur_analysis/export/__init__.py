@@ -76,6 +76,24 @@ class ExportResult:
         return {name: self.out / name for name in self.rows}
 
 
+@dataclass
+class _Rows:
+    """Rows of some conversations of one source, in every table, in the order of ``units``."""
+
+    source: str | None
+    tables: dict[str, pa.Table]
+    units: list[str]
+
+    def rows(self) -> int:
+        return max((t.num_rows for t in self.tables.values()), default=0)
+
+    def merge(self, other: _Rows) -> None:
+        for name, table in other.tables.items():
+            mine = self.tables.get(name)
+            self.tables[name] = table if mine is None else pa.concat_tables([mine, table.cast(mine.schema)])
+        self.units += other.units
+
+
 class _Writer:
     """Writes batches of rows into a staging generation and keeps the manifest and state."""
 
@@ -124,6 +142,8 @@ class _Writer:
                 self._place(table, value, relative, part.num_rows)
                 source_of = value if value is not None else source_of
         self.state.batches[batch] = {"source": source_of, "units": units or [], "files": files, "whole": units is None}
+        for unit in units or ():
+            self.state.units[unit]["batch"] = batch
         return batch
 
     def _write_file(self, table: str, data: pa.Table, relative: str) -> None:
@@ -142,14 +162,21 @@ class _Writer:
 
             time.sleep(float(hook))
 
-    def carry(self, previous: ExportState, prev_gen: Generation, keep: set[str]) -> None:
-        """Bring over the previous export's batches: whole where every unit kept, else sliced."""
+    def carry(self, previous: ExportState, prev_gen: Generation, keep: set[str]) -> list[_Rows]:
+        """Bring over the previous export's batches whose conversations all kept their rows.
+
+        Returns the kept rows of the batches that lost some conversations, to be written again
+        (alone, or with other rows of their source).
+        """
+        partial: list[_Rows] = []
         for batch, entry in previous.batches.items():
             if entry.get("whole"):
                 continue
             kept = [u for u in entry["units"] if u in keep]
             if not kept:
                 continue
+            for u in kept:
+                self.state.units[u] = dict(previous.units[u])
             if len(kept) == len(entry["units"]):
                 for table, paths in entry["files"].items():
                     for relative in paths:
@@ -158,22 +185,16 @@ class _Writer:
                                     sum(previous.units[u]["rows"].get(table, 0) for u in kept))
                         self.kept += 1
                 self.state.batches[batch] = entry
-            else:
-                tables: dict[str, pa.Table] = {}
-                for table, ranges in previous.slices(batch, set(kept)).items():
-                    if not ranges:
-                        continue
-                    old = pq.read_table(prev_gen.path / entry["files"][table][0])
-                    part = pa.concat_tables([old.slice(o, n) for o, n in ranges])
-                    tables[table] = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows,
-                                                                          pa.string()))
-                self.write(tables, kept)
-            for u in kept:
-                self.state.units[u] = previous.units[u]
-                self.state.units[u]["batch"] = self._last_batch() if len(kept) < len(entry["units"]) else batch
-
-    def _last_batch(self) -> str:
-        return f"{self.staged.number:06d}-{self._serial:05d}"
+                continue
+            tables: dict[str, pa.Table] = {}
+            for table, ranges in previous.slices(batch, set(kept)).items():
+                if not ranges:
+                    continue
+                old = pq.ParquetFile(prev_gen.path / entry["files"][table][0]).read()
+                part = pa.concat_tables([old.slice(o, n) for o, n in ranges])
+                tables[table] = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows, pa.string()))
+            partial.append(_Rows(entry["source"], tables, kept))
+        return partial
 
     def complete(self) -> None:
         """Give every declared table a folder: an empty one holds a zero-row file of its schema."""
@@ -213,8 +234,8 @@ def export(
     progress: Progress | None = None,
     incremental: bool = True,
     price_data_version: str | None = None,
-    batch_conversations: int = 256,
-    batch_rows: int = 262_144,
+    batch_conversations: int = 64,
+    batch_rows: int = 8_192,
     compression: str = "zstd",
     compression_level: int | None = 1,
 ) -> ExportResult:
@@ -232,7 +253,8 @@ def export(
         price_data_version: the version of the price data costs were computed with, stamped in
             every file and the manifest (``None``: no prices applied).
         batch_conversations: the most conversations per file.
-        batch_rows: message rows after which a batch is written.
+        batch_rows: message rows after which a batch is written. Smaller batches make more
+            files; a changed conversation rewrites the files of its batch only.
         compression: Parquet codec.
         compression_level: codec level.
 
@@ -256,24 +278,25 @@ def export(
         held: list[str] = []
         read = 0
 
-        def wanted(src: Source, conv: Conversation) -> bool:
-            unit = unit_id(conv)
-            fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
-            if unit not in seen and previous.unchanged(unit, fp) and current is not None:
-                keep.add(unit)
-                seen.add(unit)
-                return False
-            fingerprints[id(conv)] = fp
-            return True
+        held_source: str | None = None
 
         def flush() -> None:
             nonlocal held
             if held:
-                tables = plan.builder.finish()
-                batch = writer.write(tables, held)
-                for unit in held:
-                    writer.state.units[unit]["batch"] = batch
+                writer.write(plan.builder.finish(), held)
             plan.builder, held = FrameBuilder(), []
+
+        def wanted(src: Source, conv: Conversation) -> bool:
+            unit = unit_id(conv)
+            fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
+            if unit not in seen and previous.unchanged(unit, fp):
+                keep.add(unit)
+                seen.add(unit)
+                return False
+            fingerprints[id(conv)] = fp
+            if held and conv.source != held_source:
+                flush()  # a batch holds one source's conversations: flushed before this one's rows
+            return True
 
         for event in plan.events(wanted):
             conv = event.conversation
@@ -289,17 +312,26 @@ def export(
                 rows = {**event.rows, "diagnostics": len(event.diagnostics)}
                 writer.state.units[unit] = {"fingerprint": fingerprints.pop(id(conv), None), "rows": rows}
                 held.append(unit)
+                held_source = conv.source
                 if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
                     flush()
             elif event.kind == "target":
-                flush()
                 diagnostics = TableBuilder("diagnostics")
                 for d in event.diagnostics:
                     diagnostics.append((d.source, d.path, d.line, d.kind, d.detail))
                 writer.write({"diagnostics": diagnostics.finish(), **event.extra_tables}, None)
-        flush()
-        if current is not None and incremental:
-            writer.carry(previous, current, keep)
+        # The last batch goes out with the kept rows of the previous batches that lost a
+        # conversation, where they fit: a small change rewrites few files.
+        pending = _Rows(held_source, plan.builder.finish(), held) if held else None
+        plan.builder = FrameBuilder()
+        partial = writer.carry(previous, current, keep) if current is not None and incremental else []
+        for rows_ in partial:
+            if pending is not None and pending.source == rows_.source and pending.rows() + rows_.rows() <= batch_rows:
+                pending.merge(rows_)
+            else:
+                writer.write(rows_.tables, rows_.units)
+        if pending is not None:
+            writer.write(pending.tables, pending.units)
         writer.complete()
         manifest = writer.manifest(current.name if current else None)
         staged.write(manifest, writer.state.to_doc())
