@@ -290,3 +290,14 @@ def test_two_exports_into_one_folder_at_once_is_an_export_error(tmp_path: Path) 
     out = tmp_path / "out"
     with Output(out), pytest.raises(ma.ExportError, match="another export"):
         export(home_with(tmp_path), out=out)
+
+
+def test_another_price_data_version_makes_every_row_again(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    again = export(home, out=out, price_data_version="p2")
+    assert again.conversations_read == 3 and again.files_kept == 0
+    for path in (out / ".export" / "current").rglob("*.parquet"):
+        assert orjson.loads(pq.read_schema(path).metadata[b"murmur_analysis"])["price_data_version"] == "p2"

@@ -76,6 +76,13 @@ class ExportResult:
         return {name: self.out / name for name in self.rows}
 
 
+def _has_columns(path: Path, columns: list[str]) -> bool:
+    try:
+        return bool(pq.read_schema(path).names == columns)
+    except (OSError, pa.ArrowException):
+        return False
+
+
 @dataclass
 class _Rows:
     """Rows of some conversations of one source, in every table, in the order of ``units``."""
@@ -196,17 +203,25 @@ class _Writer:
             partial.append(_Rows(entry["source"], tables, kept))
         return partial
 
-    def complete(self) -> None:
-        """Give every declared table a folder: an empty one holds a zero-row file of its schema."""
+    def complete(self, previous: Generation | None) -> None:
+        """Give every declared table a folder: an empty one holds a zero-row file of its schema.
+
+        The previous export's zero-row file of a table is kept when it is of the same columns.
+        """
         for name in TABLES:
             self.columns.setdefault(name, schema(name).names)
         for name, columns in self.columns.items():
-            if not self.files.get(name):
+            if self.files.get(name):
+                continue
+            relative = f"{name}/part-empty.parquet"
+            if previous is not None and _has_columns(previous.path / relative, columns):
+                self.staged.carry(relative, previous)
+                self.kept += 1
+            else:
                 empty = schema(name).empty_table() if name in TABLES else pa.table(
                     {c: pa.array([], pa.null()) for c in columns})
-                relative = f"{name}/part-{self.staged.number:06d}-empty.parquet"
                 self._write_file(name, empty, relative)
-                self._place(name, None, relative, 0)
+            self._place(name, None, relative, 0)
 
     def manifest(self, replaces: str | None) -> dict[str, Any]:
         """The manifest of the staged generation."""
@@ -217,6 +232,7 @@ class _Writer:
         }
         return {
             "format": FORMAT,
+            "package_version": _package_version(),
             "generation": self.staged.number,
             "replaces": replaces,
             "written_at": datetime.now(UTC).isoformat(),
@@ -224,6 +240,12 @@ class _Writer:
             "price_data_version": self.price_data_version,
             "tables": tables,
         }
+
+
+def _package_version() -> str:
+    from .. import __version__
+
+    return __version__
 
 
 def export(
@@ -268,6 +290,11 @@ def export(
     """
     with Output(out) as output, cyclic_gc_paused():
         current = output.current()
+        made = {"package_version": _package_version(), "schema_version": SCHEMA_VERSION,
+                "price_data_version": price_data_version}
+        before = (current.manifest() or {}) if current is not None else {}
+        if any(before.get(k) != v for k, v in made.items()):
+            incremental = False  # rows made another way are all made again
         previous = ExportState.from_doc(current.state() if current and incremental else None)
         staged = output.stage()
         writer = _Writer(staged, compression, compression_level, price_data_version)
@@ -326,13 +353,14 @@ def export(
         plan.builder = FrameBuilder()
         partial = writer.carry(previous, current, keep) if current is not None and incremental else []
         for rows_ in partial:
-            if pending is not None and pending.source == rows_.source and pending.rows() + rows_.rows() <= batch_rows:
+            fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
+            if pending is not None and fits and pending.source == rows_.source:
                 pending.merge(rows_)
             else:
                 writer.write(rows_.tables, rows_.units)
         if pending is not None:
             writer.write(pending.tables, pending.units)
-        writer.complete()
+        writer.complete(current if incremental else None)
         manifest = writer.manifest(current.name if current else None)
         staged.write(manifest, writer.state.to_doc())
         final = output.switch(staged, list(manifest["tables"]))
@@ -378,7 +406,7 @@ def write_parquet(
         staged = output.stage()
         writer = _Writer(staged, compression, compression_level, price_data_version)
         writer.write(tables, None)
-        writer.complete()
+        writer.complete(None)
         manifest = writer.manifest(current.name if current else None)
         staged.write(manifest, ExportState().to_doc())
         output.switch(staged, list(manifest["tables"]))
