@@ -22,19 +22,8 @@ from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis import assemble, pair_tools, transcript
+from murmur_analysis import model as m
 from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.model import (
-    Entry,
-    Image,
-    RedactedThinking,
-    ServerToolResult,
-    ServerToolUse,
-    Text,
-    Thinking,
-    ToolResult,
-    ToolUse,
-    Unknown,
-)
 from murmur_analysis.schema import TABLES, schema
 from murmur_analysis.sources.base import Conversation
 
@@ -139,19 +128,24 @@ def load_one(tmp: Path, relative: Path, text: str, source: str) -> ma.Corpus:
     return ma.load(tmp / relative.parts[0], source=source)
 
 
+def load_mutated(tmp_path_factory: Any, case: tuple[Path, str], source: str) -> ma.Corpus:
+    """The changed file, in its place under a copy of its sample's layout, loaded and checked."""
+    seed, text = case
+    relative = Path("root") / seed.relative_to(SAMPLES / source)
+    corpus = load_one(tmp_path_factory.mktemp(source), relative, text, source)
+    check_corpus(corpus)
+    return corpus
+
+
 fuzz = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
 @fuzz
 @given(mutated(FLEXI))
 def test_flexigpt_decoder_takes_any_change_to_a_real_file(tmp_path_factory: Any, case: tuple[Path, str]) -> None:
-    seed, text = case
-    tmp = tmp_path_factory.mktemp("flexi")
-    relative = seed.relative_to(SAMPLES / "flexigpt")
-    corpus = load_one(tmp, Path("store") / relative, text, "flexigpt")
-    check_corpus(corpus)
+    corpus = load_mutated(tmp_path_factory, case, "flexigpt")
     try:
-        doc = json.loads(text)
+        doc = json.loads(case[1])
     except ValueError:
         doc = None
     convs = corpus.tables["conversations"].num_rows
@@ -163,31 +157,27 @@ def test_flexigpt_decoder_takes_any_change_to_a_real_file(tmp_path_factory: Any,
 @fuzz
 @given(mutated(DISPATCH))
 def test_dispatch_decoder_takes_any_change_to_a_real_file(tmp_path_factory: Any, case: tuple[Path, str]) -> None:
-    seed, text = case
-    tmp = tmp_path_factory.mktemp("dispatch")
-    relative = seed.relative_to(SAMPLES / "dispatch")
-    corpus = load_one(tmp, Path("home") / relative, text, "dispatch")
-    check_corpus(corpus)
+    load_mutated(tmp_path_factory, case, "dispatch")
 
 
 # ------------------------------------------------------------------------------ assembly core
 
 ids = st.sampled_from(["a", "b", "c", "", "toolu_1", "\u00e9"])
 blocks = st.one_of(
-    st.builds(Text, st.text(max_size=5)),
-    st.builds(Thinking, st.text(max_size=5)),
-    st.builds(RedactedThinking, st.text(max_size=5)),
-    st.builds(lambda i, n, v: ToolUse(i, n, v), ids, st.sampled_from(["bash", "ls"]), json_values),
-    st.builds(lambda i, c, e: ToolResult(i, c, e), ids,
-              st.none() | st.lists(st.builds(Text, st.text(max_size=3)), max_size=2).map(tuple),
+    st.builds(m.Text, st.text(max_size=5)),
+    st.builds(m.Thinking, st.text(max_size=5)),
+    st.builds(m.RedactedThinking, st.text(max_size=5)),
+    st.builds(lambda i, n, v: m.ToolUse(i, n, v), ids, st.sampled_from(["bash", "ls"]), json_values),
+    st.builds(lambda i, c, e: m.ToolResult(i, c, e), ids,
+              st.none() | st.lists(st.builds(m.Text, st.text(max_size=3)), max_size=2).map(tuple),
               st.none() | st.booleans()),
-    st.builds(lambda i, v: ServerToolUse(i, "web_search", v), ids, json_values),
-    st.builds(lambda i, c: ServerToolResult("web_search_tool_result", i, c), ids, json_values),
-    st.builds(Image, json_values),
-    st.builds(Unknown, json_values),
+    st.builds(lambda i, v: m.ServerToolUse(i, "web_search", v), ids, json_values),
+    st.builds(lambda i, c: m.ServerToolResult("web_search_tool_result", i, c), ids, json_values),
+    st.builds(m.Image, json_values),
+    st.builds(m.Unknown, json_values),
 )
 entries = st.lists(
-    st.builds(lambda p, s, b: Entry(p, s, tuple(b)), st.integers(min_value=-3, max_value=30),
+    st.builds(lambda p, s, b: m.Entry(p, s, tuple(b)), st.integers(min_value=-3, max_value=30),
               st.sampled_from(["user", "assistant", "tool", "system", "developer"]), st.lists(blocks, max_size=4)),
     max_size=20,
 )
@@ -201,7 +191,7 @@ def tables_of(conv: Conversation) -> dict[str, pa.Table]:
 
 @fuzz
 @given(entries)
-def test_assembly_core_holds_its_invariants_on_any_entries(items: list[Entry]) -> None:
+def test_assembly_core_holds_its_invariants_on_any_entries(items: list[m.Entry]) -> None:
     assembled = assemble(items)
     roles = [m.role for m in assembled.messages]
     assert all(a != b for a, b in itertools.pairwise(roles))
