@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -103,6 +104,9 @@ def test_the_samples_round_trip_with_declared_types_and_stamps(tmp_path: Path, s
         assert back.tables[name].schema.equals(schema(name))
     usage = back.usage
     assert str(usage["input_tokens"].dtype) == "int64[pyarrow]" and str(usage["sealed"].dtype) == "bool[pyarrow]"
+    plain = pd.read_parquet(out / "usage")  # pandas alone: the files say which dtypes
+    assert str(plain["input_tokens"].dtype) == "int64[pyarrow]" and str(plain["sealed"].dtype) == "bool[pyarrow]"
+    assert len(plain) == len(usage)
     manifest = orjson.loads((out / "manifest.json").read_bytes())
     assert manifest["schema_version"] == SCHEMA_VERSION and manifest["price_data_version"] == "prices-2026-11"
     listed = {f["path"] for t in manifest["tables"].values() for f in t["files"]}

@@ -21,6 +21,7 @@ the price data version (``null`` while no prices are applied).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import ExportError
-from ..frames import FrameBuilder, TableBuilder
+from ..frames import FrameBuilder, TableBuilder, to_pandas
 from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
 from ..schema import SCHEMA_VERSION, TABLES, schema
 from ..sources.base import Conversation, Source
@@ -74,6 +75,18 @@ class ExportResult:
     def paths(self) -> dict[str, Path]:
         """The dataset folder of each table."""
         return {name: self.out / name for name in self.rows}
+
+
+@functools.cache
+def _pandas_metadata(schema_: pa.Schema) -> dict[bytes, bytes]:
+    """The key-value metadata pandas reads its dtypes from, for a file of ``schema_`` (Arrow-backed).
+
+    With it, a plain ``pd.read_parquet`` of a table folder gives the declared types (nullable
+    counters stay integers, ``sealed`` stays boolean) instead of floats and objects.
+    """
+    frame = to_pandas(schema_.empty_table())
+    meta = pa.Schema.from_pandas(frame, preserve_index=False).metadata or {}
+    return {k: v for k, v in meta.items() if k == b"pandas"}
 
 
 def _has_columns(path: Path, columns: list[str]) -> bool:
@@ -156,7 +169,7 @@ class _Writer:
     def _write_file(self, table: str, data: pa.Table, relative: str) -> None:
         path = self.staged.path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = data.replace_schema_metadata({**(data.schema.metadata or {}), **self._stamp(table)})
+        data = data.replace_schema_metadata({**_pandas_metadata(data.schema), **self._stamp(table)})
         try:
             pq.write_table(data, path, compression=self.compression, compression_level=self.level,
                            row_group_size=ROW_GROUP_ROWS)
