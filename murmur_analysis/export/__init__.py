@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ import pyarrow.parquet as pq
 
 from ..errors import ExportError
 from ..frames import FrameBuilder, TableBuilder, to_pandas
+from ..identity import changed_since
 from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
 from ..schema import SCHEMA_VERSION, TABLES, schema
 from ..sources.base import Conversation, Source
@@ -48,6 +50,9 @@ __all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
 METADATA_KEY = b"murmur_analysis"
 FORMAT = "murmur-analysis-parquet"
 ROW_GROUP_ROWS = 131_072
+#: How long before an export starts a file's change still counts as "during" it (the kernel's
+#: file times are taken from a clock that may lag by a tick).
+_RACY_NS = 1_000_000_000
 
 
 @dataclass
@@ -178,8 +183,6 @@ class _Writer:
         self.written += 1
         hook = os.environ.get("MURMUR_ANALYSIS_EXPORT_FILE_HOOK")
         if hook:  # a test's hook: a pause after each file, so a kill can land between files
-            import time
-
             time.sleep(float(hook))
 
     def carry(self, previous: ExportState, prev_gen: Generation, keep: set[str]) -> list[_Rows]:
@@ -326,6 +329,8 @@ def export(
                 writer.write(plan.builder.finish(), held)
             plan.builder, held = FrameBuilder(), []
 
+        started_ns = time.time_ns() - _RACY_NS
+
         def wanted(src: Source, conv: Conversation) -> bool:
             unit = unit_id(conv)
             fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
@@ -333,7 +338,8 @@ def export(
                 keep.add(unit)
                 seen.add(unit)
                 return False
-            fingerprints[id(conv)] = fp
+            # An input modified during this run may be read in either state: read it again next time.
+            fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
             if held and conv.source != held_source:
                 flush()  # a batch holds one source's conversations: flushed before this one's rows
             return True
