@@ -318,3 +318,21 @@ def test_a_file_written_as_the_export_starts_is_read_again_next_time(tmp_path: P
     settle(flex)
     export(flex, out=out)
     assert export(flex, out=out).conversations_read == 0
+
+
+def test_a_changed_trace_reads_its_home_again(tmp_path: Path) -> None:
+    from murmur_home import ev, inference, trace
+
+    home = home_with(tmp_path, n=2)
+    work = tmp_path / "work"
+    trace(work, [ev("session_start", T0, task="t")])
+    settle(home)
+    settle(work)
+    out = tmp_path / "out"
+    options = {"murmur": {"sessions": [str(work)]}}
+    export(home, out=out, options=options)
+    assert export(home, out=out, options=options).conversations_read == 0
+    trace(work, [ev("session_start", T0, task="t"), inference(T0 + 5, "t", 1)])
+    settle(work)
+    assert export(home, out=out, options=options).conversations_read == 2
+    assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)

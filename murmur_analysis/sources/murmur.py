@@ -21,6 +21,7 @@ retention come from session traces (:mod:`.murmur_trace`); the join rules are in
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Hashable, Iterator, Sequence
@@ -244,7 +245,14 @@ class MurmurSource(Source):
         if own is None:
             return None
         if self._traces_identity is None:
-            self._traces_identity = [[str(t), file_identity(t), self._settled(t)] for t in self._traces]
+            # Every record is joined against the same traces: their identities go in as one
+            # digest (the state stays small), with the newest one whole (its time tells whether
+            # a trace changed while it was read).
+            identities = [(str(t), file_identity(t), self._settled(t)) for t in self._traces]
+            newest = max((i for _, i, _ in identities if i is not None), key=lambda i: int(i["mtime_ns"]),
+                         default=None)
+            digest = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
+            self._traces_identity = [digest, newest]
         return [own, self._settled(Path(own[0][0])), self._traces_identity]
 
     def _settled(self, path: Path) -> bool:
