@@ -82,9 +82,16 @@ class Generation:
         return doc if isinstance(doc, dict) else None
 
     def write(self, manifest: dict[str, Any], state: dict[str, Any]) -> None:
-        """Write the state, then the manifest (a generation with a manifest is complete)."""
-        _write_json(self.path / STATE, state)
-        _write_json(self.path / MANIFEST, manifest)
+        """Write the state, then the manifest (a generation with a manifest is complete).
+
+        Raises:
+            ExportError: they could not be written.
+        """
+        try:
+            _write_json(self.path / STATE, state)
+            _write_json(self.path / MANIFEST, manifest)
+        except OSError as err:
+            raise ExportError(f"could not write the manifest in {self.path}: {err}") from err
 
     def carry(self, relative: str, previous: Generation) -> None:
         """Make ``relative`` of ``previous`` part of this generation too (a hard link, or a copy)."""
@@ -172,10 +179,17 @@ class Output:
                 shutil.rmtree(child, ignore_errors=True)
 
     def stage(self) -> Generation:
-        """A new, empty staging folder for the next generation."""
+        """A new, empty staging folder for the next generation.
+
+        Raises:
+            ExportError: the folder cannot be made.
+        """
         numbers = [n for n, _ in self._generations()]
         path = self.control / f"staging-{os.getpid()}-{secrets.token_hex(4)}"
-        path.mkdir()
+        try:
+            path.mkdir()
+        except OSError as err:
+            raise ExportError(f"cannot write under {self.control}: {err}") from err
         return Generation(path, (max(numbers) if numbers else 0) + 1)
 
     def switch(self, staged: Generation, tables: list[str]) -> Generation:
@@ -183,7 +197,17 @@ class Output:
 
         The old current generation is kept (readers may still be reading it); any older one is
         removed. Links of tables the new export does not hold are removed.
+
+        Raises:
+            ExportError: the switch failed (the previous export is still current, or the new
+                one is and a table link could not be made).
         """
+        try:
+            return self._switch(staged, tables)
+        except OSError as err:
+            raise ExportError(f"could not switch {self.root} to the new export: {err}") from err
+
+    def _switch(self, staged: Generation, tables: list[str]) -> Generation:
         previous = self.current()
         final = self.control / staged.name
         os.rename(staged.path, final)
