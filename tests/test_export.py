@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from litany_git import T0 as T0_GIT
 from litany_git import Branch, RepoBuilder, j, tree
 from live_git import commit_file
@@ -336,3 +338,51 @@ def test_a_changed_trace_reads_its_home_again(tmp_path: Path) -> None:
     settle(work)
     assert export(home, out=out, options=options).conversations_read == 2
     assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)
+
+
+# ---------------------------------------------------------------------------------- property
+
+operations = st.lists(st.tuples(st.sampled_from(["append", "rewrite", "remove", "add", "nothing"]),
+                                st.integers(min_value=0, max_value=3), st.integers(min_value=1, max_value=3)),
+                      min_size=1, max_size=5)
+
+
+@settings(max_examples=max(15, settings.default.max_examples // 6),
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations, st.integers(min_value=1, max_value=3))
+def test_incremental_exports_equal_a_fresh_load_after_any_changes(
+    tmp_path_factory: Any, ops: list[tuple[str, int, int]], batch: int
+) -> None:
+    tmp = tmp_path_factory.mktemp("inc")
+    home = home_with(tmp, n=3, lines=2)
+    out = tmp / "out"
+    clock = T0 // 1000
+    stamp = {"n": 0}
+
+    def touch(path: Path) -> None:  # distinct old times: a change is a change, and none is racy
+        stamp["n"] += 1
+        os.utime(path, (clock + stamp["n"], clock + stamp["n"]))
+
+    for path in home.rglob("*.jsonl"):
+        touch(path)
+    export(home, out=out, batch_conversations=batch)
+    serial = 100
+    for op, r, k in ops:
+        path = rec(home, r)
+        serial += 10
+        if op == "append" and path.exists():
+            append(path, [msg("user", T0 + serial + i, n=serial + i) for i in range(k)])
+            touch(path)
+        elif op == "rewrite" and path.exists():
+            tmp_file = path.with_name("tmp.jsonl")
+            tmp_file.write_text("".join(line(msg("assistant", T0 + serial + i, n=serial + i)) + "\n" for i in range(k)))
+            os.replace(tmp_file, path)
+            touch(path)
+        elif op == "remove" and path.exists():
+            shutil.rmtree(path.parent)
+        elif op == "add" and not path.exists():
+            record(home, "bot", f"ctx-{r}", [msg("user", T0 + serial + i, n=serial + i) for i in range(k)])
+            touch(path)
+        result = export(home, out=out, batch_conversations=batch)
+        assert_same(read_parquet(out).tables, ma.load(home).tables)
+        assert result.conversations_read <= 1  # only what the operation changed is read
