@@ -391,3 +391,27 @@ def test_incremental_exports_equal_a_fresh_load_after_any_changes(
         result = export(home, out=out, batch_conversations=batch)
         assert_same(read_parquet(out).tables, ma.load(home).tables)
         assert result.conversations_read <= 1  # only what the operation changed is read
+
+
+def test_a_failed_export_leaves_no_staging_folder_and_the_previous_export(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    out = tmp_path / "out"
+    export(home, out=out)
+    before = _snapshot(out)
+    with pytest.raises(FileNotFoundError):
+        export(home, tmp_path / "missing", out=out)
+    assert not [p for p in (out / ".export").iterdir() if p.name.startswith("staging-")]
+    assert _snapshot(out) == before
+
+
+def test_a_lost_file_of_the_previous_export_is_an_export_error_that_says_what_to_do(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    next((out / ".export" / "current" / "messages").rglob("*.parquet")).unlink()
+    with pytest.raises(ma.ExportError) as err:
+        export(home, out=out)
+    assert err.value.hint is not None and "--full" in err.value.hint
+    export(home, out=out, incremental=False)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)

@@ -123,77 +123,77 @@ def export(
         if any(before.get(k) != v for k, v in made.items()):
             incremental = False  # rows made another way are all made again
         previous = ExportState.from_doc(current.state() if current and incremental else None)
-        staged = output.stage()
-        writer = BatchWriter(staged, compression, compression_level, price_data_version)
-        plan = LoadPlan(paths, source, options, progress)
-        keep: set[str] = set()
-        seen: set[str] = set()
-        fingerprints: dict[int, Any] = {}
-        held: list[str] = []
-        read = 0
+        with output.staging() as staged:
+            writer = BatchWriter(staged, compression, compression_level, price_data_version)
+            plan = LoadPlan(paths, source, options, progress)
+            keep: set[str] = set()
+            seen: set[str] = set()
+            fingerprints: dict[int, Any] = {}
+            held: list[str] = []
+            read = 0
 
-        held_source: str | None = None
+            held_source: str | None = None
 
-        def flush() -> None:
-            nonlocal held
-            if held:
-                writer.write(plan.builder.finish(), held)
-            plan.builder, held = FrameBuilder(), []
+            def flush() -> None:
+                nonlocal held
+                if held:
+                    writer.write(plan.builder.finish(), held)
+                plan.builder, held = FrameBuilder(), []
 
-        started_ns = time.time_ns() - _RACY_NS
+            started_ns = time.time_ns() - _RACY_NS
 
-        def wanted(src: Source, conv: Conversation) -> bool:
-            unit = unit_id(conv)
-            fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
-            if unit not in seen and previous.unchanged(unit, fp):
-                keep.add(unit)
-                seen.add(unit)
-                return False
-            # An input modified during this run may be read in either state: read it again next time.
-            fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
-            if held and conv.source != held_source:
-                flush()  # a batch holds one source's conversations: flushed before this one's rows
-            return True
-
-        for event in plan.events(wanted):
-            conv = event.conversation
-            if event.kind == "conversation" and conv is not None:
-                read += 1
-                plan.builder.add_diagnostics(event.diagnostics)
+            def wanted(src: Source, conv: Conversation) -> bool:
                 unit = unit_id(conv)
-                n = 1
-                while unit in seen:  # the same conversation reached twice: both rows kept apart
-                    n += 1
-                    unit = f"{unit_id(conv)}\x1f{n}"
-                seen.add(unit)
-                rows = {**event.rows, "diagnostics": len(event.diagnostics)}
-                writer.state.units[unit] = {"fingerprint": fingerprints.pop(id(conv), None), "rows": rows}
-                held.append(unit)
-                held_source = conv.source
-                if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
-                    flush()
-            elif event.kind == "target":
-                diagnostics = TableBuilder("diagnostics")
-                for d in event.diagnostics:
-                    diagnostics.append((d.source, d.path, d.line, d.kind, d.detail))
-                writer.write({"diagnostics": diagnostics.finish(), **event.extra_tables}, None)
-        # The last batch goes out with the kept rows of the previous batches that lost a
-        # conversation, where they fit: a small change rewrites few files.
-        pending = Rows(held_source, plan.builder.finish(), held) if held else None
-        plan.builder = FrameBuilder()
-        partial = writer.carry(previous, current, keep) if current is not None and incremental else []
-        for rows_ in partial:
-            fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
-            if pending is not None and fits and pending.source == rows_.source:
-                pending.merge(rows_)
-            else:
-                writer.write(rows_.tables, rows_.units)
-        if pending is not None:
-            writer.write(pending.tables, pending.units)
-        writer.complete(current if incremental else None)
-        manifest = writer.manifest(current.name if current else None)
-        staged.write(manifest, writer.state.to_doc())
-        final = output.switch(staged, list(manifest["tables"]))
+                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
+                if unit not in seen and previous.unchanged(unit, fp):
+                    keep.add(unit)
+                    seen.add(unit)
+                    return False
+                # An input modified during this run may be read in either state: read it again next time.
+                fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
+                if held and conv.source != held_source:
+                    flush()  # a batch holds one source's conversations: flushed before this one's rows
+                return True
+
+            for event in plan.events(wanted):
+                conv = event.conversation
+                if event.kind == "conversation" and conv is not None:
+                    read += 1
+                    plan.builder.add_diagnostics(event.diagnostics)
+                    unit = unit_id(conv)
+                    n = 1
+                    while unit in seen:  # the same conversation reached twice: both rows kept apart
+                        n += 1
+                        unit = f"{unit_id(conv)}\x1f{n}"
+                    seen.add(unit)
+                    rows = {**event.rows, "diagnostics": len(event.diagnostics)}
+                    writer.state.units[unit] = {"fingerprint": fingerprints.pop(id(conv), None), "rows": rows}
+                    held.append(unit)
+                    held_source = conv.source
+                    if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
+                        flush()
+                elif event.kind == "target":
+                    diagnostics = TableBuilder("diagnostics")
+                    for d in event.diagnostics:
+                        diagnostics.append((d.source, d.path, d.line, d.kind, d.detail))
+                    writer.write({"diagnostics": diagnostics.finish(), **event.extra_tables}, None)
+            # The last batch goes out with the kept rows of the previous batches that lost a
+            # conversation, where they fit: a small change rewrites few files.
+            pending = Rows(held_source, plan.builder.finish(), held) if held else None
+            plan.builder = FrameBuilder()
+            partial = writer.carry(previous, current, keep) if current is not None and incremental else []
+            for rows_ in partial:
+                fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
+                if pending is not None and fits and pending.source == rows_.source:
+                    pending.merge(rows_)
+                else:
+                    writer.write(rows_.tables, rows_.units)
+            if pending is not None:
+                writer.write(pending.tables, pending.units)
+            writer.complete(current if incremental else None)
+            manifest = writer.manifest(current.name if current else None)
+            staged.write(manifest, writer.state.to_doc())
+            final = output.switch(staged, list(manifest["tables"]))
     return ExportResult(
         out=output.root,
         generation=final.number,
@@ -233,11 +233,11 @@ def write_parquet(
     """
     with Output(out) as output:
         current = output.current()
-        staged = output.stage()
-        writer = BatchWriter(staged, compression, compression_level, price_data_version)
-        writer.write(tables, None)
-        writer.complete(None)
-        manifest = writer.manifest(current.name if current else None)
-        staged.write(manifest, ExportState().to_doc())
-        output.switch(staged, list(manifest["tables"]))
+        with output.staging() as staged:
+            writer = BatchWriter(staged, compression, compression_level, price_data_version)
+            writer.write(tables, None)
+            writer.complete(None)
+            manifest = writer.manifest(current.name if current else None)
+            staged.write(manifest, ExportState().to_doc())
+            output.switch(staged, list(manifest["tables"]))
     return {name: output.root / name for name in manifest["tables"]}

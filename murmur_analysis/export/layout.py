@@ -94,13 +94,21 @@ class Generation:
             raise ExportError(f"could not write the manifest in {self.path}: {err}") from err
 
     def carry(self, relative: str, previous: Generation) -> None:
-        """Make ``relative`` of ``previous`` part of this generation too (a hard link, or a copy)."""
+        """Make ``relative`` of ``previous`` part of this generation too (a hard link, or a copy).
+
+        Raises:
+            ExportError: the file is gone or cannot be linked or copied.
+        """
         src, dst = previous.path / relative, self.path / relative
-        dst.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+        except OSError as err:
+            raise ExportError(f"could not keep {src} of the previous export: {err}",
+                              hint="export again with --full (incremental=False)") from err
 
 
 class Output:
@@ -191,6 +199,16 @@ class Output:
         except OSError as err:
             raise ExportError(f"cannot write under {self.control}: {err}") from err
         return Generation(path, (max(numbers) if numbers else 0) + 1)
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[Generation]:
+        """A staging folder (see :meth:`stage`), removed again if the export fails before its switch."""
+        staged = self.stage()
+        try:
+            yield staged
+        except BaseException:
+            shutil.rmtree(staged.path, ignore_errors=True)
+            raise
 
     def switch(self, staged: Generation, tables: list[str]) -> Generation:
         """Make ``staged`` the current export, link its tables, and drop older generations.
