@@ -163,7 +163,12 @@ class Corpus:
         return list(self._handles)
 
     def to_parquet(self, out: str | os.PathLike[str], **kwargs: Any) -> Any:
-        """Write every table as a hive-partitioned Parquet dataset under ``out``."""
+        """Write every table as a hive-partitioned Parquet dataset under ``out``, replacing what it held whole.
+
+        The same layout as :func:`murmur_analysis.export.export` (which writes as it loads and
+        reads only what changed since its last export); see
+        :func:`murmur_analysis.export.write_parquet` for ``kwargs``.
+        """
         from .export import write_parquet
 
         return write_parquet(self.tables, out, **kwargs)
