@@ -2,6 +2,7 @@
 #   make run    load the bundled samples, print a summary, page a record, export Parquet
 #   make test   lint, type-check and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
+#   make fuzz   the property and fuzz tests with many more examples (minutes)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PLUGIN := tests/plugins/murmur_analysis_example_plugin
 
-.PHONY: setup run test lint typecheck bench samples clean
+.PHONY: setup run test lint typecheck bench fuzz samples clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,6 +34,11 @@ typecheck: setup
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q -n 2
+
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests/test_fuzz_decoders.py \
+		tests/test_assembly_properties.py tests/test_cursor_properties.py \
+		tests/test_export.py::test_incremental_exports_equal_a_fresh_load_after_any_changes
 
 samples: setup
 	$(BIN)/python data/samples/make_samples.py

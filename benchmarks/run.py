@@ -34,6 +34,10 @@ from scenarios import record_files  # noqa: E402
 
 PANDAS_SLICE_ABOVE = 256 << 20  # bytes; bigger inputs run pandas on a tenth and scale up
 TOOLKIT = "murmur-analysis"
+EXPORT_FULL = "murmur-analysis export (full)"
+EXPORT_UNCHANGED = "murmur-analysis export (unchanged input)"
+EXPORT_APPENDED = "murmur-analysis export (after appending 1%)"
+EXPORT_4X = "murmur-analysis export (full, 4x input)"
 
 
 @dataclass
@@ -170,6 +174,19 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record}),
                  ]),
     ]
+    scratch = str(p.root / "export-scratch")
+    home = str(p.small_home)
+    export_tool = lambda name, mode, copies, note: Tool(  # noqa: E731
+        name, "scenarios:toolkit_export", {"home": home, "scratch": scratch, "mode": mode, "copies": copies},
+        toolkit=mode == "full" and copies == 1, needs="murmur", note=note)
+    scenarios.append(Scenario("export", "Parquet export of many small murmur records: full, unchanged, appended",
+                              f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes, [
+                                  export_tool(EXPORT_FULL, "full", 1, "export(home, out=) into an empty folder"),
+                                  export_tool(EXPORT_UNCHANGED, "unchanged", 1, "the same export again"),
+                                  export_tool(EXPORT_APPENDED, "appended", 1,
+                                              "again after 1% more lines on 1% of the records"),
+                                  export_tool(EXPORT_4X, "full", 4, "full export of 4 copies of the input"),
+                              ]))
     return scenarios
 
 
@@ -301,6 +318,17 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     w = wall("page-warm", TOOLKIT)
     out.append(Target("page-warm", "first page, warm cache", "well under 1 s (<= 0.25 s)",
                       f"{w:.4f} s" if w is not None else "not measured", None if w is None else w <= 0.25))
+    full = wall("export", EXPORT_FULL)
+    for name, goal, limit in ((EXPORT_UNCHANGED, "<= 5% of a full export", 0.05),
+                              (EXPORT_APPENDED, "<= 15% of a full export", 0.15)):
+        r = rel(wall("export", name), full)
+        out.append(Target("export", f"re-export, {name.split('(')[1].rstrip(')')}", goal,
+                          f"{r:.1%}" if r is not None else "not measured", None if r is None else r <= limit))
+    ex = by_key.get("export")
+    one_x, four_x = (ex.tool(EXPORT_FULL), ex.tool(EXPORT_4X)) if ex else (None, None)
+    r = rel(four_x.peak if four_x else None, one_x.peak if one_x else None)
+    out.append(Target("export", "peak memory at 4x the input / at 1x", "<= 1.2x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
     c = wall("page-cold", TOOLKIT)
     out.append(Target("page-cold", "first page, cold (documented, no target)", "-",
                       f"{c:.2f} s" if c is not None else "not measured", None))
@@ -404,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
     parser.add_argument("--only", action="append", help="a scenario key (repeatable): big-load, small-load, "
-                        "litany, litany-10x, page-cold, walk, page-warm")
+                        "litany, litany-10x, page-cold, walk, page-warm, export")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
     args = parser.parse_args(argv)

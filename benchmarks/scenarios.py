@@ -89,6 +89,74 @@ def toolkit_warm_page(record: str, prime_first_page: bool = True) -> Timed:
     return run
 
 
+def _linked_home(source: Path, dest: Path, copies: int) -> list[Path]:
+    """``copies`` copies of a murmur home's records under ``dest``, hard-linked (no data copied).
+
+    Each copy's record folders get a suffix, so every copy's conversations are distinct.
+    """
+    records: list[Path] = []
+    for k in range(copies):
+        for file in sorted(source.glob("*/*/conversation.jsonl")):
+            target = dest / "conversations" / f"{file.parent.parent.name}-{k}" / file.parent.name / file.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.link(file, target)
+            records.append(target)
+    return records
+
+
+def _append(records: list[Path], fraction: float) -> int:
+    """Append ``fraction`` of the home's lines to the first ``fraction`` of its records.
+
+    The appended lines are other records' lines (other ids); each changed file is first made a
+    copy of its own so the linked original stays as generated.
+    """
+    contents = [r.read_bytes().splitlines(keepends=True) for r in records]
+    lines = sum(len(c) for c in contents)
+    changed = records[: max(1, round(len(records) * fraction))]
+    donors = iter([line for c in contents[len(changed):] for line in c])
+    per = max(1, round(lines * fraction / len(changed)))
+    added = 0
+    for record in changed:
+        data = record.read_bytes()
+        record.unlink()
+        with open(record, "wb") as f:
+            f.write(data)
+            for _ in range(per):
+                f.write(next(donors))
+                added += 1
+    return added
+
+
+def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1, fraction: float = 0.01) -> Timed:
+    """``export(home, out=...)``: a full export, a re-export of unchanged input, or one after appends.
+
+    Setup (not timed) builds a linked copy of ``home`` (``copies`` times over) in ``scratch``
+    and, for ``unchanged`` and ``appended``, a first full export; ``appended`` then appends
+    ``fraction`` of the lines to ``fraction`` of the records.
+    """
+    import shutil
+
+    from murmur_analysis.export import export
+
+    root = Path(scratch) / f"{mode}-{copies}"
+    shutil.rmtree(root, ignore_errors=True)
+    records = _linked_home(Path(home), root / "home", copies)
+    out = root / "out"
+    appended = 0
+    if mode != "full":
+        export(root / "home", out=out)
+    if mode == "appended":
+        appended = _append(records, fraction)
+
+    def run() -> Summary:
+        result = export(root / "home", out=out)
+        return {"messages": result.rows["messages"], "read": result.conversations_read,
+                "kept": result.conversations_kept, "files_written": result.files_written,
+                "files_kept": result.files_kept, "lines_appended": appended}
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 # Baselines: what a user would otherwise reach for
 

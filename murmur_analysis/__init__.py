@@ -32,6 +32,9 @@ from .errors import (
     UnknownSourceError,
     UnknownTableError,
 )
+from .export import ExportResult, read_parquet
+from .export import export as export_parquet  # the package keeps its module name: murmur_analysis.export
+from .load_plan import Batch, iter_batches
 from .model import Entry, Message, Usage
 from .sources.base import Source
 from .sources.litany import assemble_commit
@@ -64,11 +67,13 @@ def sources() -> dict[str, str]:
 
 __all__ = [
     "Assembled",
+    "Batch",
     "ConversationHandle",
     "Corpus",
     "Diagnostic",
     "Entry",
     "ExportError",
+    "ExportResult",
     "GitError",
     "Message",
     "MurmurAnalysisError",
@@ -88,9 +93,12 @@ __all__ = [
     "assemble",
     "assemble_commit",
     "drop_orphans",
+    "export_parquet",
+    "iter_batches",
     "load",
     "pair_tools",
     "read_messages",
+    "read_parquet",
     "sources",
     "transcript",
     "walk",

@@ -18,6 +18,7 @@ import orjson
 from . import __version__, load, metrics, read_messages, reports, sources
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
+from .export import export
 from .progress import ProgressBar
 from .render import csv_text, table_text
 
@@ -124,12 +125,27 @@ def cmd_diagnostics(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Export every table as Parquet."""
-    corpus = _load(args)
-    written = corpus.to_parquet(args.out)
-    for name, path in written.items():
-        print(f"{name:14} {corpus.tables[name].num_rows:>9} rows  {path}")
-    return _strict(args, corpus)
+    """Export every table as Parquet, a batch of conversations at a time, switched in whole."""
+    options: dict[str, dict[str, Any]] = {}
+    if getattr(args, "sessions", None):
+        options["murmur"] = {"sessions": args.sessions}
+    bar = None if args.quiet else ProgressBar(args.paths, disable=None)
+    try:
+        result = export(*args.paths, out=args.out, source=args.source, options=options, progress=bar,
+                        incremental=not args.full, prices=args.prices)
+    finally:
+        if bar is not None:
+            bar.close()
+    for name, path in result.paths().items():
+        print(f"{name:17} {result.rows[name]:>9} rows  {path}")
+    print(f"generation {result.generation}: {result.conversations_read} conversation(s) read, "
+          f"{result.conversations_kept} kept from the previous export; "
+          f"{result.files_written} file(s) written, {result.files_kept} kept")
+    if args.strict and result.rows.get("diagnostics"):
+        print(f"murmur-analysis: {result.rows['diagnostics']} diagnostics row(s); run `murmur-analysis "
+              "diagnostics` on the same sources to see them", file=sys.stderr)
+        return EXIT_DATA
+    return EXIT_OK
 
 
 def cmd_page(args: argparse.Namespace) -> int:
@@ -192,9 +208,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("export", help="write every table as a hive-partitioned Parquet dataset",
-                       description="Load SRC... and write <DIR>/<table>/source=<source>/part-0.parquet.")
+                       description="Load SRC... and write <DIR>/<table>/source=<source>/part-<batch>.parquet, "
+                                   "switched in whole (a killed export leaves the previous one intact). "
+                                   "<DIR>/manifest.json names the files. Exporting again into the same DIR "
+                                   "reads only the conversations whose files or branches changed.")
     add_load_args(p)
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; partitions replaced)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder (created; the previous export in it is replaced whole)")
+    p.add_argument("--full", action="store_true",
+                   help="read every conversation again instead of keeping unchanged ones' rows")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("report", help="print a ccusage-style report: daily, monthly, session, models, tools, "

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import Discovery, PathArg, checked_options, printable
+from .discovery import Discovery, PathArg, checked_options, printable
 from .frames import FrameBuilder, to_pandas
 from .pricing import Prices, price_tables
 from .schema import TABLES, schema

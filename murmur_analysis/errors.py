@@ -9,7 +9,8 @@ Every error the library raises on purpose derives from :class:`MurmurAnalysisErr
     │   ├── UnknownSourceError     source= names no registered source
     │   └── NoSourceError          no registered source recognises the path
     ├── GitError               a git repository or revision could not be read
-    ├── ExportError            a Parquet export could not be written where asked
+    ├── ExportError            a Parquet export could not be written where asked (or another
+    │                          export into the same folder is running)
     ├── PriceError             user prices (prices=) that cannot be read
     ├── UnknownConversationError  corpus.conversation(id) names no loaded conversation
     └── UnknownTableError      corpus.frame(name) names no table (the message lists them)

@@ -53,6 +53,12 @@ class TableBuilder:
         self.batch_rows = batch_rows
         self._rows: list[tuple[Any, ...]] = []
         self._batches: list[pa.RecordBatch] = []
+        self._batched_rows = 0
+
+    @property
+    def num_rows(self) -> int:
+        """Rows added so far."""
+        return self._batched_rows + len(self._rows)
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add one row, its values in schema order."""
@@ -66,12 +72,15 @@ class TableBuilder:
         columns = list(zip(*self._rows, strict=True))
         arrays = [_array(col, f.type) for col, f in zip(columns, self.schema, strict=True)]
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self._batched_rows += len(self._rows)
         self._rows = []
 
     def append_batch(self, arrays: list[pa.Array]) -> None:
         """Add rows given as one Arrow array per column, in schema order."""
         self._flush()
-        self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        self._batches.append(batch)
+        self._batched_rows += batch.num_rows
 
     def finish(self) -> pa.Table:
         """The table so far, with the declared schema (columns filled later are null)."""

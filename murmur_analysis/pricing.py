@@ -271,14 +271,12 @@ class Pricer:
         prompt = np.where(np.isnan(whole), np.nan_to_num(u) + np.nan_to_num(r) + np.nan_to_num(w), whole)
         rate_names = ("input", "cache_read", "cache_write", "output", "reasoning", "fee")
         rates = {name: np.full(n, np.nan) for name in rate_names}
-        unpriced: dict[str | None, int] = {}
         keyed = pa.table({"model": usage.column("model"), "provider": usage.column("provider"),
                           "row": pa.array(np.arange(n, dtype=np.int64))})
         for group in keyed.group_by(["model", "provider"], use_threads=False).aggregate([("row", "list")]).to_pylist():
             model, rows = group["model"], np.asarray(group["row_list"], dtype=np.int64)
             priced_by = None if model is None else self._priced_by(model, group["provider"])
             if priced_by is None:
-                unpriced[model] = unpriced.get(model, 0) + len(rows)
                 continue
             by_price: dict[int, tuple[Any, list[int]]] = {}
             if hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list):
@@ -307,9 +305,19 @@ class Pricer:
         out = {"cost_usd": total, **parts}
         arrays = {name: pa.array(np.where(known, values, np.nan), pa.float64(), from_pandas=True)
                   for name, values in out.items()}
-        return arrays, list(self._diagnostics(unpriced))
+        return arrays, self.diagnose(usage)
 
-    def _diagnostics(self, unpriced: Mapping[str | None, int]) -> Iterator[Diagnostic]:
+    def diagnose(self, usage: pa.Table) -> list[Diagnostic]:
+        """One diagnostics row per model of ``usage`` that no price matches, in model order.
+
+        Only the ``model`` and ``provider`` columns are read.
+        """
+        pairs = usage.select(["model", "provider"]).group_by(["model", "provider"], use_threads=False).aggregate([])
+        unpriced = {p["model"] for p in pairs.to_pylist()
+                    if p["model"] is None or self._priced_by(p["model"], p["provider"]) is None}
+        return list(self._diagnostics(unpriced))
+
+    def _diagnostics(self, unpriced: Iterable[str | None]) -> Iterator[Diagnostic]:
         for model in sorted(unpriced, key=lambda m: (m is None, m or "")):
             name = "(no model)" if model is None else model
             yield Diagnostic(
@@ -335,18 +343,22 @@ def sum_costs(costs: Iterable[float | None]) -> tuple[float | None, int]:
     return total, unknown
 
 
-def price_tables(tables: dict[str, pa.Table], prices: Prices | None = None) -> dict[str, pa.Table]:
+def price_tables(
+    tables: dict[str, pa.Table], prices: Prices | Pricer | None = None, diagnose: bool = True
+) -> dict[str, pa.Table]:
     """Fill the cost columns of ``usage`` and ``conversations``; add diagnostics for unpriced models.
 
     Args:
         tables: every table, as the frame builder finished them (cost columns null).
-        prices: user prices (see :data:`Prices`).
+        prices: user prices (see :data:`Prices`), or a :class:`Pricer` made once for many calls.
+        diagnose: add the one diagnostics row per unpriced model (``False`` where the caller
+            prices a part of a load and diagnoses the whole with :meth:`Pricer.diagnose`).
 
     Returns:
         The same tables with ``usage`` costs, ``conversations.cost_usd`` /
         ``unpriced_responses`` (by :func:`sum_costs`) and the diagnostics rows.
     """
-    pricer = Pricer(prices)
+    pricer = prices if isinstance(prices, Pricer) else Pricer(prices)
     usage = tables["usage"]
     columns, diagnostics = pricer.price(usage)
     for name, array in columns.items():
@@ -363,7 +375,7 @@ def price_tables(tables: dict[str, pa.Table], prices: Prices | None = None) -> d
     for name, array in (("cost_usd", conv_cost), ("unpriced_responses", conv_unpriced)):
         conv = conv.set_column(conv.schema.get_field_index(name), conv.schema.field(name), array)
     out = dict(tables, usage=usage, conversations=conv)
-    if diagnostics:
+    if diagnostics and diagnose:
         diag = tables["diagnostics"]
         rows = pa.Table.from_pylist(
             [{"source": d.source, "path": d.path, "line": d.line, "kind": d.kind, "detail": d.detail}

@@ -11,7 +11,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-__all__ = ["TABLES", "Column", "built_schema", "markdown", "schema"]
+__all__ = ["SCHEMA_VERSION", "TABLES", "Column", "built_schema", "markdown", "schema"]
+
+#: The version of the declared tables: raised whenever a column is added, removed, renamed or
+#: changes type or meaning. Exports stamp it in every file.
+SCHEMA_VERSION = 1
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()

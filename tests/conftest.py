@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,9 @@ sys.path.insert(0, str(HERE))
 
 # Timing is not a property: no per-example deadline (CI machines are shared and slow).
 settings.register_profile("murmur-analysis", deadline=None, print_blob=True)
-settings.load_profile("murmur-analysis")
+# `make fuzz`: many more examples for every property and fuzz test (HYPOTHESIS_PROFILE=fuzz).
+settings.register_profile("fuzz", parent=settings.get_profile("murmur-analysis"), max_examples=5_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "murmur-analysis"))
 
 
 @pytest.fixture(scope="session")

@@ -399,3 +399,12 @@ def test_a_hot_rollback_journal_reads_the_last_committed_state_and_leaves_the_fi
     assert corpus.diagnostics["kind"].tolist() == ["rollback_journal"]
     assert (db.read_bytes(), journal.read_bytes()) == before
     assert ma.load(tmp_path).conversations["conversation_id"].tolist() == ["sess-db"]
+
+
+def test_a_session_file_holding_json_null_is_reported_not_dropped(tmp_path: Path) -> None:
+    # JSON's null parses; it is still no CourierSession, and must not vanish without a row.
+    path = tmp_path / "1754000000000-3f9a1c2b7d4e.session.json"
+    path.write_text("null")
+    corpus = ma.load(path, source="dispatch")
+    assert corpus.conversations.empty
+    assert list(corpus.diagnostics.kind) == ["not_a_session"]

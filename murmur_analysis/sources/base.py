@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..diagnostics import Diagnostic
+from ..identity import file_identity
 from ..model import Entry, Usage
 
 __all__ = [
@@ -266,3 +267,20 @@ class Source(ABC):
     def extra_tables(self) -> Mapping[str, Any]:
         """Tables of this source's own (``pa.Table`` by name) gathered by the last :meth:`open`."""
         return {}
+
+    def fingerprint(self, conv: Conversation) -> Any:
+        """What identifies the input ``conv`` is decoded from, as JSON values; ``None``: unknown.
+
+        Two equal fingerprints promise equal rows, so an incremental export keeps a
+        conversation's rows while its fingerprint stays the same and reads it again otherwise.
+        Called before the conversation's entries are read. The default takes the
+        :func:`~murmur_analysis.identity.file_identity` of every file the conversation's key or
+        path names; a source whose rows depend on more overrides it.
+        """
+        key = conv.key if isinstance(conv.key, tuple) else (conv.key,)
+        named = [k for k in (*key, conv.path) if isinstance(k, str) and k]
+        files = [p for p in dict.fromkeys(named) if os.path.isfile(p)]
+        if not files:
+            return None
+        identities = [[p, file_identity(p)] for p in files]
+        return None if any(i is None for _, i in identities) else identities

@@ -218,18 +218,24 @@ def _printable(value: Any) -> Any:
     return display(value) if isinstance(value, str) else value
 
 
+#: What :func:`_parse_json` gives for a document that is not JSON (``None`` is JSON's ``null``).
+_UNREADABLE = object()
+
+
 def _read_json(path: Path, diagnostics: Diagnostics) -> Any:
     """A JSON file's value, or ``None`` after reporting why it could not be read."""
     raw = read_regular(path, diagnostics)
-    return _parse_json(raw, path, diagnostics) if raw is not None else None
+    value = _parse_json(raw, path, diagnostics) if raw is not None else None
+    return None if value is _UNREADABLE else value
 
 
 def _parse_json(raw: bytes, path: Path, diagnostics: Diagnostics) -> Any:
+    """The document's value, or :data:`_UNREADABLE` after reporting why it is not JSON."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         diagnostics.report(path, "bad_json", f"not a JSON document ({err}); skipped")
-        return None
+        return _UNREADABLE
 
 
 def history_entries(history: Any) -> list[Entry]:
@@ -523,7 +529,8 @@ class DispatchSource(Source):
                 return
             session = self._session_of(path, diagnostics)
             if session is None:
-                named = _str((_read_json(path, Diagnostics(self.name)) or {}).get("session_file"))
+                doc = _read_json(path, Diagnostics(self.name))
+                named = _str(doc.get("session_file")) if isinstance(doc, dict) else None
                 diagnostics.report(path, "missing_session",
                                    f"run record {run_id}: its session ({named or run_id + SESSION_SUFFIX}) "
                                    "was not found; no history to read")
@@ -581,6 +588,10 @@ class DispatchSource(Source):
         record = _read_json(record_path, diagnostics) if os.path.lexists(record_path) else None
         final_path = _beside(record_path, FINAL_SUFFIX)
         final = _read_json(final_path, diagnostics) if os.path.lexists(final_path) else None
+        for value, where in ((record, record_path), (final, final_path)):
+            if value is not None and not isinstance(value, dict):
+                diagnostics.report(where, "not_a_run_record", "not a dispatch run record (not a JSON object); "
+                                   "its run's times and status are unknown")
         record = record if isinstance(record, dict) else None
         if isinstance(final, dict):
             return {**(record or {}), **final}
@@ -590,8 +601,8 @@ class DispatchSource(Source):
         self, path: Path, record_path: Path | None, diagnostics: Diagnostics
     ) -> tuple[Conversation, dict[str, Any]] | None:
         raw = read_regular(path, diagnostics)
-        data = _parse_json(raw, path, diagnostics) if raw is not None else None
-        if data is None:
+        data = _parse_json(raw, path, diagnostics) if raw is not None else _UNREADABLE
+        if data is _UNREADABLE:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("history"), list):
             diagnostics.report(path, "not_a_session", "not a dispatch CourierSession (no history list); skipped")
@@ -648,8 +659,8 @@ class DispatchSource(Source):
 
     def _trace(self, path: Path, diagnostics: Diagnostics) -> tuple[Conversation, dict[str, Any]] | None:
         raw = read_regular(path, diagnostics)
-        data = _parse_json(raw, path, diagnostics) if raw is not None else None
-        if data is None:
+        data = _parse_json(raw, path, diagnostics) if raw is not None else _UNREADABLE
+        if data is _UNREADABLE:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
             diagnostics.report(path, "not_a_trace", "not a dispatch trace artifact (no steps list); skipped")

@@ -492,7 +492,7 @@ class FlexiGPTSource(Source):
             diagnostics.report(path, "bad_json", "not a FlexiGPT conversation object; skipped")
             return None
         version = data.get("schemaVersion")
-        if version not in SCHEMA_VERSIONS:
+        if not isinstance(version, str) or version not in SCHEMA_VERSIONS:  # a list or object too
             diagnostics.report(path, "unknown_schema",
                                f"schemaVersion {version!r} is not one this reader knows "
                                f"({', '.join(sorted(SCHEMA_VERSIONS))}); skipped, as the app skips it")

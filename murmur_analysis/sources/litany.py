@@ -45,11 +45,12 @@ from collections.abc import Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..assembly import Assembled, assemble
 from ..diagnostics import Diagnostic
 from ..errors import GitError
+from ..identity import file_identity
 from ..model import Entry, Usage
 from ..providers import Resolved, resolve
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
@@ -116,6 +117,19 @@ class LitanySource(Source):
         """Every agent branch of every workspace under ``path``."""
         for git_dir, steps_dir in _workspaces(path, diagnostics=diagnostics):
             yield from self._read(git_dir, steps_dir, diagnostics, None)
+
+    def fingerprint(self, conv: Conversation) -> Any:
+        """The branch's tip and its ancestors' tips, and the identity of its step records."""
+        tips = conv.extra.get("tips")
+        if not isinstance(conv.key, tuple) or tips is None:
+            return None
+        steps_dir = conv.key[1]
+        records: list[list[Any]] = []
+        if steps_dir:
+            for folder, dirs, names in os.walk(Path(steps_dir) / conv.key[2]):
+                dirs.sort()
+                records.extend([os.path.join(folder, n), file_identity(os.path.join(folder, n))] for n in sorted(names))
+        return ["git", sorted(tips.items()), records]
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one agent branch again (``key`` is ``(git_dir, steps_dir, agent_id)``)."""
@@ -186,6 +200,8 @@ class LitanySource(Source):
             conv.path = os.fspath(git_dir)
             conv.part = branch.agent_id
             conv.key = (os.fspath(git_dir), os.fspath(steps_dir) if steps_dir else None, branch.agent_id)
+            conv.extra["tips"] = {b.agent_id: b.head for b in branches
+                                  if b is branch or branch.agent_id.startswith(b.agent_id + "-")}
             yield conv
         if steps_dir is not None and only is None and is_dir(steps_dir):
             known = {b.agent_id for b in branches}

@@ -21,6 +21,7 @@ retention come from session traces (:mod:`.murmur_trace`); the join rules are in
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
@@ -32,6 +33,7 @@ import orjson
 
 from ..assembly import ToolEvent
 from ..cursor import header_of, parse_line
+from ..identity import file_identity
 from ..model import (
     Block,
     Entry,
@@ -152,6 +154,8 @@ class MurmurSource(Source):
         self.discover_sessions = discover_sessions
         self.settle_seconds = float(settle_seconds)
         self._index: TraceIndex | None = None
+        self._traces: list[Path] = []
+        self._traces_identity: Any = None
 
     # ---------------------------------------------------------------------------- finding
 
@@ -211,6 +215,7 @@ class MurmurSource(Source):
         home = self._home(path) if self.discover_sessions else None
         if home is not None:
             traces.extend(discover(home, diagnostics))
+        self._traces, self._traces_identity = traces, None
         return TraceIndex(diagnostics, self.settle_seconds).add_all(traces)
 
     # ---------------------------------------------------------------------------- decoding
@@ -253,6 +258,32 @@ class MurmurSource(Source):
         from ..frames import usage_table  # the frame builder's own rows (frames imports the sources)
 
         return {"usage": usage_table(self.name, [inference_row(inf) for _trace, inf in self._index.session_usage])}
+
+    def fingerprint(self, conv: Conversation) -> Any:
+        """The identities of the record and of every trace it is joined to, and which have settled.
+
+        An unterminated last line is reported only once its file has been still for
+        ``settle_seconds``, so whether a file has settled is part of what its rows depend on.
+        """
+        own = super().fingerprint(conv)
+        if own is None:
+            return None
+        if self._traces_identity is None:
+            # Every record is joined against the same traces: their identities go in as one
+            # digest (the state stays small), with the newest one whole (its time tells whether
+            # a trace changed while it was read).
+            identities = [(str(t), file_identity(t), self._settled(t)) for t in self._traces]
+            newest = max((i for _, i, _ in identities if i is not None), key=lambda i: int(i["mtime_ns"]),
+                         default=None)
+            digest = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
+            self._traces_identity = [digest, newest]
+        return [own, self._settled(Path(own[0][0])), self._traces_identity]
+
+    def _settled(self, path: Path) -> bool:
+        try:
+            return time.time() - path.stat().st_mtime >= self.settle_seconds
+        except OSError:
+            return False
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""

@@ -1,0 +1,257 @@
+"""Parquet export: every table as a hive-partitioned dataset, switched in whole, kept up to date.
+
+Each table is ``<out>/<table>/source=<source>/part-<batch>.parquet`` (a table with no
+``source`` column: ``<out>/<table>/part-<batch>.parquet``), zstd level 1. DuckDB, Dask, Spark
+and pyarrow read each table folder as it is; :func:`read_parquet` reads the folder back into a
+corpus with the declared types.
+
+- **Atomic**: an export is written whole into a staging folder and switched in with one
+  rename (see :mod:`murmur_analysis.export.layout`); a killed export leaves the previous one
+  whole. ``<out>/manifest.json`` names every file of the current export.
+- **Exact**: the switched-in export holds only what this run read; nothing of an earlier one
+  is left beside it.
+- **Incremental**: the export records what it read (``state.json``, see
+  :mod:`murmur_analysis.export.state`); the next export into the same folder reads again only
+  the conversations whose input changed, replaces their rows, and keeps every other file.
+- **Streaming**: rows are written a batch of conversations at a time, as they are decoded.
+
+Every file carries ``murmur_analysis`` key-value metadata: the table, the schema version and
+the price data version (``null`` while no prices are applied).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+
+from ..frames import FrameBuilder
+from ..identity import changed_since
+from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
+from ..pricing import Pricer, Prices, price_tables
+from ..schema import SCHEMA_VERSION
+from ..sources.base import Conversation, Source
+from .layout import Output
+from .reader import read_parquet
+from .state import ExportState, unit_id
+from .writer import BatchWriter, Rows, package_version
+
+__all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
+
+#: How long before an export starts a file's change still counts as "during" it (the kernel's
+#: file times are taken from a clock that may lag by a tick).
+_RACY_NS = 1_000_000_000
+
+
+@dataclass
+class ExportResult:
+    """What an export wrote.
+
+    Attributes:
+        out: the output folder.
+        generation: the export's generation number.
+        rows: rows of each table in the export.
+        conversations_read: conversations decoded by this run.
+        conversations_kept: conversations whose rows were kept from the previous export.
+        files_written: Parquet files this run wrote.
+        files_kept: Parquet files carried over from the previous export unchanged.
+    """
+
+    out: Path
+    generation: int
+    rows: dict[str, int] = field(default_factory=dict)
+    conversations_read: int = 0
+    conversations_kept: int = 0
+    files_written: int = 0
+    files_kept: int = 0
+
+    def paths(self) -> dict[str, Path]:
+        """The dataset folder of each table."""
+        return {name: self.out / name for name in self.rows}
+
+
+def export(
+    *paths: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    source: str | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    progress: Progress | None = None,
+    incremental: bool = True,
+    prices: Prices | None = None,
+    batch_conversations: int = 64,
+    batch_rows: int = 8_192,
+    compression: str = "zstd",
+    compression_level: int | None = 1,
+) -> ExportResult:
+    """Load ``paths`` and export every table under ``out``, a batch of conversations at a time.
+
+    Args:
+        *paths: files or folders of any registered source.
+        out: the output folder (created). Only ``out/.export``, ``out/manifest.json`` and the
+            tables' links are written; nothing outside ``out``.
+        source: force this source for every path instead of detecting.
+        options: per-source options by source name.
+        progress: called as work advances (see :data:`~murmur_analysis.load_plan.Progress`).
+        incremental: keep the rows of conversations whose input is unchanged since the
+            previous export into ``out``; ``False`` reads everything again.
+        prices: the user's own prices over genai-prices' table, as for
+            :func:`~murmur_analysis.load`; the price data's version is stamped in every file and
+            the manifest, and a change of it reads everything again.
+        batch_conversations: the most conversations per file.
+        batch_rows: message rows after which a batch is written. Smaller batches make more
+            files; a changed conversation rewrites the files of its batch only.
+        compression: Parquet codec.
+        compression_level: codec level.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ExportError: ``out`` cannot be written, or another export into it is running.
+        NoSourceError: a path no source recognises.
+        FileNotFoundError: a path that does not exist.
+    """
+    pricer = Pricer(prices)
+    price_version = pricer.version
+    with Output(out) as output, cyclic_gc_paused():
+        current = output.current()
+        made = {"package_version": package_version(), "schema_version": SCHEMA_VERSION,
+                "price_data_version": price_version}
+        before = (current.manifest() or {}) if current is not None else {}
+        if any(before.get(k) != v for k, v in made.items()):
+            incremental = False  # rows made another way are all made again
+        previous = ExportState.from_doc(current.state() if current and incremental else None)
+        with output.staging() as staged:
+            writer = BatchWriter(staged, compression, compression_level, price_version)
+            plan = LoadPlan(paths, source, options, progress)
+            keep: set[str] = set()
+            seen: set[str] = set()
+            fingerprints: dict[int, Any] = {}
+            held: list[str] = []
+            read = 0
+
+            held_source: str | None = None
+
+            def flush() -> None:
+                nonlocal held
+                if held:
+                    # Costs are filled per batch; unpriced models are reported once, over the whole export.
+                    writer.write(price_tables(plan.builder.finish(), pricer, diagnose=False), held)
+                plan.builder, held = FrameBuilder(), []
+
+            started_ns = time.time_ns() - _RACY_NS
+
+            def wanted(src: Source, conv: Conversation) -> bool:
+                unit = unit_id(conv)
+                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
+                if unit not in seen and previous.unchanged(unit, fp):
+                    keep.add(unit)
+                    seen.add(unit)
+                    return False
+                # An input modified during this run may be read in either state: read it again next time.
+                fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
+                if held and conv.source != held_source:
+                    flush()  # a batch holds one source's conversations: flushed before this one's rows
+                return True
+
+            for event in plan.events(wanted):
+                conv = event.conversation
+                if event.kind == "conversation" and conv is not None:
+                    read += 1
+                    plan.builder.add_diagnostics(event.diagnostics)
+                    unit = unit_id(conv)
+                    n = 1
+                    while unit in seen:  # the same conversation reached twice: both rows kept apart
+                        n += 1
+                        unit = f"{unit_id(conv)}\x1f{n}"
+                    seen.add(unit)
+                    rows = {**event.rows, "diagnostics": len(event.diagnostics)}
+                    writer.state.units[unit] = {"fingerprint": fingerprints.pop(id(conv), None), "rows": rows}
+                    held.append(unit)
+                    held_source = conv.source
+                    if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
+                        flush()
+                elif event.kind == "target":
+                    rest = FrameBuilder()
+                    rest.add_diagnostics(event.diagnostics)
+                    writer.write({"diagnostics": rest.finish()["diagnostics"], **event.extra_tables}, None)
+            # The last batch goes out with the kept rows of the previous batches that lost a
+            # conversation, where they fit: a small change rewrites few files.
+            found = FrameBuilder()
+            found.add_diagnostics(plan.discovery_rows())
+            if found.builders["diagnostics"].num_rows:
+                writer.write({"diagnostics": found.finish()["diagnostics"]}, None)
+            pending = None
+            if held:
+                pending = Rows(held_source, price_tables(plan.builder.finish(), pricer, diagnose=False), held)
+            plan.builder = FrameBuilder()
+            partial = writer.carry(previous, current, keep) if current is not None and incremental else []
+            for rows_ in partial:
+                fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
+                if pending is not None and fits and pending.source == rows_.source:
+                    pending.merge(rows_)
+                else:
+                    writer.write(rows_.tables, rows_.units)
+            if pending is not None:
+                writer.write(pending.tables, pending.units)
+            unpriced = FrameBuilder()
+            unpriced.add_diagnostics(pricer.diagnose(writer.staged_rows("usage", ["model", "provider"])))
+            if unpriced.builders["diagnostics"].num_rows:
+                writer.write({"diagnostics": unpriced.finish()["diagnostics"]}, None)
+            writer.complete(current if incremental else None)
+            manifest = writer.manifest(current.name if current else None)
+            staged.write(manifest, writer.state.to_doc())
+            final = output.switch(staged, list(manifest["tables"]))
+    return ExportResult(
+        out=output.root,
+        generation=final.number,
+        rows={name: entry["rows"] for name, entry in manifest["tables"].items()},
+        conversations_read=read,
+        conversations_kept=len(keep),
+        files_written=writer.written,
+        files_kept=writer.kept,
+    )
+
+
+def write_parquet(
+    tables: Mapping[str, pa.Table],
+    out: str | os.PathLike[str],
+    *,
+    compression: str = "zstd",
+    compression_level: int | None = 1,
+    price_data_version: str | None = None,
+) -> dict[str, Path]:
+    """Write loaded ``tables`` under ``out`` as one new export, switched in whole.
+
+    What ``out`` held before is replaced (the state is not incremental: the tables did not
+    come with what they were read from).
+
+    Args:
+        tables: Arrow tables by name (``corpus.tables``).
+        out: the output folder; created if missing.
+        compression: Parquet codec.
+        compression_level: codec level (zstd 1 writes fast and reads fast).
+        price_data_version: stamped in every file and the manifest.
+
+    Returns:
+        The dataset folder of each table.
+
+    Raises:
+        ExportError: ``out`` cannot be written, or another export into it is running.
+    """
+    with Output(out) as output:
+        current = output.current()
+        with output.staging() as staged:
+            writer = BatchWriter(staged, compression, compression_level, price_data_version)
+            writer.write(tables, None)
+            writer.complete(None)
+            manifest = writer.manifest(current.name if current else None)
+            staged.write(manifest, ExportState().to_doc())
+            output.switch(staged, list(manifest["tables"]))
+    return {name: output.root / name for name in manifest["tables"]}

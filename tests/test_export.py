@@ -1,0 +1,424 @@
+"""Parquet export: whole or not at all, exactly what was read, and only what changed read again."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from litany_git import T0 as T0_GIT
+from litany_git import Branch, RepoBuilder, j, tree
+from live_git import commit_file
+from murmur_home import T0, msg, record
+from murmur_lines import append, line
+
+import murmur_analysis as ma
+from murmur_analysis.export import export, read_parquet
+from murmur_analysis.load_plan import iter_batches
+from murmur_analysis.schema import SCHEMA_VERSION, TABLES, schema
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rows(table: pa.Table) -> Counter[str]:
+    """A table's rows as a multiset (order-free, duplicates counted)."""
+    return Counter(orjson.dumps(r, default=str, option=orjson.OPT_SORT_KEYS).decode() for r in table.to_pylist())
+
+
+def assert_same(exported: dict[str, pa.Table], loaded: dict[str, pa.Table]) -> None:
+    assert set(exported) == set(loaded)
+    for name, table in loaded.items():
+        assert exported[name].schema.equals(table.schema), name
+        assert rows(exported[name]) == rows(table), name
+
+
+def home_with(tmp_path: Path, n: int = 3, lines: int = 4) -> Path:
+    home = tmp_path / "home"
+    for r in range(n):
+        record(home, "bot", f"ctx-{r}", [msg("user" if i % 2 == 0 else "assistant", T0 + 1000 * r + i, n=i)
+                                          for i in range(lines)])
+    return home
+
+
+def rec(home: Path, r: int) -> Path:
+    return home / "conversations" / "bot" / f"ctx-{r}" / "conversation.jsonl"
+
+
+def settle(home: Path) -> None:
+    """Age every file so the reader's settle time has passed (no file is being written)."""
+    old = T0 / 1000  # always the same time: only the writes themselves tell files apart
+    for path in home.rglob("*"):
+        os.utime(path, (old, old))
+
+
+# ---------------------------------------------------------------------------------- exact
+
+
+def test_a_fixed_line_leaves_no_stale_diagnostics_row(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=1)
+    path = rec(home, 0)
+    good = path.read_text()
+    path.write_text(good + "{not json\n")
+    settle(home)
+    out = tmp_path / "out"
+    first = export(home, out=out)
+    assert first.rows["diagnostics"] == 1
+    path.write_text(good)
+    settle(home)
+    second = export(home, out=out)
+    assert second.rows["diagnostics"] == 0
+    assert ds.dataset(out / "diagnostics", partitioning="hive").to_table().num_rows == 0
+    assert read_parquet(out).tables["diagnostics"].num_rows == 0
+
+
+def test_a_source_that_is_gone_leaves_no_partition(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=2)
+    flex = REPO / "data" / "samples" / "flexigpt"
+    out = tmp_path / "out"
+    export(home, flex, out=out)
+    assert (out / "messages" / "source=flexigpt").is_dir()
+    export(home, out=out)
+    assert not (out / "messages" / "source=flexigpt").exists()
+    sources = set(ds.dataset(out / "messages", partitioning="hive").to_table()["source"].to_pylist())
+    assert sources == {"murmur"}
+
+
+def test_the_samples_round_trip_with_declared_types_and_stamps(tmp_path: Path, samples: Path) -> None:
+    out = tmp_path / "out"
+    export(samples, out=out)
+    back = read_parquet(out)
+    assert_same(back.tables, ma.load(samples).tables)
+    for name in TABLES:
+        assert back.tables[name].schema.equals(schema(name))
+    usage = back.usage
+    assert str(usage["input_tokens"].dtype) == "int64[pyarrow]" and str(usage["sealed"].dtype) == "bool[pyarrow]"
+    duckdb = pytest.importorskip("duckdb")  # installed by `make setup` (the bench extra)
+    for name in TABLES:  # DuckDB reads each table folder as it is, through the links
+        files = f"{out / name}/**/*.parquet"
+        query = f"select count(*) from read_parquet('{files}', hive_partitioning=true, union_by_name=true)"
+        assert duckdb.sql(query).fetchall() == [(back.tables[name].num_rows,)], name
+    plain = pd.read_parquet(out / "usage")  # pandas alone: the files say which dtypes
+    assert str(plain["input_tokens"].dtype) == "int64[pyarrow]" and str(plain["sealed"].dtype) == "bool[pyarrow]"
+    assert len(plain) == len(usage)
+    manifest = orjson.loads((out / "manifest.json").read_bytes())
+    version = ma.pricing.price_data_version()
+    assert manifest["schema_version"] == SCHEMA_VERSION and manifest["price_data_version"] == version
+    listed = {f["path"] for t in manifest["tables"].values() for f in t["files"]}
+    current = out / ".export" / "current"
+    on_disk = {str(p.relative_to(current)) for p in current.rglob("*.parquet")}
+    assert listed == on_disk
+    for path in listed:
+        meta = orjson.loads(pq.read_schema(out / path).metadata[b"murmur_analysis"])
+        assert meta["schema_version"] == SCHEMA_VERSION and meta["price_data_version"] == version
+
+
+def test_the_packaged_price_data_is_stamped_without_user_prices(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    export(home_with(tmp_path), out=out)
+    some = next((out / "messages").rglob("*.parquet"))
+    stamp = orjson.loads(pq.read_schema(some).metadata[b"murmur_analysis"])["price_data_version"]
+    assert stamp == ma.pricing.price_data_version() and stamp.startswith("genai-prices ") and "+user:" not in stamp
+
+
+def test_corpus_to_parquet_replaces_the_previous_export_whole(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=2)
+    out = tmp_path / "out"
+    ma.load(home).to_parquet(out)
+    shutil.rmtree(home / "conversations" / "bot" / "ctx-1")
+    ma.load(home).to_parquet(out)
+    assert read_parquet(out).tables["conversations"]["conversation_id"].to_pylist() == ["bot/ctx-0"]
+
+
+def test_an_earlier_in_place_export_is_replaced(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "messages" / "source=murmur").mkdir(parents=True)
+    pq.write_table(schema("messages").empty_table().drop_columns(["source"]),
+                   out / "messages" / "source=murmur" / "part-0.parquet")
+    export(home_with(tmp_path), out=out)
+    assert (out / "messages").is_symlink()
+    assert ds.dataset(out / "messages", partitioning="hive").to_table().num_rows == 12
+
+
+def test_a_file_in_the_way_is_an_export_error(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.write_text("not a folder")
+    with pytest.raises(ma.ExportError):
+        export(home_with(tmp_path), out=out)
+
+
+def test_read_parquet_of_a_folder_with_no_export_is_an_export_error(tmp_path: Path) -> None:
+    with pytest.raises(ma.ExportError):
+        read_parquet(tmp_path)
+
+
+# ---------------------------------------------------------------------------------- incremental
+
+
+def test_unchanged_input_is_not_read_again(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    again = export(home, out=out)
+    assert again.conversations_read == 0 and again.conversations_kept == 3
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+def test_an_appended_record_is_read_again_and_its_rows_replaced(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out, batch_conversations=2)
+    append(rec(home, 1), [msg("user", T0 + 5000, n=50)])
+    settle(home)
+    again = export(home, out=out, batch_conversations=2)
+    assert again.conversations_read == 1 and again.conversations_kept == 2
+    assert again.rows["messages"] == 13
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+def test_a_rewritten_record_and_a_removed_one(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    path = rec(home, 0)
+    tmp = path.with_name("new.jsonl")
+    tmp.write_text(line(msg("user", T0 + 9, n=9)) + "\n")
+    os.replace(tmp, path)  # same size or not: another inode, another head
+    shutil.rmtree(rec(home, 2).parent)
+    settle(home)
+    again = export(home, out=out)
+    assert again.conversations_read == 1
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    assert again.rows["messages"] == 5
+
+
+def test_a_new_commit_reads_its_branch_again_and_a_rewound_branch_too(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    repo = RepoBuilder(ws / "repo.git")
+    a, b = Branch(repo, "a"), Branch(repo, "b")
+    a.put(tree(("001-operator.md", "go a")))
+    b.put(tree(("001-operator.md", "go b")))
+    repo.finish()
+    out = tmp_path / "out"
+    export(ws, out=out)
+    commit_file(ws / "repo.git", "agents/b", "messages/002-claude-fable-5.json",
+                j({"content": [{"type": "text", "text": "ok"}]}), T0_GIT + 600)
+    again = export(ws, out=out)
+    assert again.conversations_read == 1 and again.conversations_kept == 1
+    assert_same(read_parquet(out).tables, ma.load(ws).tables)
+    subprocess.run(["git", "--git-dir", str(ws / "repo.git"), "update-ref", "refs/heads/agents/b",
+                    repo_sha(ws, "agents/b~1")], check=True)
+    rewound = export(ws, out=out)
+    assert rewound.conversations_read == 1
+    assert_same(read_parquet(out).tables, ma.load(ws).tables)
+
+
+def repo_sha(ws: Path, rev: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(ws / "repo.git"), "rev-parse", rev],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_full_re_export_reads_everything(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    out = tmp_path / "out"
+    export(home, out=out)
+    assert export(home, out=out, incremental=False).conversations_read == 3
+
+
+def test_iter_batches_gives_the_load_tables_in_pieces(samples: Path) -> None:
+    batches = list(iter_batches(samples, batch_conversations=2))
+    assert max(len(b.conversations) for b in batches) <= 2
+    loaded = ma.load(samples).tables
+    for name in TABLES:
+        joined = pa.concat_tables([b.tables[name] for b in batches])
+        assert joined.equals(loaded[name]), name
+
+
+# ---------------------------------------------------------------------------------- atomic
+
+
+def _export_command(home: Path, out: Path) -> list[str]:
+    code = ("import sys; from murmur_analysis.export import export; "
+            "export(sys.argv[1], out=sys.argv[2], batch_conversations=1, incremental=False)")
+    return [sys.executable, "-c", code, str(home), str(out)]
+
+
+def _snapshot(out: Path) -> dict[str, Any]:
+    """What a reader sees: through the library, and through pyarrow reading each table folder."""
+    tables = read_parquet(out).tables
+    by_folder = {name: rows(ds.dataset(out / name, partitioning="hive").to_table()) for name in TABLES}
+    return {"library": {n: rows(t) for n, t in tables.items()}, "folders": by_folder}
+
+
+@pytest.mark.slow
+def test_a_killed_export_leaves_the_previous_one_whole(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=6, lines=3)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    old = _snapshot(out)
+    for r in range(6):  # the next export would hold other rows
+        append(rec(home, r), [msg("assistant", T0 + 9000 + r, n=90)])
+    settle(home)
+    export(home, out=tmp_path / "reference")
+    new = _snapshot(tmp_path / "reference")
+    assert new != old
+    env = {**os.environ, "MURMUR_ANALYSIS_EXPORT_FILE_HOOK": "0.02"}
+    outcomes: Counter[str] = Counter()
+    for delay in [0.1 * k for k in range(1, 40)]:
+        proc = subprocess.Popen(_export_command(home, out), env=env)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        staged = [p for p in (out / ".export").glob("staging-*/**/*.parquet")]
+        outcomes["killed while writing files"] += bool(staged)
+        seen = _snapshot(out)  # opens, and is one export or the other, never a mix
+        assert seen in (old, new)
+        outcomes["old" if seen == old else "new"] += 1
+        if seen == new:
+            break
+    assert outcomes["killed while writing files"] >= 3, outcomes  # the kills landed mid-export
+    assert outcomes["old"] >= 3
+    export(home, out=out)  # the next export clears what killed ones left
+    assert not [p for p in (out / ".export").iterdir() if p.name.startswith("staging-")]
+    assert _snapshot(out) == new
+
+
+def test_two_exports_into_one_folder_at_once_is_an_export_error(tmp_path: Path) -> None:
+    from murmur_analysis.export.layout import Output
+
+    out = tmp_path / "out"
+    with Output(out), pytest.raises(ma.ExportError, match="another export"):
+        export(home_with(tmp_path), out=out)
+
+
+def test_another_price_data_version_makes_every_row_again(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    mine = {"my-model": {"input_mtok": 1, "output_mtok": 2}}
+    again = export(home, out=out, prices=mine)
+    assert again.conversations_read == 3 and again.files_kept == 0
+    for path in (out / ".export" / "current").rglob("*.parquet"):
+        stamp = orjson.loads(pq.read_schema(path).metadata[b"murmur_analysis"])["price_data_version"]
+        assert stamp == ma.pricing.price_data_version(mine) and "+user:" in stamp
+
+
+def test_a_file_written_as_the_export_starts_is_read_again_next_time(tmp_path: Path) -> None:
+    flex = tmp_path / "flex"
+    shutil.copytree(REPO / "data" / "samples" / "flexigpt", flex, copy_function=shutil.copy)  # times: now
+    out = tmp_path / "out"
+    export(flex, out=out)
+    # A FlexiGPT file is read before its identity is taken: one changed in between would
+    # otherwise look unchanged forever. Files modified around the export are trusted next time only.
+    assert export(flex, out=out).conversations_read == 4
+    settle(flex)
+    export(flex, out=out)
+    assert export(flex, out=out).conversations_read == 0
+
+
+def test_a_changed_trace_reads_its_home_again(tmp_path: Path) -> None:
+    from murmur_home import ev, inference, trace
+
+    home = home_with(tmp_path, n=2)
+    work = tmp_path / "work"
+    trace(work, [ev("session_start", T0, task="t")])
+    settle(home)
+    settle(work)
+    out = tmp_path / "out"
+    options = {"murmur": {"sessions": [str(work)]}}
+    export(home, out=out, options=options)
+    assert export(home, out=out, options=options).conversations_read == 0
+    trace(work, [ev("session_start", T0, task="t"), inference(T0 + 5, "t", 1)])
+    settle(work)
+    assert export(home, out=out, options=options).conversations_read == 2
+    assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)
+
+
+# ---------------------------------------------------------------------------------- property
+
+operations = st.lists(st.tuples(st.sampled_from(["append", "rewrite", "remove", "add", "nothing"]),
+                                st.integers(min_value=0, max_value=3), st.integers(min_value=1, max_value=3)),
+                      min_size=1, max_size=5)
+
+
+@settings(max_examples=max(15, settings.default.max_examples // 6),
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations, st.integers(min_value=1, max_value=3))
+def test_incremental_exports_equal_a_fresh_load_after_any_changes(
+    tmp_path_factory: Any, ops: list[tuple[str, int, int]], batch: int
+) -> None:
+    tmp = tmp_path_factory.mktemp("inc")
+    home = home_with(tmp, n=3, lines=2)
+    out = tmp / "out"
+    clock = T0 // 1000
+    stamp = {"n": 0}
+
+    def touch(path: Path) -> None:  # distinct old times: a change is a change, and none is racy
+        stamp["n"] += 1
+        os.utime(path, (clock + stamp["n"], clock + stamp["n"]))
+
+    for path in home.rglob("*.jsonl"):
+        touch(path)
+    export(home, out=out, batch_conversations=batch)
+    serial = 100
+    for op, r, k in ops:
+        path = rec(home, r)
+        serial += 10
+        if op == "append" and path.exists():
+            append(path, [msg("user", T0 + serial + i, n=serial + i) for i in range(k)])
+            touch(path)
+        elif op == "rewrite" and path.exists():
+            tmp_file = path.with_name("tmp.jsonl")
+            tmp_file.write_text("".join(line(msg("assistant", T0 + serial + i, n=serial + i)) + "\n" for i in range(k)))
+            os.replace(tmp_file, path)
+            touch(path)
+        elif op == "remove" and path.exists():
+            shutil.rmtree(path.parent)
+        elif op == "add" and not path.exists():
+            record(home, "bot", f"ctx-{r}", [msg("user", T0 + serial + i, n=serial + i) for i in range(k)])
+            touch(path)
+        result = export(home, out=out, batch_conversations=batch)
+        assert_same(read_parquet(out).tables, ma.load(home).tables)
+        assert result.conversations_read <= 1  # only what the operation changed is read
+
+
+def test_a_failed_export_leaves_no_staging_folder_and_the_previous_export(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    out = tmp_path / "out"
+    export(home, out=out)
+    before = _snapshot(out)
+    with pytest.raises(FileNotFoundError):
+        export(home, tmp_path / "missing", out=out)
+    assert not [p for p in (out / ".export").iterdir() if p.name.startswith("staging-")]
+    assert _snapshot(out) == before
+
+
+def test_a_lost_file_of_the_previous_export_is_an_export_error_that_says_what_to_do(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    next((out / ".export" / "current" / "messages").rglob("*.parquet")).unlink()
+    with pytest.raises(ma.ExportError) as err:
+        export(home, out=out)
+    assert err.value.hint is not None and "--full" in err.value.hint
+    export(home, out=out, incremental=False)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
