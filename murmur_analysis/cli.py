@@ -7,8 +7,9 @@ Exit status: 0 ok; 1 the data had problems (diagnostics rows) and ``--strict`` w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -27,20 +28,28 @@ __all__ = ["main"]
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 
 
-def _load(args: argparse.Namespace) -> Corpus:
+@contextlib.contextmanager
+def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """The load arguments common to every command that reads sources, with one progress bar."""
     options: dict[str, dict[str, Any]] = {}
     if getattr(args, "sessions", None):
         options["murmur"] = {"sessions": args.sessions}
     bar = None if args.quiet else ProgressBar(args.paths, disable=None)
     try:
-        return load(*args.paths, source=args.source, options=options, progress=bar, prices=args.prices)
+        yield {"source": args.source, "options": options, "progress": bar, "prices": args.prices}
     finally:
         if bar is not None:
             bar.close()
 
 
-def _strict(args: argparse.Namespace, corpus: Corpus) -> int:
-    rows = corpus.tables["diagnostics"].num_rows
+def _load(args: argparse.Namespace) -> Corpus:
+    with _reading(args) as how:
+        return load(*args.paths, **how)
+
+
+def _strict(args: argparse.Namespace, corpus: Corpus | int) -> int:
+    """``EXIT_DATA`` where ``--strict`` was given and there are diagnostics rows (a corpus, or their count)."""
+    rows = corpus if isinstance(corpus, int) else corpus.tables["diagnostics"].num_rows
     if args.strict and rows:
         print(f"murmur-analysis: {rows} diagnostics row(s); run `murmur-analysis diagnostics` on the same "
               "sources to see them", file=sys.stderr)
@@ -126,26 +135,14 @@ def cmd_diagnostics(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Export every table as Parquet, a batch of conversations at a time, switched in whole."""
-    options: dict[str, dict[str, Any]] = {}
-    if getattr(args, "sessions", None):
-        options["murmur"] = {"sessions": args.sessions}
-    bar = None if args.quiet else ProgressBar(args.paths, disable=None)
-    try:
-        result = export(*args.paths, out=args.out, source=args.source, options=options, progress=bar,
-                        incremental=not args.full, prices=args.prices)
-    finally:
-        if bar is not None:
-            bar.close()
+    with _reading(args) as how:
+        result = export(*args.paths, out=args.out, incremental=not args.full, **how)
     for name, path in result.paths().items():
         print(f"{name:17} {result.rows[name]:>9} rows  {path}")
     print(f"generation {result.generation}: {result.conversations_read} conversation(s) read, "
           f"{result.conversations_kept} kept from the previous export; "
           f"{result.files_written} file(s) written, {result.files_kept} kept")
-    if args.strict and result.rows.get("diagnostics"):
-        print(f"murmur-analysis: {result.rows['diagnostics']} diagnostics row(s); run `murmur-analysis "
-              "diagnostics` on the same sources to see them", file=sys.stderr)
-        return EXIT_DATA
-    return EXIT_OK
+    return _strict(args, result.rows.get("diagnostics", 0))
 
 
 def cmd_page(args: argparse.Namespace) -> int:
