@@ -27,6 +27,7 @@ from .errors import (
     UnknownSourceError,
 )
 from .model import Entry, Message, Usage
+from .samples import DATA_VARIABLE, data_paths, sample_data
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
@@ -44,6 +45,7 @@ __all__ = [
     "Assembled",
     "ConversationHandle",
     "Corpus",
+    "DATA_VARIABLE",
     "Diagnostic",
     "Entry",
     "ExportError",
@@ -63,10 +65,12 @@ __all__ = [
     "Usage",
     "assemble",
     "assemble_commit",
+    "data_paths",
     "drop_orphans",
     "load",
     "pair_tools",
     "read_messages",
+    "sample_data",
     "sources",
     "transcript",
     "walk",
