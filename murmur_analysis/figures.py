@@ -77,14 +77,16 @@ def bar_labels(ax: Any, bars: Any, texts: Iterable[str], inside: bool = False) -
         ax: the axes.
         bars: the container ``ax.barh`` returned.
         texts: one text per bar.
-        inside: put the text inside the bar's end instead of after it.
+        inside: put the text in the middle of the bar (white) instead of after its end.
     """
-    ax.bar_label(bars, labels=list(texts), padding=-3 if inside else 3, fontsize="small",
-                 color="white" if inside else "black")
+    ax.bar_label(bars, labels=list(texts), label_type="center" if inside else "edge", padding=0 if inside else 3,
+                 fontsize="small", color="white" if inside else "black")
 
 
 def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) -> Any:
     """A frame styled for reading: nulls as "not reported", thousands separated, no index.
+
+    Times show to the minute in UTC, text is left-aligned and numbers right-aligned.
 
     Args:
         frame: any frame.
@@ -96,15 +98,25 @@ def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) 
     """
     shown = frame.reset_index(drop=True)
     formats: dict[str, Any] = {}
+    text: list[str] = []
     for name in shown.columns:
         kind = shown[name].dtype
-        if name in percent:
+        if pd.api.types.is_datetime64_any_dtype(kind) or "timestamp" in str(kind):
+            formats[name] = _minute
+        elif name in percent:
             formats[name] = "{:.1%}"
         elif pd.api.types.is_integer_dtype(kind):
             formats[name] = "{:,}"
         elif pd.api.types.is_float_dtype(kind):
             formats[name] = f"{{:,.{precision}f}}"
-    return shown.style.format(formats, na_rep=NOT_REPORTED).hide(axis="index")
+        else:
+            text.append(name)
+    styler = shown.style.format(formats, na_rep=NOT_REPORTED, escape="html").hide(axis="index")
+    return styler.set_properties(subset=text, **{"text-align": "left"})
+
+
+def _minute(value: Any) -> str:
+    return NOT_REPORTED if _is_null(value) else f"{value.tz_convert('UTC'):%Y-%m-%d %H:%M} UTC"
 
 
 def _is_null(value: Any) -> bool:

@@ -33,7 +33,7 @@ from .model import (
     Usage,
 )
 
-__all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches"]
+__all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches", "result_text"]
 
 #: How a missing time, model or token count is shown.
 NOT_REPORTED = "not reported"
@@ -81,6 +81,17 @@ def _block_texts(block: Block) -> Iterable[str]:
 def entry_text(entry: Entry) -> str:
     """Everything a reader would search in one entry, joined with newlines."""
     return "\n".join(text for block in entry.blocks for text in _block_texts(block))
+
+
+def result_text(entry: Entry, call_id: str) -> str:
+    """The text of the result answering ``call_id`` in ``entry``.
+
+    An entry holding several results gives only that call's; a tool entry whose blocks are the
+    result itself (the call named on the entry) gives all its text.
+    """
+    own = [block for block in entry.blocks
+           if isinstance(block, ToolResult | ServerToolResult) and block.tool_use_id == call_id]
+    return "\n".join(text for block in own or entry.blocks for text in _block_texts(block))
 
 
 def matches(entry: Entry, query: str) -> bool:
