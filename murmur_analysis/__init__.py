@@ -27,7 +27,7 @@ from .errors import (
     UnknownSourceError,
 )
 from .model import Entry, Message, Usage
-from .samples import DATA_VARIABLE, data_paths, sample_data
+from .samples import data_paths, sample_data
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
@@ -45,7 +45,6 @@ __all__ = [
     "Assembled",
     "ConversationHandle",
     "Corpus",
-    "DATA_VARIABLE",
     "Diagnostic",
     "Entry",
     "ExportError",

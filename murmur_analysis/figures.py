@@ -8,7 +8,7 @@ built on ``matplotlib.figure.Figure`` rather than ``pyplot``, so nothing is draw
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -98,7 +98,7 @@ def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) 
     """
     shown = frame.reset_index(drop=True)
     formats: dict[str, Any] = {}
-    text: list[str] = []
+    text: list[Hashable] = []
     for name in shown.columns:
         kind = shown[name].dtype
         if pd.api.types.is_datetime64_any_dtype(kind) or "timestamp" in str(kind):

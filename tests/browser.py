@@ -18,7 +18,7 @@ def chromium() -> Iterator[Any]:
     """A headless Chromium browser (Debian's, which ``.ci/run`` installs)."""
     from playwright.sync_api import sync_playwright
 
-    assert CHROMIUM.exists() or shutil.which("chromium"), "Debian's chromium is not installed (apt-get install chromium)"
+    assert CHROMIUM.exists() or shutil.which("chromium"), "Debian's chromium is missing: apt-get install chromium"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         try:

@@ -57,7 +57,9 @@ def _open(browser: Any, url: str, screenshot: Path) -> dict[str, Any]:
         " complete: i.complete, width: i.naturalWidth}))"
     )
     text = page.inner_text("body")
-    stderr = page.evaluate("() => document.querySelectorAll('[data-mime-type=\"application/vnd.jupyter.stderr\"]').length")
+    stderr = page.evaluate(
+        "() => document.querySelectorAll('[data-mime-type=\"application/vnd.jupyter.stderr\"]').length"
+    )
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot), full_page=True)
     page.close()
