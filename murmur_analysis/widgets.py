@@ -64,12 +64,14 @@ class Explorer:
         self.corpus = corpus
         self.page_size = page_size
         sources = sorted({source for source, _ in corpus.conversation_ids()})
-        self.source = w.Dropdown(options=[_ALL, *sources], description="source")
-        self.picker = w.Dropdown(options=conversation_options(corpus), description="conversation",
+        wide = {"description_width": "initial"}
+        self.source = w.Dropdown(options=[_ALL, *sources], description="source", style=wide)
+        self.picker = w.Dropdown(options=conversation_options(corpus), description="conversation", style=wide,
                                  layout=w.Layout(width="95%"))
         self.older = w.Button(description="older ›", tooltip="the next, older page")
         self.newer = w.Button(description="‹ newer", tooltip="the page before, newer")
-        self.search = w.Text(placeholder="search this conversation", description="search", continuous_update=False)
+        self.search = w.Text(placeholder="search this conversation, then Enter", description="search",
+                             continuous_update=False, style=wide)
         self.status = w.HTML()
         self.view = w.HTML()
         self._cursors: list[str | None] = [None]  # the cursor of every page shown so far
