@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from browser import chromium
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import murmur_analysis as ma
 from murmur_analysis.cursor import window
