@@ -12,6 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import importlib as _importlib
+import types as _types
+import typing as _typing
+
 from .assembly import Assembled, ToolCall, assemble, drop_orphans, pair_tools, transcript
 from .corpus import ConversationHandle, Corpus, load
 from .cursor import Page, PageMessage, RecordReader, read_messages, walk
@@ -21,17 +25,37 @@ from .errors import (
     GitError,
     MurmurAnalysisError,
     NoSourceError,
+    PriceError,
     ReadMessagesError,
     SourceError,
     UnknownConversationError,
     UnknownSourceError,
+    UnknownTableError,
 )
 from .model import Entry, Message, Usage
 from .samples import data_paths, sample_data
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
+if _typing.TYPE_CHECKING:
+    from . import figures as figures
+    from . import metrics as metrics
+    from . import pricing as pricing
+    from . import reports as reports
+    from . import transcript_html as transcript_html
+    from . import widgets as widgets
+
 __version__ = "0.1.0"
+
+#: Modules reachable as attributes (``ma.metrics``), imported on first use: ``widgets`` needs
+#: ipywidgets, ``figures`` matplotlib and IPython, and none of them is needed to load a corpus.
+_MODULES = ("figures", "metrics", "pricing", "reports", "transcript_html", "widgets")
+
+
+def __getattr__(name: str) -> _types.ModuleType:
+    if name in _MODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def sources() -> dict[str, str]:
@@ -54,6 +78,7 @@ __all__ = [
     "NoSourceError",
     "Page",
     "PageMessage",
+    "PriceError",
     "ReadMessagesError",
     "RecordReader",
     "Source",
@@ -61,6 +86,7 @@ __all__ = [
     "ToolCall",
     "UnknownConversationError",
     "UnknownSourceError",
+    "UnknownTableError",
     "Usage",
     "assemble",
     "assemble_commit",

@@ -1,52 +1,60 @@
-"""``murmur-analysis``: the command line. One library call per command; progress on stderr."""
+"""``murmur-analysis``: the command line. One library call per command; one progress bar on stderr.
+
+Exit status: 0 ok; 1 the data had problems (diagnostics rows) and ``--strict`` was given;
+2 a usage error (bad arguments, a path no source reads, unreadable prices).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from datetime import date
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
-from . import __version__, load, read_messages, sources
+from . import __version__, load, metrics, read_messages, reports, sources
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
+from .progress import ProgressBar
+from .render import csv_text, table_text
 
 __all__ = ["main"]
 
-
-def _progress(quiet: bool) -> object:
-    if quiet:
-        return None
-    count = 0
-
-    def report(event: str, detail: str) -> None:
-        nonlocal count
-        if event == "source":
-            print(f"reading {detail}", file=sys.stderr)
-        elif event == "entries":
-            print(f"  {detail}", file=sys.stderr)
-        else:
-            count += 1
-            if count % 100 == 0:
-                print(f"  {count} conversations", file=sys.stderr)
-
-    return report
+EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 
 
 def _load(args: argparse.Namespace) -> Corpus:
-    progress = _progress(args.quiet)
-    return load(*args.paths, source=args.source, progress=progress)  # type: ignore[arg-type]
+    options: dict[str, dict[str, Any]] = {}
+    if getattr(args, "sessions", None):
+        options["murmur"] = {"sessions": args.sessions}
+    bar = None if args.quiet else ProgressBar(args.paths, disable=None)
+    try:
+        return load(*args.paths, source=args.source, options=options, progress=bar, prices=args.prices)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _strict(args: argparse.Namespace, corpus: Corpus) -> int:
+    rows = corpus.tables["diagnostics"].num_rows
+    if args.strict and rows:
+        print(f"murmur-analysis: {rows} diagnostics row(s); run `murmur-analysis diagnostics` on the same "
+              "sources to see them", file=sys.stderr)
+        return EXIT_DATA
+    return EXIT_OK
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print what a set of sources holds."""
     corpus = _load(args)
-    conv = corpus.tables["conversations"].to_pandas()
+    conv = corpus.conversations
     diag = corpus.tables["diagnostics"].num_rows
     if conv.empty:
         print("no conversations found")
-        return 0
+        return _strict(args, corpus)
     grouped = conv.groupby("source")
     by_source = grouped.agg(
         conversations=("conversation_id", "count"),
@@ -55,11 +63,64 @@ def cmd_summary(args: argparse.Namespace) -> int:
         tool_errors=("tool_errors", "sum"),
         orphans=("orphans", "sum"),
     )
-    by_source["tokens"] = grouped["tokens"].sum(min_count=1).astype("Int64")  # null where nobody reported tokens
-    by_source["error_rate"] = (by_source.tool_errors / by_source.tool_calls.where(by_source.tool_calls > 0)).round(3)
+    by_source["tokens"] = grouped["tokens"].sum(min_count=1)  # null where nobody reported tokens
+    by_source["cost_usd"] = metrics.cost(corpus, by="source").set_index("source")["cost_usd"]
+    rates = metrics.tool_error_rates(corpus, by="source").set_index("source")["error_rate"]
+    by_source["error_rate"] = rates.reindex(by_source.index).round(3)  # errors / answered calls
     print(by_source.to_string())
-    print(f"\ndiagnostics: {diag} row(s)" + (" (see corpus.diagnostics)" if diag else ""))
-    return 0
+    print(f"\ndiagnostics: {diag} row(s)" + (" (see `murmur-analysis diagnostics`)" if diag else ""))
+    return _strict(args, corpus)
+
+
+def _date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
+
+
+def _zone(text: str) -> str:
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a time zone; write e.g. UTC or Europe/Berlin") from None
+    return text
+
+
+def _emit(report: reports.Report, args: argparse.Namespace) -> None:
+    if args.json:
+        doc = reports.json_document(report)
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.csv:
+        sys.stdout.write(csv_text(report))
+    else:
+        print(table_text(report))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Print one report."""
+    if args.since and args.until and args.since > args.until:
+        raise MurmurAnalysisError(f"--since {args.since} is after --until {args.until}", hint="swap them")
+    corpus = _load(args)
+    report = reports.build(corpus, args.kind, since=args.since, until=args.until, tz=args.timezone,
+                           breakdown=args.breakdown)
+    _emit(report, args)
+    return _strict(args, corpus)
+
+
+def cmd_diagnostics(args: argparse.Namespace) -> int:
+    """Print every diagnostics row."""
+    corpus = _load(args)
+    rows = metrics.arrow_frame(corpus.diagnostics[["source", "kind", "path", "line", "detail"]])
+    report = reports.Report("diagnostics", rows, {}, ["source", "kind"])
+    if args.json:
+        sys.stdout.write(orjson.dumps({"diagnostics": reports.json_document(report)["diagnostics"]},
+                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.csv:
+        sys.stdout.write(csv_text(report))
+    else:
+        print(table_text(report) if len(rows) else "no diagnostics: everything was read")
+    return _strict(args, corpus)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -68,7 +129,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     written = corpus.to_parquet(args.out)
     for name, path in written.items():
         print(f"{name:14} {corpus.tables[name].num_rows:>9} rows  {path}")
-    return 0
+    return _strict(args, corpus)
 
 
 def cmd_page(args: argparse.Namespace) -> int:
@@ -112,7 +173,18 @@ def build_parser() -> argparse.ArgumentParser:
     def add_load_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="SRC", help="a file or folder of any runtime (detected)")
         p.add_argument("--source", help="force this source instead of detecting (see `sources`)")
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+        p.add_argument("--sessions", action="append", metavar="DIR",
+                       help="a murmur session work dir or trace holding token usage (repeatable)")
+        p.add_argument("--prices", metavar="CSV",
+                       help="your own prices: columns model, input_mtok, output_mtok, cache_read_mtok, "
+                            "cache_write_mtok (USD per million tokens)")
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
+        p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
+
+    def add_output_args(p: argparse.ArgumentParser) -> None:
+        out = p.add_mutually_exclusive_group()
+        out.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        out.add_argument("--csv", action="store_true", help="print CSV instead of a table")
 
     p = sub.add_parser("summary", help="print conversations, messages, tool errors, orphans and tokens per source",
                        description="Load SRC... and print one line per source.")
@@ -124,6 +196,27 @@ def build_parser() -> argparse.ArgumentParser:
     add_load_args(p)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created; partitions replaced)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("report", help="print a ccusage-style report: daily, monthly, session, models, tools, "
+                                       "orphans or growth",
+                       description="Load SRC... and print one report with totals; costs in USD.",
+                       epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error")
+    p.add_argument("kind", choices=reports.KINDS, metavar="KIND", help=f"one of: {', '.join(reports.KINDS)}")
+    add_load_args(p)
+    p.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="first day kept (inclusive)")
+    p.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="last day kept (inclusive)")
+    p.add_argument("--timezone", type=_zone, default="UTC", metavar="TZ",
+                   help="time zone that days and months are cut in (default UTC)")
+    p.add_argument("--breakdown", action="store_true", help="split daily, monthly and session spend per model")
+    add_output_args(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("diagnostics", help="print everything that could not be read, one row each",
+                       description="Load SRC... and print the diagnostics table.",
+                       epilog="exit status: 0 ok, 1 rows found (with --strict), 2 usage error")
+    add_load_args(p)
+    add_output_args(p)
+    p.set_defaults(func=cmd_diagnostics)
 
     p = sub.add_parser("page", help="print one page of a murmur record, newest first (murmur's read-messages)",
                        description="Page RECORD exactly as murmur's host serves read-messages.")
@@ -145,13 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except MurmurAnalysisError as err:
-        print(f"murmur-analysis: error: {err}", file=sys.stderr)
-        if err.hint:
-            print(f"hint: {err.hint}", file=sys.stderr)
-        return 2
+        print(f"murmur-analysis: error: {err}" + (f" ({err.hint})" if err.hint else ""), file=sys.stderr)
+        return EXIT_USAGE
     except FileNotFoundError as err:
-        print(f"murmur-analysis: error: {err}", file=sys.stderr)
-        return 2
+        print(f"murmur-analysis: error: {err} (check the path)", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

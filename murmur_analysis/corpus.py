@@ -21,17 +21,19 @@ import pyarrow as pa
 
 from .assembly import Assembled, ToolCall, assemble, pair_tools, transcript
 from .cursor import Page, entries_page
-from .errors import NoSourceError, UnknownConversationError
+from .errors import NoSourceError, SourceError, UnknownConversationError, UnknownSourceError, UnknownTableError
 from .frames import FrameBuilder, to_pandas
 from .model import Entry, Message, sorted_entries
-from .sources import Diagnostics, detect, get_source
+from .pricing import Prices, price_data_version, price_tables
+from .sources import Diagnostics, detect, get_source, registry
 from .sources.base import Conversation, EntryColumns, Source
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
 
 #: A progress callback: ``(event, detail)`` with event ``"source"`` (a path and the source
 #: that opened it), ``"entries"`` (a long conversation's entries read so far, every 65,536) or
-#: ``"conversation"`` (a conversation id, once decoded).
+#: ``"conversation"`` (a conversation id, once decoded), then ``"read"`` (the path it was read
+#: from, when it has one).
 Progress = Callable[[str, str], None]
 
 _PROGRESS_EVERY = 65_536
@@ -109,10 +111,18 @@ class Corpus:
 
     Attributes:
         tables: every table as ``pa.Table`` by name.
+        price_data_version: the price data the cost columns were computed from
+            (:func:`murmur_analysis.pricing.price_data_version`).
     """
 
-    def __init__(self, tables: dict[str, pa.Table], handles: dict[tuple[str, str], ConversationHandle]) -> None:
+    def __init__(
+        self,
+        tables: dict[str, pa.Table],
+        handles: dict[tuple[str, str], ConversationHandle],
+        price_data_version: str | None = None,
+    ) -> None:
         self.tables = tables
+        self.price_data_version = price_data_version
         self._handles = handles
         self._by_id: dict[str, list[ConversationHandle]] = {}
         for (_, cid), handle in handles.items():
@@ -120,7 +130,13 @@ class Corpus:
         self._frames: dict[str, pd.DataFrame] = {}
 
     def frame(self, name: str) -> pd.DataFrame:
-        """The table ``name`` as a pandas frame with Arrow-backed dtypes (cached)."""
+        """The table ``name`` as a pandas frame with Arrow-backed dtypes (cached).
+
+        Raises:
+            UnknownTableError: no table has that name; the message lists the names.
+        """
+        if name not in self.tables:
+            raise UnknownTableError(f"no table {name!r}; tables: {', '.join(self.tables)}")
         if name not in self._frames:
             self._frames[name] = to_pandas(self.tables[name])
         return self._frames[name]
@@ -248,7 +264,8 @@ def load(
     *paths: str | os.PathLike[str],
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
-    progress: Progress | None = None,
+    progress: Progress | bool | None = None,
+    prices: Prices | None = None,
 ) -> Corpus:
     """Load conversations from any number of paths into one corpus.
 
@@ -257,22 +274,63 @@ def load(
         source: force this source for every path instead of detecting.
         options: per-source options by source name, e.g.
             ``{"murmur": {"sessions": ["~/work"]}}``.
-        progress: called as work advances (see :data:`Progress`).
+        progress: called as work advances (see :data:`Progress`); ``True`` shows a progress
+            bar (in a notebook, the notebook's bar) on stderr.
+        prices: user prices that override or extend genai-prices' table, as a mapping
+            ``{model: {"input_mtok": 3, "output_mtok": 15, ...}}`` or a CSV path
+            (:data:`murmur_analysis.pricing.Prices`).
 
     Returns:
         The corpus: every table, and a handle per conversation.
 
     Raises:
         NoSourceError: a path no source recognises.
-        UnknownSourceError: ``source`` names no registered source.
+        UnknownSourceError: ``source`` or a key of ``options`` names no registered source.
+        SourceError: ``source`` was forced and found nothing in a path.
+        PriceError: ``prices`` cannot be read.
         FileNotFoundError: a path that does not exist.
 
     Example:
         >>> corpus = load("data/samples/murmur")  # doctest: +SKIP
         >>> corpus.messages.groupby("role").size()  # doctest: +SKIP
     """
-    with _cyclic_gc_paused():
-        return _load(paths, source, options or {}, progress)
+    options = checked_options(options)
+    bar = None
+    if progress is True:
+        from .progress import ProgressBar
+
+        progress = bar = ProgressBar(paths)
+    try:
+        with _cyclic_gc_paused():
+            corpus = _load(paths, source, options, progress or None)
+    finally:
+        if bar is not None:
+            bar.close()
+    corpus.tables = price_tables(corpus.tables, prices)
+    corpus.price_data_version = price_data_version(prices)
+    return corpus
+
+
+def checked_options(options: Mapping[str, Mapping[str, Any]] | None) -> Mapping[str, Mapping[str, Any]]:
+    """``options`` (or ``{}``) once every key names a registered source.
+
+    Raises:
+        UnknownSourceError: a key names no registered source (a misspelling is never ignored).
+    """
+    unknown = sorted(set(options or {}) - set(registry()))
+    if unknown:
+        raise UnknownSourceError(f"options name no registered source: {', '.join(map(repr, unknown))}",
+                                 hint=f"registered sources: {', '.join(registry())}")
+    return options or {}
+
+
+def _nothing_found(source: str, path: Path, options: Mapping[str, Mapping[str, Any]]) -> SourceError:
+    try:
+        looks = f"it looks like a {detect(path, options).name} source"
+    except NoSourceError:
+        looks = "no source recognises it"
+    return SourceError(f"source={source!r} found no conversations in {path}: {looks}",
+                       hint="drop source= to detect the source, or point at the right folder")
 
 
 def _load(
@@ -292,7 +350,9 @@ def _load(
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
+            found = 0
             for conv in src.open(target, diags):
+                found += 1
                 if progress:
                     label = f"{conv.source}: {conv.conversation_id}"
                     if conv.columns is not None:
@@ -305,6 +365,10 @@ def _load(
                 )
                 if progress:
                     progress("conversation", f"{conv.source}: {conv.conversation_id}")
+                    if conv.path:
+                        progress("read", conv.path)
+            if source is not None and not found and not diags.rows:
+                raise _nothing_found(source, target, options)
             builder.add_diagnostics(diags.rows)
             for name, table in src.extra_tables().items():
                 extra.setdefault(name, []).append(table)

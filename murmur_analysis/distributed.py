@@ -18,21 +18,22 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import _targets
+from .corpus import _targets, checked_options
 from .frames import FrameBuilder, to_pandas
+from .pricing import Prices, price_tables
 from .schema import TABLES, schema
 from .sources.base import Diagnostics, Source
 
 __all__ = ["load_dask"]
 
 
-def _tables(source: Source, key: Hashable) -> dict[str, pa.Table]:
-    """Decode one conversation and build its rows (runs in a Dask task)."""
+def _tables(source: Source, key: Hashable, prices: Prices | None) -> dict[str, pa.Table]:
+    """Decode one conversation, build its rows and price them (runs in a Dask task)."""
     diagnostics = Diagnostics(source.name)
     builder = FrameBuilder()
     builder.add(source.reopen(key, diagnostics))
     builder.add_diagnostics(diagnostics.rows)
-    return builder.finish()
+    return price_tables(builder.finish(), prices)
 
 
 def _frame(tables: dict[str, pa.Table], name: str) -> pd.DataFrame:
@@ -43,6 +44,7 @@ def load_dask(
     *paths: str | os.PathLike[str],
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    prices: Prices | None = None,
 ) -> dict[str, Any]:
     """Every table as a Dask DataFrame, one partition per conversation.
 
@@ -50,6 +52,7 @@ def load_dask(
         *paths: files or folders of any registered source (as for ``ma.load``).
         source: force this source for every path instead of detecting.
         options: per-source options by source name (as for ``ma.load``).
+        prices: user prices (as for ``ma.load``).
 
     Returns:
         ``{table name: dask.dataframe.DataFrame}`` for every table of ``docs/tables.md``;
@@ -58,6 +61,7 @@ def load_dask(
 
     Raises:
         NoSourceError: a path no source recognises.
+        UnknownSourceError: a key of ``options`` names no registered source.
         FileNotFoundError: a path that does not exist.
 
     Example:
@@ -67,19 +71,20 @@ def load_dask(
     import dask.dataframe as dd
     from dask.delayed import delayed
 
+    options = checked_options(options)
     jobs: list[tuple[Source, Hashable]] = []
     listing = FrameBuilder()
     for raw in paths:
         path = Path(os.path.expanduser(os.fspath(raw)))
         if not path.exists():
             raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options or {}):
+        for src, target in _targets(path, source, options):
             diagnostics = Diagnostics(src.name)
             for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
                 jobs.append((src, conv.key))
             listing.add_diagnostics(diagnostics.rows)
     listed = listing.finish()["diagnostics"]
-    tasks = [delayed(_tables)(src, key) for src, key in jobs]
+    tasks = [delayed(_tables)(src, key, prices) for src, key in jobs]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())
@@ -90,6 +95,7 @@ def load_dask(
             frames[name] = dd.from_delayed(parts, meta=meta, verify_meta=False)
         else:
             frames[name] = dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
-    # A fact the listing met can be met again when a task decodes its conversation.
+    # A fact the listing met can be met again when a task decodes its conversation, and each
+    # task names the unpriced models it met.
     frames["diagnostics"] = frames["diagnostics"].drop_duplicates()
     return frames

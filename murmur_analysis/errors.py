@@ -10,7 +10,9 @@ Every error the library raises on purpose derives from :class:`MurmurAnalysisErr
     │   └── NoSourceError          no registered source recognises the path
     ├── GitError               a git repository or revision could not be read
     ├── ExportError            a Parquet export could not be written where asked
-    └── UnknownConversationError  corpus.conversation(id) names no loaded conversation
+    ├── PriceError             user prices (prices=) that cannot be read
+    ├── UnknownConversationError  corpus.conversation(id) names no loaded conversation
+    └── UnknownTableError      corpus.frame(name) names no table (the message lists them)
 
 Unreadable *content* (a malformed line, a blob that is not JSON, a file of an unknown schema
 version) is never raised: it becomes a row of the ``diagnostics`` table and the load goes on.
@@ -25,10 +27,12 @@ __all__ = [
     "GitError",
     "MurmurAnalysisError",
     "NoSourceError",
+    "PriceError",
     "ReadMessagesError",
     "SourceError",
     "UnknownConversationError",
     "UnknownSourceError",
+    "UnknownTableError",
 ]
 
 ReadMessagesCode = Literal["not-granted", "invalid-cursor", "unavailable"]
@@ -86,6 +90,17 @@ class ExportError(MurmurAnalysisError):
 
 class UnknownConversationError(MurmurAnalysisError, KeyError):
     """A conversation id that the corpus does not hold."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class PriceError(MurmurAnalysisError):
+    """User prices (``prices=``) that cannot be read: a missing file, column, key or number."""
+
+
+class UnknownTableError(MurmurAnalysisError, KeyError):
+    """A table name that the corpus does not hold; the message lists the names it does."""
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from .assembly import Pairer
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
-from .schema import TABLES, schema
+from .schema import TABLES, built_schema, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 
 __all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
@@ -46,7 +46,8 @@ class TableBuilder:
 
     def __init__(self, table: str, batch_rows: int = BATCH_ROWS) -> None:
         self.table = table
-        self.schema = schema(table)
+        self.schema = built_schema(table)
+        self.declared = schema(table)
         self.width = len(self.schema)
         self.batch_rows = batch_rows
         self._rows: list[tuple[Any, ...]] = []
@@ -72,9 +73,14 @@ class TableBuilder:
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
 
     def finish(self) -> pa.Table:
-        """The table so far."""
+        """The table so far, with the declared schema (columns filled later are null)."""
         self._flush()
-        return pa.Table.from_batches(self._batches, schema=self.schema)
+        table = pa.Table.from_batches(self._batches, schema=self.schema)
+        if self.declared == self.schema:
+            return table
+        columns = [table.column(f.name) if f.name in self.schema.names else pa.nulls(table.num_rows, f.type)
+                   for f in self.declared]
+        return pa.Table.from_arrays(columns, schema=self.declared)
 
 
 def _tokens(usage: Usage | None) -> tuple[int | None, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-__all__ = ["TABLES", "Column", "markdown", "schema"]
+__all__ = ["TABLES", "Column", "built_schema", "markdown", "schema"]
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()
@@ -25,6 +25,7 @@ class Column:
     name: str
     type: pa.DataType
     doc: str
+    filled_by: str | None = None  # a module that fills the column after the frame builder (null until then)
 
 
 def _tokens(prefix: str = "") -> tuple[Column, ...]:
@@ -37,6 +38,13 @@ def _tokens(prefix: str = "") -> tuple[Column, ...]:
         Column("cache_write_tokens", _I64, f"{prefix}input tokens written to the prompt cache"),
         Column("reasoning_tokens", _I64, f"{prefix}reasoning tokens, where the provider reports the split"),
     )
+
+
+_F64 = pa.float64()
+
+
+def _cost(name: str, doc: str) -> Column:
+    return Column(name, _F64, doc, filled_by="pricing")
 
 
 _KEY = (
@@ -96,6 +104,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("attempt", pa.int32(), "attempt number within a step (1-based), where retries are recorded"),
         Column("sealed", pa.bool_(), "whether this attempt's output was kept (false: spent on a retry)"),
         Column("found_in", _STR, "where the counters were read: entry, trace, response"),
+        _cost("cost_usd", "what the response cost in USD (genai-prices or user prices); null when unpriced"),
+        _cost("input_cost_usd", "the cost of input_tokens (the uncached prompt)"),
+        _cost("cache_read_cost_usd", "the cost of cache_read_tokens; null when not reported"),
+        _cost("cache_write_cost_usd", "the cost of cache_write_tokens; null when not reported"),
+        _cost("output_cost_usd", "the cost of output_tokens and reasoning_tokens"),
     ),
     "orphans": (
         *_KEY,
@@ -147,6 +160,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("unreported_responses", _I64, "responses whose spend no counter reports (usage rows with none, "
                                              "assistant messages with no usage), so not in tokens"),
         Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
+        _cost("cost_usd", "the sum of its responses' known costs; null when none is known"),
+        Column("unpriced_responses", _I64, "usage rows with a null cost_usd (non-zero: cost_usd is a lower bound)",
+               filled_by="pricing"),
     ),
     "diagnostics": (
         Column("source", _STR, "the source that met it"),
@@ -161,6 +177,11 @@ TABLES: dict[str, tuple[Column, ...]] = {
 def schema(table: str) -> pa.Schema:
     """The declared Arrow schema of ``table``."""
     return pa.schema([pa.field(c.name, c.type) for c in TABLES[table]])
+
+
+def built_schema(table: str) -> pa.Schema:
+    """The columns of ``table`` the frame builder writes (every column no later step fills)."""
+    return pa.schema([pa.field(c.name, c.type) for c in TABLES[table] if c.filled_by is None])
 
 
 def markdown() -> str:

@@ -127,7 +127,7 @@ def test_load_reports_progress(samples: Path) -> None:
     events: list[tuple[str, str]] = []
     ma.load(samples / "murmur", samples / "flexigpt", progress=lambda event, detail: events.append((event, detail)))
     kinds = {event for event, _ in events}
-    assert kinds == {"source", "entries", "conversation"}
+    assert kinds == {"source", "entries", "conversation", "read"}
     assert ("entries", "murmur: support-bot/ctx-billing: 13 entries") in events
     assert events.index(("entries", "murmur: support-bot/ctx-billing: 13 entries")) < events.index(
         ("conversation", "murmur: support-bot/ctx-billing")

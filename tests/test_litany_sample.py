@@ -33,7 +33,7 @@ def test_every_table_has_its_declared_schema(corpus: ma.Corpus) -> None:
 def test_exact_counts(corpus: ma.Corpus) -> None:
     assert {k: v.num_rows for k, v in corpus.tables.items()} == {
         "messages": 73, "tool_calls": 32, "usage": 32, "orphans": 13, "growth": 101, "steps": 31,
-        "conversations": 4, "diagnostics": 1,
+        "conversations": 4, "diagnostics": 2,
     }
     c = corpus.conversations.set_index("conversation_id")
     assert c["messages"].to_dict() == {MIGRATOR: 12, PLANNER: 23, CHILD: 28, LEGACY: 10}
@@ -52,8 +52,9 @@ def test_counters_past_999_sort_numerically_and_hyphenated_model_ids_survive(cor
     assert list(mig["seq"]) == [995, 996, 997, 998, 999, 1000, 1002, 1003, 1004, 1005, 1006, 1007]
     assert set(mig.loc[mig["role"] == "assistant", "model"]) == {"gemini-2.5-pro"}
     assert set(m.loc[m["conversation_id"] == PLANNER, "model"].dropna()) == {"claude-fable-5"}
-    [diag] = corpus.diagnostics.itertuples()
+    [diag, unpriced] = corpus.diagnostics.itertuples()
     assert diag.kind == "bad_entry" and diag.path.endswith(":messages/1001-tool.json")
+    assert (unpriced.source, unpriced.kind, unpriced.path) == ("pricing", "unpriced_model", "claude-haiku-4")
     calls = corpus.tool_calls
     assert calls.loc[(calls["conversation_id"] == MIGRATOR) & (calls["status"] == "unanswered"), "call_id"].tolist() \
         == ["call_m3"]

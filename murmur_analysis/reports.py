@@ -1,0 +1,224 @@
+"""Reports: the answers ``murmur-analysis report KIND`` prints, as data.
+
+Each report is a frame of rows built from :mod:`murmur_analysis.metrics` plus the totals of
+its additive columns. ``since``/``until`` are inclusive dates in the report's time zone: the
+time-series reports (``daily``, ``monthly``, ``models``) keep the responses made within them;
+the others keep the conversations active within them (first to last timed entry). When either
+is given, what has no time is left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+from .pricing import SLICES
+
+if TYPE_CHECKING:
+    from .corpus import Corpus
+
+__all__ = ["KINDS", "TOKEN_KINDS", "Report", "build", "json_document"]
+
+#: Every report kind, in the order the command line lists them.
+KINDS = ("daily", "monthly", "session", "models", "tools", "orphans", "growth")
+
+#: The token columns reports show, and their names in JSON (``tokens: {input: ...}``).
+TOKEN_KINDS = {
+    "input_tokens": "input",
+    "cache_write_tokens": "cache_write",
+    "cache_read_tokens": "cache_read",
+    "output_tokens": "output",
+    "reasoning_tokens": "reasoning",
+    "total_tokens": "total",
+}
+_COST = ["cost_usd", "unpriced_responses"]
+
+
+@dataclass
+class Report:
+    """One report.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        rows: the rows, Arrow-backed, columns in display order.
+        totals: each additive column's total (nulls skipped; null when every value is null).
+        keys: the columns that name a row.
+        breakdown: with ``breakdown=True``, the same spend per row and model (the row's
+            ``keys`` plus ``model``).
+    """
+
+    kind: str
+    rows: pd.DataFrame
+    totals: dict[str, Any] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)
+    breakdown: pd.DataFrame | None = None
+
+
+def _in_range(local: pd.Series, since: date | None, until: date | None) -> pd.Series:
+    keep = pd.Series(True, index=local.index)
+    if since is not None:
+        keep &= (local >= pd.Timestamp(since)).fillna(False)
+    if until is not None:
+        keep &= (local <= pd.Timestamp(until)).fillna(False)
+    return keep.astype(bool)
+
+
+def _local_day(times: pd.Series, tz: str) -> pd.Series:
+    day: pd.Series = times.astype("datetime64[us, UTC]").dt.tz_convert(tz).dt.tz_localize(None).dt.normalize()
+    return day
+
+
+def _usage(corpus: Corpus, since: date | None, until: date | None, tz: str) -> pd.DataFrame:
+    usage = corpus.usage
+    if since is None and until is None:
+        return usage
+    return usage[_in_range(_local_day(usage["created_at"], tz), since, until).to_numpy()]
+
+
+def _conversations(corpus: Corpus, since: date | None, until: date | None, tz: str) -> pd.DataFrame:
+    conv = corpus.conversations
+    if since is None and until is None:
+        return conv
+    first, last = _local_day(conv["first_at"], tz), _local_day(conv["last_at"], tz)
+    keep = _in_range(last, since, None) & _in_range(first, None, until)
+    return conv[keep.to_numpy()]
+
+
+def _keep(frame: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
+    keys = pd.MultiIndex.from_frame(conv[["source", "conversation_id"]].astype(str))
+    mine = pd.MultiIndex.from_frame(frame[["source", "conversation_id"]].astype(str))
+    return frame[mine.isin(keys)]
+
+
+def _spend(usage: pd.DataFrame, by: list[str], freq: metrics.Freq | None, tz: str) -> pd.DataFrame:
+    tokens = metrics.token_usage(usage, by=by, freq=freq, tz=tz)
+    costs = metrics.cost(usage, by=by, freq=freq, tz=tz)
+    keys = (["period"] if freq else []) + by
+    merged = tokens.merge(costs[[*keys, *_COST]], on=keys, how="left")
+    return merged[[*keys, "responses", *TOKEN_KINDS, *_COST]]
+
+
+def _totals(rows: pd.DataFrame, columns: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column in columns:
+        values = rows[column].dropna()
+        out[column] = None if values.empty else _plain(values.sum())
+    return out
+
+
+def build(
+    corpus: Corpus,
+    kind: str,
+    *,
+    since: date | None = None,
+    until: date | None = None,
+    tz: str = "UTC",
+    breakdown: bool = False,
+) -> Report:
+    """Build one report from a corpus.
+
+    Args:
+        corpus: the loaded corpus.
+        kind: one of :data:`KINDS`.
+        since: first date kept (inclusive, in ``tz``).
+        until: last date kept (inclusive, in ``tz``).
+        tz: the time zone days and months are cut in.
+        breakdown: also split ``daily``, ``monthly`` and ``session`` spend per model
+            (:attr:`Report.breakdown`).
+
+    Returns:
+        The report.
+
+    Raises:
+        ValueError: ``kind`` is not a report kind.
+    """
+    additive = ["responses", *TOKEN_KINDS, *_COST]
+    detail: pd.DataFrame | None = None
+    if kind in ("daily", "monthly"):
+        usage = _usage(corpus, since, until, tz)
+        label = "date" if kind == "daily" else "month"
+        freq: metrics.Freq = "D" if kind == "daily" else "MS"
+        rows = _spend(usage, [], freq, tz).rename(columns={"period": label})
+        keys = [label]
+        if breakdown:
+            detail = _spend(usage, ["model"], freq, tz).rename(columns={"period": label})
+    elif kind == "models":
+        rows, keys = _spend(_usage(corpus, since, until, tz), ["model"], None, tz), ["model"]
+    elif kind == "session":
+        conv = _conversations(corpus, since, until, tz)
+        usage = _keep(corpus.usage, conv)
+        keys = ["source", "conversation_id"]
+        info = conv[[*keys, "title", "last_at", "messages", "tool_calls"]]
+        rows = info.merge(_spend(usage, keys, None, tz), on=keys, how="left")
+        rows = rows.sort_values("last_at", kind="stable", na_position="first")
+        additive = ["messages", "tool_calls", *additive]
+        if breakdown:
+            detail = _spend(usage, [*keys, "model"], None, tz)
+    elif kind in ("tools", "orphans", "growth"):
+        conv = _conversations(corpus, since, until, tz)
+        if kind == "tools":
+            rows = metrics.tool_error_rates(_keep(corpus.tool_calls, conv))
+            keys, additive = ["source", "tool_name"], ["calls", "answered", "errors", "unanswered"]
+        elif kind == "orphans":
+            rows = metrics.orphan_drops(_keep(corpus.orphans, conv))
+            keys, additive = ["source", "conversation_id"], ["assembly", "record", "disagree"]
+        else:
+            rows = metrics.growth(_keep(corpus.growth, conv))
+            keys, additive = ["source", "conversation_id"], ["compactions", "compacted_tokens"]
+    else:
+        raise ValueError(f"no report {kind!r}; reports: {', '.join(KINDS)}")
+    rows = metrics.arrow_frame(rows.reset_index(drop=True))
+    if detail is not None:
+        detail = metrics.arrow_frame(detail.reset_index(drop=True))
+    totals = _totals(rows, [c for c in additive if c in rows])
+    if kind == "tools" and totals.get("answered"):
+        errors, answered = totals["errors"], totals["answered"]
+        low, high = metrics.wilson_interval(np.array([errors]), np.array([answered]))
+        totals.update(error_rate=errors / answered, ci_low=float(low[0]), ci_high=float(high[0]))
+    return Report(kind, rows, totals, keys, detail)
+
+
+def _plain(value: Any) -> Any:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _record(row: dict[Any, Any]) -> dict[str, Any]:
+    """A spend row as JSON: token counters nested under ``tokens``."""
+    out = {k: _plain(v) for k, v in row.items() if k not in TOKEN_KINDS}
+    if any(k in row for k in TOKEN_KINDS):
+        out["tokens"] = {name: _plain(row[k]) for k, name in TOKEN_KINDS.items() if k in row}
+    return out
+
+
+def json_document(report: Report) -> dict[str, Any]:
+    """The report as one JSON-ready document: ``{<kind>: [objects], "totals": {...}}``.
+
+    ``daily`` and ``monthly`` give one object per date; with a breakdown, each object lists its
+    models under ``models``. Every spend row nests its token counters under ``tokens``
+    (``input``, ``cache_write``, ``cache_read``, ``output``, ``reasoning``, ``total``).
+    """
+    records = [_record(r) for r in report.rows.to_dict("records")]
+    if report.breakdown is not None:
+        models: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in report.breakdown.to_dict("records"):
+            rec = _record(r)
+            models.setdefault(tuple(rec.pop(k) for k in report.keys), []).append(rec)
+        for rec in records:
+            rec["models"] = models.get(tuple(rec[k] for k in report.keys), [])
+    name = "sessions" if report.kind == "session" else report.kind
+    return {name: records, "totals": _record(report.totals)}
+
+
+#: Columns holding money, for renderers.
+MONEY = {"cost_usd", *SLICES}
