@@ -17,6 +17,7 @@ __all__ = ["NOT_REPORTED", "bar_labels", "category", "figure", "image", "table"]
 
 #: How a null is shown to a reader.
 NOT_REPORTED = "not reported"
+_NOWRAP_CHARS = 40  # text columns no longer than this are kept on one line
 
 
 def figure(width: float = 8.0, height: float = 4.0, rows: int = 1, cols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
@@ -112,7 +113,14 @@ def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) 
         else:
             text.append(name)
     styler = shown.style.format(formats, na_rep=NOT_REPORTED, escape="html").hide(axis="index")
-    return styler.set_properties(subset=text, **{"text-align": "left"})
+    styler = styler.set_properties(subset=text, **{"text-align": "left"})
+    short = [name for name in text if _longest(shown[name]) <= _NOWRAP_CHARS]
+    return styler.set_properties(subset=short, **{"white-space": "nowrap"})
+
+
+def _longest(column: pd.Series) -> int:
+    lengths = column.astype("string").str.len().dropna()
+    return int(lengths.max()) if len(lengths) else 0
 
 
 def _minute(value: Any) -> str:

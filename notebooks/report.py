@@ -3,7 +3,7 @@
     python notebooks/report.py [--data PATH ...] [--out build/report]
 
 Each notebook runs in a fresh kernel (``MURMUR_ANALYSIS_DATA`` points it at the data) and becomes
-``<out>/<notebook>.html`` with its figures embedded; every figure is also written as
+``<out>/<notebook>.html``: its text, tables and figures (embedded), without the code; every figure is also written as
 ``<out>/figures/<notebook>-<n>.png``, and ``<out>/index.html`` links them all. The notebooks on
 disk are left without outputs.
 """
@@ -94,7 +94,8 @@ def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
     os.environ.setdefault("MPLBACKEND", "Agg")
     books = [(path, nbformat.read(path, as_version=4)) for path in notebooks]
     total = sum(1 for _, nb in books for cell in nb.cells if cell.cell_type == "code")
-    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)])
+    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)], exclude_input=True,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
     reports = []
     with tqdm(total=total, unit="cell", desc="reports", file=sys.stderr) as bar:
         for path, nb in books:
