@@ -15,23 +15,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from .model import (
-    Block,
-    Document,
-    Entry,
-    File,
-    Image,
-    RedactedThinking,
-    Refusal,
-    ServerToolResult,
-    ServerToolUse,
-    Text,
-    Thinking,
-    ToolResult,
-    ToolUse,
-    Unknown,
-    Usage,
-)
+from . import model as m
 
 __all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches", "result_text"]
 
@@ -64,72 +48,72 @@ def _marked(text: str, query: str | None) -> str:
     )
 
 
-def _block_texts(block: Block) -> Iterable[str]:
+def _block_texts(block: m.Block) -> Iterable[str]:
     """The searchable text of one block: what it says, what a tool was passed, what it returned."""
-    if isinstance(block, Text | Thinking | Refusal):
+    if isinstance(block, m.Text | m.Thinking | m.Refusal):
         yield block.text
-    elif isinstance(block, ToolUse | ServerToolUse):
+    elif isinstance(block, m.ToolUse | m.ServerToolUse):
         yield block.name
         yield _json(block.input)
-    elif isinstance(block, ToolResult):
+    elif isinstance(block, m.ToolResult):
         for inner in block.content or ():
             yield from _block_texts(inner)
-    elif isinstance(block, ServerToolResult):
+    elif isinstance(block, m.ServerToolResult):
         yield _json(block.content)
 
 
-def entry_text(entry: Entry) -> str:
+def entry_text(entry: m.Entry) -> str:
     """Everything a reader would search in one entry, joined with newlines."""
     return "\n".join(text for block in entry.blocks for text in _block_texts(block))
 
 
-def result_text(entry: Entry, call_id: str) -> str:
+def result_text(entry: m.Entry, call_id: str) -> str:
     """The text of the result answering ``call_id`` in ``entry``.
 
     An entry holding several results gives only that call's; a tool entry whose blocks are the
     result itself (the call named on the entry) gives all its text.
     """
     own = [block for block in entry.blocks
-           if isinstance(block, ToolResult | ServerToolResult) and block.tool_use_id == call_id]
+           if isinstance(block, m.ToolResult | m.ServerToolResult) and block.tool_use_id == call_id]
     return "\n".join(text for block in own or entry.blocks for text in _block_texts(block))
 
 
-def matches(entry: Entry, query: str) -> bool:
+def matches(entry: m.Entry, query: str) -> bool:
     """Whether ``query`` occurs in the entry's text, ignoring case."""
     return query.casefold() in entry_text(entry).casefold()
 
 
-def _block_html(block: Block, query: str | None) -> str:
-    if isinstance(block, Text):
+def _block_html(block: m.Block, query: str | None) -> str:
+    if isinstance(block, m.Text):
         return f'<div style="{_TEXT}">{_marked(block.text, query)}</div>'
-    if isinstance(block, Thinking):
+    if isinstance(block, m.Thinking):
         return (f'<details style="{_BOX}color:#57606a"><summary>reasoning</summary>'
                 f'<div style="{_TEXT}">{_marked(block.text, query)}</div></details>')
-    if isinstance(block, RedactedThinking):
+    if isinstance(block, m.RedactedThinking):
         return f'<div style="{_BOX}color:#57606a"><i>reasoning (redacted by the provider)</i></div>'
-    if isinstance(block, Refusal):
+    if isinstance(block, m.Refusal):
         return f'<div style="{_BOX}{_ERROR_STYLE}"><b>refusal</b> {_marked(block.text, query)}</div>'
-    if isinstance(block, ToolUse | ServerToolUse):
-        where = "provider-run tool" if isinstance(block, ServerToolUse) else "tool call"
+    if isinstance(block, m.ToolUse | m.ServerToolUse):
+        where = "provider-run tool" if isinstance(block, m.ServerToolUse) else "tool call"
         return (f'<div style="{_BOX}background:#f6f8fa;border-radius:4px">&#8594; {where} '
                 f'<b>{html.escape(block.name)}</b> <small>{html.escape(block.id)}</small>'
                 f'<pre style="{_PRE}">{_marked(_json(block.input), query)}</pre></div>')
-    if isinstance(block, ToolResult):
+    if isinstance(block, m.ToolResult):
         error = block.is_error is True
         inner = "".join(_block_html(b, query) for b in block.content or ()) or "<i>empty result</i>"
         style = _ERROR_STYLE if error else "background:#f6f8fa;border-radius:4px"
         label = '<b style="color:#cf222e">error</b> ' if error else ""
         return (f'<div style="{_BOX}{style}">&#8592; {label}result of <small>{html.escape(block.tool_use_id)}</small>'
                 f"{inner}</div>")
-    if isinstance(block, ServerToolResult):
+    if isinstance(block, m.ServerToolResult):
         error = block.is_error is True
         style = _ERROR_STYLE if error else "background:#f6f8fa;border-radius:4px"
         return (f'<div style="{_BOX}{style}">&#8592; {html.escape(block.type)} of '
                 f'<small>{html.escape(block.tool_use_id)}</small>'
                 f'<pre style="{_PRE}">{_marked(_json(block.content), query)}</pre></div>')
-    if isinstance(block, Image | Document | File):
+    if isinstance(block, m.Image | m.Document | m.File):
         return f'<div style="{_BOX}color:#57606a"><i>[{html.escape(block.kind)}]</i></div>'
-    if isinstance(block, Unknown):
+    if isinstance(block, m.Unknown):
         return f'<pre style="{_PRE}color:#57606a">{_marked(_json(block.data), query)}</pre>'
     return f'<pre style="{_PRE}">{html.escape(repr(block))}</pre>'
 
@@ -140,7 +124,7 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _tokens(usage: Usage | None) -> str:
+def _tokens(usage: m.Usage | None) -> str:
     if usage is None:
         return f"tokens {NOT_REPORTED}"
     parts = []
@@ -155,7 +139,7 @@ def _tokens(usage: Usage | None) -> str:
     return " · ".join(parts) + " tokens" if parts else f"tokens {NOT_REPORTED}"
 
 
-def entry_html(entry: Entry, number: int, query: str | None = None) -> str:
+def entry_html(entry: m.Entry, number: int, query: str | None = None) -> str:
     """One entry as a transcript block.
 
     Args:
@@ -185,6 +169,6 @@ def entry_html(entry: Entry, number: int, query: str | None = None) -> str:
     )
 
 
-def entries_html(entries: Sequence[tuple[int, Entry]], query: str | None = None) -> str:
+def entries_html(entries: Sequence[tuple[int, m.Entry]], query: str | None = None) -> str:
     """Several entries, each with its 1-based number, in the order given."""
     return "".join(entry_html(entry, number, query) for number, entry in entries)
