@@ -14,11 +14,14 @@ import argparse
 import base64
 import html
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 from tqdm import tqdm
@@ -97,17 +100,25 @@ def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
     exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)], exclude_input=True,
                             exclude_input_prompt=True, exclude_output_prompt=True)
     reports = []
+    sockets = Path(tempfile.mkdtemp(prefix="murmur-report-"))
     with tqdm(total=total, unit="cell", desc="reports", file=sys.stderr) as bar:
         for path, nb in books:
             bar.set_postfix_str(path.stem)
-            client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=False,
+            # IPC, not TCP, between this process and the kernel: local only, and no warning about it
+            kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / path.stem))
+            client = NotebookClient(nb, km=kernel, timeout=600, store_widget_state=False,
                                     resources={"metadata": {"path": str(out)}})
             client.on_cell_executed = lambda **_: bar.update(1)
-            client.execute()
+            try:
+                client.execute()
+            finally:
+                if kernel.has_kernel:
+                    kernel.shutdown_kernel(now=True)
             _static(nb)
             body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": _title(nb, path.stem)}})
             (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
             reports.append((path.stem, _title(nb, path.stem), _figures(nb, path.stem, figures_dir)))
+    shutil.rmtree(sockets, ignore_errors=True)
     return _index(out, reports, data)
 
 
