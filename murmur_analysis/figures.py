@@ -17,7 +17,7 @@ __all__ = ["NOT_REPORTED", "bar_labels", "category", "figure", "image", "table"]
 
 #: How a null is shown to a reader.
 NOT_REPORTED = "not reported"
-_NOWRAP_CHARS = 40  # text columns no longer than this are kept on one line
+_NOWRAP_CHARS = 40  # text columns no longer than this stay on one line
 
 
 def figure(width: float = 8.0, height: float = 4.0, rows: int = 1, cols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
@@ -87,7 +87,8 @@ def bar_labels(ax: Any, bars: Any, texts: Iterable[str], inside: bool = False) -
 def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) -> Any:
     """A frame styled for reading: nulls as "not reported", thousands separated, no index.
 
-    Times show to the minute in UTC, text is left-aligned and numbers right-aligned.
+    Times show to the minute in UTC, text is left-aligned and numbers right-aligned; numbers,
+    times and short text stay on one line.
 
     Args:
         frame: any frame.
@@ -114,8 +115,10 @@ def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) 
             text.append(name)
     styler = shown.style.format(formats, na_rep=NOT_REPORTED, escape="html").hide(axis="index")
     styler = styler.set_properties(subset=text, **{"text-align": "left"})
-    short = [name for name in text if _longest(shown[name]) <= _NOWRAP_CHARS]
-    return styler.set_properties(subset=short, **{"white-space": "nowrap"})
+    one_line: list[Hashable] = [
+        name for name in shown.columns if name not in text or _longest(shown[name]) <= _NOWRAP_CHARS
+    ]
+    return styler.set_properties(subset=one_line, **{"white-space": "nowrap"})
 
 
 def _longest(column: pd.Series) -> int:
