@@ -10,15 +10,13 @@ Requires the ``dask`` extra (``pip install murmur-analysis[dask]``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Hashable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from .corpus import _targets, checked_options
+from .corpus import Discovery, PathArg, checked_options, printable
 from .frames import FrameBuilder, to_pandas
 from .pricing import Prices, price_tables
 from .schema import TABLES, schema
@@ -27,11 +25,13 @@ from .sources.base import Diagnostics, Source
 __all__ = ["load_dask"]
 
 
-def _tables(source: Source, key: Hashable, prices: Prices | None) -> dict[str, pa.Table]:
-    """Decode one conversation, build its rows and price them (runs in a Dask task)."""
+def _tables(source: Source, key: Hashable, conversation_id: str, prices: Prices | None) -> dict[str, pa.Table]:
+    """Decode one conversation, build its rows under the id the listing gave it, price them (a Dask task)."""
     diagnostics = Diagnostics(source.name)
     builder = FrameBuilder()
-    builder.add(source.reopen(key, diagnostics))
+    conv = source.reopen(key, diagnostics)
+    conv.conversation_id = conversation_id
+    builder.add(printable(conv))
     builder.add_diagnostics(diagnostics.rows)
     return price_tables(builder.finish(), prices)
 
@@ -41,7 +41,7 @@ def _frame(tables: dict[str, pa.Table], name: str) -> pd.DataFrame:
 
 
 def load_dask(
-    *paths: str | os.PathLike[str],
+    *paths: PathArg,
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     prices: Prices | None = None,
@@ -72,19 +72,18 @@ def load_dask(
     from dask.delayed import delayed
 
     options = checked_options(options)
-    jobs: list[tuple[Source, Hashable]] = []
+    jobs: list[tuple[Source, Hashable, str]] = []
     listing = FrameBuilder()
-    for raw in paths:
-        path = Path(os.path.expanduser(os.fspath(raw)))
-        if not path.exists():
-            raise FileNotFoundError(f"no such file or folder: {path}")
-        for src, target in _targets(path, source, options):
-            diagnostics = Diagnostics(src.name)
-            for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
-                jobs.append((src, conv.key))
-            listing.add_diagnostics(diagnostics.rows)
+    discovery = Discovery(source, options)
+    for src, target in discovery.targets(paths):
+        diagnostics = Diagnostics(src.name)
+        for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
+            if discovery.admit(conv, diagnostics):
+                jobs.append((src, conv.key, conv.conversation_id))
+        listing.add_diagnostics(discovery.fresh(diagnostics.rows))
+    listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
-    tasks = [delayed(_tables)(src, key, prices) for src, key in jobs]
+    tasks = [delayed(_tables)(src, key, cid, prices) for src, key, cid in jobs]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())

@@ -23,6 +23,7 @@ from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
 from .schema import TABLES, built_schema, schema
 from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
+from .sources.files import display, raw_name
 
 __all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
 
@@ -338,6 +339,8 @@ class FrameBuilder:
                 tokens,
                 unreported,
                 conv.truncated_dropped,
+                conv.extra.get("conversation_id_bytes"),
+                conv.extra.get("path_bytes"),
             )
         )
 
@@ -398,15 +401,15 @@ class FrameBuilder:
             return
         where = r.message_id or (f"seq {r.seq}" if r.seq is not None else None) or (
             f"attempt {r.attempt}" if r.attempt is not None else "a response")
-        for problem in r.usage.problems:
-            self.builders["diagnostics"].append(
-                (source, path or "", None, "bad_usage", f"usage of {where} ({r.found_in}): {problem}"))
+        self.add_diagnostics(Diagnostic(source, path or "", None, "bad_usage",
+                                        f"usage of {where} ({r.found_in}): {problem}")
+                             for problem in r.usage.problems)
 
     def add_diagnostics(self, rows: Iterable[Diagnostic]) -> None:
         """Add diagnostics rows."""
         builder = self.builders["diagnostics"]
         for d in rows:
-            builder.append((d.source, d.path, d.line, d.kind, d.detail))
+            builder.append((d.source, display(d.path), d.line, d.kind, display(d.detail), raw_name(d.path)))
 
     def finish(self) -> dict[str, pa.Table]:
         """Every table."""

@@ -41,10 +41,11 @@ class ProgressBar:
             (the command line), ``False`` always shows it (``ma.load(progress=True)``).
     """
 
-    def __init__(self, paths: Iterable[str | os.PathLike[str]], disable: bool | None = False) -> None:
+    def __init__(self, paths: Iterable[str | bytes | os.PathLike[str] | os.PathLike[bytes]],
+                 disable: bool | None = False) -> None:
         from tqdm.auto import tqdm
 
-        roots = [Path(os.path.expanduser(os.fspath(p))) for p in paths]
+        roots = [Path(os.path.expanduser(os.fsdecode(p))) for p in paths]
         self._roots = roots
         self._counted: set[str] = set()
         self._bar: Any = tqdm(total=sum(_size(r) for r in roots), unit="B", unit_scale=True, unit_divisor=1024,

@@ -163,13 +163,23 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _cost("cost_usd", "the sum of its responses' known costs; null when none is known"),
         Column("unpriced_responses", _I64, "usage rows with a null cost_usd (non-zero: cost_usd is a lower bound)",
                filled_by="pricing"),
+        Column("conversation_id_bytes", pa.binary(),
+               "the exact bytes of an id made of a name that is not UTF-8 (conversation_id then shows each "
+               "such byte as \\xNN); null when the id is valid text"),
+        Column("path_bytes", pa.binary(),
+               "the exact bytes of a path that is not UTF-8 (path then shows each such byte as \\xNN); null "
+               "when the path is valid text"),
     ),
     "diagnostics": (
-        Column("source", _STR, "the source that met it"),
+        Column("source", _STR, "the source that met it (load: finding what to read)"),
         Column("path", _STR, "the file, blob or object"),
         Column("line", _I64, "the 1-based line, when it is a line"),
-        Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, ..."),
+        Column("kind", _STR, "a stable tag: not_a_message, partial_line, bad_json, unknown_schema, "
+               "unreadable_folder, not_a_regular_file, reached_twice, ..."),
         Column("detail", _STR, "what happened, in a sentence"),
+        Column("path_bytes", pa.binary(),
+               "the exact bytes of a path that is not UTF-8 (path then shows each such byte as \\xNN); null "
+               "when the path is valid text"),
     ),
 }
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 import murmur_analysis as ma
@@ -61,11 +64,12 @@ def test_a_session_file_alone_has_positions_and_no_invented_times(tmp_path: Path
     assert msgs["created_at"].isna().all() and msgs["message_id"].isna().all()
     assert msgs["input_tokens"].isna().all() and len(corpus.usage) == 0
     conv = corpus.conversations.iloc[0]
-    assert conv["conversation_id"] == "sess-1" and conv["title"] == "demo"
+    assert conv["conversation_id"] == "chat" and conv["title"] == "demo"  # keyed on the file
     assert corpus.conversations["first_at"].isna().all()
     row = corpus.frame("dispatch_sessions").iloc[0]
     assert (row["kind"], row["turn_count"], row["elapsed_ms"], row["history_messages"]) == ("session_file", 2, 1500, 4)
-    assert corpus.conversation("sess-1").entries[1].blocks == (Text("hello"),)
+    assert row["session_id"] == "sess-1"
+    assert corpus.conversation("chat").entries[1].blocks == (Text("hello"),)
 
 
 def test_a_runs_folder_pairs_each_session_with_its_run_record(tmp_path: Path) -> None:
@@ -80,7 +84,8 @@ def test_a_runs_folder_pairs_each_session_with_its_run_record(tmp_path: Path) ->
         assert row["parcel_name"] == "demo-parcel" and row["courier"] == "native" and row["exit_code"] == 0
         assert row["started_at"].isoformat() == "2025-07-31T22:13:20.100000+00:00"
         assert row["stopped_at"].isoformat() == "2025-07-31T22:13:21.600000+00:00"
-        assert corpus.conversations["conversation_id"].tolist() == ["sess-1"]
+        assert corpus.conversations["conversation_id"].tolist() == [RUN["run_id"]]
+        assert row["session_id"] == "sess-1"
     corpus = ma.load(runs)
     assert corpus.diagnostics["kind"].tolist() == ["missing_session"]
 
@@ -90,7 +95,9 @@ def test_a_channel_bot_folder(tmp_path: Path) -> None:
     write(folder / "0123456789abcdef01234567.session.json", {**SESSION, "id": "slack:1"})
     write(folder / "fedcba9876543210fedcba98.session.json", {**SESSION, "id": "slack:2", "history": []})
     corpus = ma.load(folder)
-    assert corpus.conversations["conversation_id"].tolist() == ["slack:1", "slack:2"]
+    assert corpus.conversations["conversation_id"].tolist() == ["slack/0123456789abcdef01234567",
+                                                                "slack/fedcba9876543210fedcba98"]
+    assert corpus.frame("dispatch_sessions")["session_id"].tolist() == ["slack:1", "slack:2"]
     assert corpus.conversations["messages"].tolist() == [4, 0]
     assert set(corpus.frame("dispatch_sessions")["channel"]) == {"slack"}
 
@@ -178,7 +185,9 @@ def test_eval_traces_give_tool_calls_and_exit_codes(tmp_path: Path) -> None:
     assert calls.loc["result_3", "status"] == "orphan_result"
     assert calls.loc["call_1", "input_bytes"] == len('{"x": 1}')
     entries = corpus.conversation(cid).entries
-    assert [e.side for e in entries] == ["user", "assistant", "assistant", "tool", "tool", "tool", "assistant", "event"]
+    # a channel reply is the assistant's reply, even one whose envelope holds no text
+    assert [e.side for e in entries] == ["user", "assistant", "assistant", "tool", "tool", "tool", "assistant",
+                                         "assistant"]
     use = entries[2].blocks[0]
     assert isinstance(use, ToolUse) and use.input == "plain words"
     result = entries[3].blocks[0]
@@ -200,9 +209,11 @@ def test_unreadable_files_are_diagnostics(tmp_path: Path) -> None:
     write(tmp_path / "e.session.json", {**SESSION, "id": "dup"})
     write(tmp_path / "f.session.json", {**SESSION, "id": "odd", "history": [{"role": "user"}, "text", None]})
     corpus = ma.load(tmp_path)
-    assert corpus.diagnostics["kind"].tolist() == ["bad_json", "not_a_session", "not_a_trace", "duplicate_session"]
-    assert corpus.conversations["conversation_id"].tolist() == ["dup", "odd"]
-    odd = corpus.conversation("odd").entries
+    assert corpus.diagnostics["kind"].tolist() == ["bad_json", "not_a_session", "not_a_trace"]
+    # two files holding one session id are two histories: both load, keyed on their files
+    assert corpus.conversations["conversation_id"].tolist() == ["d", "e", "f"]
+    assert corpus.frame("dispatch_sessions")["session_id"].tolist() == ["dup", "dup", "odd"]
+    odd = corpus.conversation("f").entries
     assert [e.side for e in odd] == ["user", "unknown", "unknown"]
     assert all(isinstance(e.blocks[0], Unknown) for e in odd)
 
@@ -248,8 +259,9 @@ def test_sample_exact_counts() -> None:
                                 else DispatchSource.extra_table_schemas[name])
     conv = corpus.conversations.set_index("conversation_id")
     assert conv["messages"].to_dict() == {
-        "sess-run-0001": 4, "sess-run-0002": 2, f"eval:{DIGEST[:12]}/1754007200000-weather-smoke": 7,
-        "telegram:chat:4242": 3, "sess-sqlite-0001": 2}
+        f"1754000000000-{DIGEST[:12]}": 4, f"1754003600000-{DIGEST[:12]}": 2,
+        f"eval:{DIGEST[:12]}/1754007200000-weather-smoke": 7, "telegram/5e1d7c0a9b8f6e4d3c2b1a09": 3,
+        "sess-sqlite-0001": 2}
     assert conv["tool_errors"].sum() == 1 and conv["first_at"].isna().all() and conv["tokens"].isna().all()
     assert corpus.messages["created_at"].isna().all()
     calls = corpus.tool_calls
@@ -257,8 +269,10 @@ def test_sample_exact_counts() -> None:
                                                                            ["forecast", "error", 2]]
     sessions = corpus.frame("dispatch_sessions").set_index("conversation_id")
     assert sessions["kind"].tolist() == ["run", "run", "eval_trace", "channel", "sqlite"]
-    assert sessions.loc["sess-run-0002", "status"] == "failed"
-    assert sessions.loc["sess-run-0002", "error"] == "model backend returned 503"
+    assert sessions.loc[f"1754003600000-{DIGEST[:12]}", "status"] == "failed"
+    assert sessions.loc[f"1754003600000-{DIGEST[:12]}", "error"] == "model backend returned 503"
+    assert sessions["session_id"].tolist() == ["sess-run-0001", "sess-run-0002", "sess-eval-0001",
+                                               "telegram:chat:4242", "sess-sqlite-0001"]
     assert sorted(corpus.diagnostics["kind"]) == ["bad_json", "missing_session"]
     assert corpus.frame("memory")["namespace"].tolist() == ["cache", "prefs", "prefs"]
 
@@ -282,3 +296,106 @@ def test_sample_is_rebuilt_byte_for_byte(tmp_path: Path) -> None:
 def test_sample_frames_are_arrow_backed(name: str) -> None:
     frame = ma.load(SAMPLE).frame(name)
     assert all(str(dtype).endswith("[pyarrow]") for dtype in frame.dtypes)
+
+
+# -- histories keyed on files, run records brought to their final state -------------------------
+
+
+def test_two_runs_that_minted_the_same_session_id_both_load(tmp_path: Path) -> None:
+    runs = tmp_path / ".dispatch" / "runs"
+    minted = f"native-{DIGEST}-1"  # the counter starts at 1 in every process
+    for n, run_id in enumerate((f"1754000000000-{DIGEST[:12]}", f"1754000500000-{DIGEST[:12]}")):
+        write(runs / f"{run_id}.json", {**RUN, "run_id": run_id})
+        history = [{"role": "user", "content": f"run {n}"}, {"role": "assistant", "content": "ok"}] * (n + 1)
+        write(runs / f"{run_id}.session.json", {**SESSION, "id": minted, "history": history})
+    corpus = ma.load(tmp_path)
+    assert corpus.conversations["messages"].tolist() == [2, 4]
+    assert corpus.frame("dispatch_sessions")["session_id"].tolist() == [minted, minted]
+    assert len(corpus.diagnostics) == 0
+
+
+def test_a_final_snapshot_beside_a_running_record_is_the_runs_final_state(tmp_path: Path) -> None:
+    runs = tmp_path / ".dispatch" / "runs"
+    run_id = RUN["run_id"]
+    write(runs / f"{run_id}.json", {**RUN, "status": "running", "stopped_at_ms": None, "exit_code": None})
+    write(runs / f"{run_id}.session.json", SESSION)
+    write(runs / f"{run_id}.final.json", {**RUN, "status": "failed", "exit_code": 1, "last_error": "boom"})
+    row = ma.load(runs).frame("dispatch_sessions").iloc[0]
+    assert (row["status"], row["exit_code"], row["error"]) == ("failed", 1, "boom")
+    assert row["stopped_at"].isoformat() == "2025-07-31T22:13:21.600000+00:00"
+    assert len(ma.load(runs).conversations) == 1  # the snapshot is no run record of its own
+
+
+def test_a_run_record_is_paired_with_the_session_its_session_file_names(tmp_path: Path) -> None:
+    elsewhere = write(tmp_path / "keep" / "chat.session.json", SESSION)
+    runs = tmp_path / "proj" / ".dispatch" / "runs"
+    write(runs / f"{RUN['run_id']}.json", {**RUN, "session_file": str(elsewhere)})
+    corpus = ma.load(tmp_path / "proj")
+    assert len(corpus.diagnostics) == 0  # no false missing_session
+    row = corpus.frame("dispatch_sessions").iloc[0]
+    assert (row["kind"], row["run_id"], row["session_id"], row["path"]) == ("run", RUN["run_id"], "sess-1",
+                                                                          str(elsewhere))
+    inside = write(tmp_path / "proj" / "a-keep" / "chat.session.json", SESSION)
+    write(runs / f"{RUN['run_id']}.json", {**RUN, "session_file": str(inside)})
+    both = ma.load(tmp_path / "proj")  # the session is also met by the walk: read once, with its record
+    assert both.frame("dispatch_sessions")["kind"].tolist() == ["run"]
+    assert len(both.conversations) == 1 and len(both.diagnostics) == 0
+    relative = tmp_path / "rel" / ".dispatch" / "runs"
+    write(tmp_path / "rel" / "s.session.json", SESSION)
+    write(relative / f"{RUN['run_id']}.json", {**RUN, "session_file": "s.session.json"})
+    assert ma.load(relative).frame("dispatch_sessions")["kind"].tolist() == ["run"]
+
+
+def test_a_channel_reply_in_a_trace_is_the_assistants_reply(tmp_path: Path) -> None:
+    write(tmp_path / "evals" / DIGEST / "1754000000000-smoke.dispatch-trace.json", trace([
+        {"kind": "operation", "operation": "chat", "input": "hi"},
+        {"kind": "event", "event": {"kind": "channel_reply", "message": {
+            "content": "Hello from the bot", "reply_to": "m-1", "attachments": []}}},
+        {"kind": "event", "event": {"kind": "done"}},
+    ]))
+    corpus = ma.load(tmp_path / "evals")
+    assert corpus.messages["role"].tolist() == ["user", "assistant"]
+    assert corpus.messages["text_chars"].tolist() == [2, len("Hello from the bot")]
+    reply = corpus.conversations["conversation_id"].iloc[0]
+    block = corpus.conversation(reply).entries[1].blocks[0]
+    assert block == Text("Hello from the bot", {"channel_reply": {"reply_to": "m-1", "attachments": []}})
+
+
+def test_a_memory_blob_is_its_text_and_its_bytes(tmp_path: Path) -> None:
+    db = make_sqlite(tmp_path / "session.sqlite", [], [("prefs", "plain", "v", 1_754_001_000)])
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO dispatch_memory VALUES (?, 'blobs', 'utf8', ?, 1)", (DIGEST, "héllo".encode()))
+    con.execute("INSERT INTO dispatch_memory VALUES (?, 'blobs', 'raw', ?, 1)", (DIGEST, b"\xff\x00\x01"))
+    con.execute("INSERT INTO dispatch_memory VALUES (?, 'blobs', 'num', 42, 1)", (DIGEST,))
+    con.commit()
+    con.close()
+    memory = ma.load(db).frame("memory").set_index("key")
+    assert memory.loc["utf8", "value"] == "héllo" and memory.loc["utf8", "value_bytes"] == "héllo".encode()
+    assert pd.isna(memory.loc["raw", "value"]) and memory.loc["raw", "value_bytes"] == b"\xff\x00\x01"
+    assert memory.loc["num", "value"] == "42" and pd.isna(memory.loc["num", "value_bytes"])
+    assert memory.loc["plain", "value"] == "v" and pd.isna(memory.loc["plain", "value_bytes"])
+
+
+def test_a_hot_rollback_journal_reads_the_last_committed_state_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    db = make_sqlite(tmp_path / "session.sqlite", [("sess-db", json.dumps(SESSION))],
+                     [("prefs", "units", "metric", 1_754_001_000)])
+    writer = (
+        "import sqlite3, os, sys\n"
+        "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "con.execute('PRAGMA cache_size=1')\n"
+        "con.execute('BEGIN')\n"
+        "for i in range(3000):\n"
+        "    con.execute(\"INSERT INTO dispatch_sessions VALUES (?, 'd', 'chat', 1, ?)\", (f'x{i}', 'y' * 400))\n"
+        "con.execute(\"UPDATE dispatch_memory SET value = 'imperial'\")\n"
+        "os._exit(0)  # a crash mid-transaction: the journal stays, hot\n"
+    )
+    subprocess.run([sys.executable, "-c", writer, str(db)], check=True)
+    journal = tmp_path / "session.sqlite-journal"
+    assert journal.stat().st_size > 0
+    before = (db.read_bytes(), journal.read_bytes())
+    corpus = ma.load(db)
+    assert corpus.conversations["conversation_id"].tolist() == ["sess-db"]
+    assert corpus.frame("memory")["value"].tolist() == ["metric"]
+    assert corpus.diagnostics["kind"].tolist() == ["rollback_journal"]
+    assert (db.read_bytes(), journal.read_bytes()) == before
+    assert ma.load(tmp_path).conversations["conversation_id"].tolist() == ["sess-db"]

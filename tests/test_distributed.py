@@ -44,3 +44,15 @@ def test_an_empty_folder_of_a_source_gives_empty_frames(tmp_path: Path) -> None:
     frames = load_dask(tmp_path, source="murmur")
     assert len(frames["messages"].compute()) == 0
     assert list(frames["messages"].columns) == [c.name for c in TABLES["messages"]]
+
+
+def test_dask_loads_data_reached_twice_once_as_the_eager_load_does(samples: Path, tmp_path: Path) -> None:
+    (tmp_path / "alias").symlink_to(samples / "murmur")
+    paths = (samples / "murmur", tmp_path / "alias", samples / "murmur" / "conversations")
+    eager = ma.load(*paths)
+    frames = load_dask(*paths)
+    with dask.config.set(scheduler="synchronous"):
+        for name in ("messages", "conversations"):
+            pd.testing.assert_frame_equal(normalized(frames[name].compute()), normalized(eager.frame(name)),
+                                          check_dtype=False)
+        assert set(frames["diagnostics"].compute()["kind"]) == set(eager.diagnostics["kind"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -25,6 +25,7 @@ __all__ = [
     "Diagnostics",
     "PluginWarning",
     "Source",
+    "claimants",
     "detect",
     "get_source",
     "registry",
@@ -94,6 +95,25 @@ def get_source(name: str, **options: Any) -> Source:
     return classes[name](**options)
 
 
+def _claims(source: Source, path: Path) -> bool:
+    """``source.guess_can_open(path)``; a guess that fails on the file system claims nothing."""
+    try:
+        return bool(source.guess_can_open(path))
+    except OSError:
+        return False
+
+
+def claimants(path: Path, sources: Iterable[Source]) -> list[Source]:
+    """Every one of ``sources`` whose ``guess_can_open`` claims ``path``, in order.
+
+    A folder may hold several runtimes' data side by side (a murmur home beside a FlexiGPT
+    store, a litany workspace and dispatch sessions): each source that recognises it reads its
+    own part. A guess that fails on the file system (a folder that cannot be listed) claims
+    nothing; the loader reports the folder.
+    """
+    return [source for source in sources if _claims(source, path)]
+
+
 def detect(path: Path, options: Mapping[str, Mapping[str, Any]] | None = None) -> Source:
     """The first registered source whose ``guess_can_open`` claims ``path``.
 
@@ -106,7 +126,7 @@ def detect(path: Path, options: Mapping[str, Mapping[str, Any]] | None = None) -
     """
     for name, cls in registry().items():
         source = cls(**(options or {}).get(name, {}))
-        if source.guess_can_open(path):
+        if _claims(source, path):
             return source
     raise NoSourceError(
         f"no source recognises {path}",

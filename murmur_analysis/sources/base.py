@@ -200,6 +200,13 @@ class Conversation:
         columns: the entries decoded straight to columns, in position order, instead of
             ``entries`` (see :class:`EntryColumns`); when set, the frame builder reads these.
         extra: anything else a source wants to keep (shown nowhere by default).
+        part: what names this conversation inside ``path`` when that file or folder holds
+            several (a branch of a repository, a row of a database); ``None`` when ``path``
+            holds this conversation alone. The loader loads a conversation once however many
+            ways it is reached: ``(path's device and inode, part)`` is its identity.
+        skipped: set by the loader when it does not load this conversation (it was reached
+            before, through another path or a link). A source that gathers rows of its own
+            tables per conversation leaves a skipped one's rows out.
     """
 
     source: str
@@ -217,6 +224,8 @@ class Conversation:
     truncated_dropped: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     columns: Iterable[EntryColumns] | None = None
+    part: str | None = None
+    skipped: bool = False
 
 
 class Source(ABC):

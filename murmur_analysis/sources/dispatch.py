@@ -28,9 +28,13 @@ What the frames say, and why:
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Hashable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,6 +47,18 @@ import pyarrow as pa
 from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
 from .base import Conversation, Diagnostics, Source, ToolMeta
+from .files import (
+    NOT_REGULAR,
+    NotRegularFile,
+    check_file,
+    display,
+    file_kind,
+    identity,
+    is_dir,
+    listing,
+    read_regular,
+    report_kind,
+)
 
 __all__ = ["MEMORY_COLUMNS", "SESSION_COLUMNS", "SKIP_DIRS", "DispatchSource", "history_entries", "trace_conversation"]
 
@@ -80,7 +96,8 @@ MEMORY_COLUMNS: tuple[Column, ...] = (
     Column("parcel_digest", _STR, "the parcel whose memory it is"),
     Column("namespace", _STR, "the memory namespace"),
     Column("key", _STR, "the key"),
-    Column("value", _STR, "the value as stored"),
+    Column("value", _STR, "the value as text: as stored, or a BLOB's UTF-8 text (null when a BLOB is not UTF-8)"),
+    Column("value_bytes", pa.binary(), "the value's bytes when it is stored as a BLOB"),
     Column("updated_at", _TS, "updated_at as a time (Unix seconds; values past 1e11 read as milliseconds)"),
     Column("updated_at_raw", _I64, "updated_at as stored"),
     Column("path", _STR, "the SQLite file"),
@@ -96,6 +113,9 @@ _CHANNEL_SESSION = re.compile(r"^[0-9a-f]{24}\.session\.json$")
 #: Folders a recursive search never enters: version control, dependencies, build output, built parcels.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", "target", "parcels"})
 SESSION_SUFFIX = ".session.json"
+#: ``<run_id>.final.json``: the run's final state, written before the record is.
+FINAL_SUFFIX = ".final.json"
+_DB_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 TRACE_SUFFIX = ".dispatch-trace.json"
 
 
@@ -114,6 +134,64 @@ def _memory_time(value: Any) -> datetime | None:
     return _ms(value if value >= 100_000_000_000 else value * 1000)
 
 
+def _memory_text(value: Any) -> str | None:
+    """A memory value as text: TEXT as stored, a number in SQLite's text form, a BLOB when it is UTF-8."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return str(value)
+
+
+def _blocking_sidecar(path: Path) -> Path | None:
+    """A journal, WAL or shared-memory file of ``path`` that is no regular file (SQLite would block on it)."""
+    for suffix in ("-journal", "-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        if file_kind(side) not in ("file", "missing", "folder", "dangling link"):
+            return side
+    return None
+
+
+@contextlib.contextmanager
+def _database(path: Path, diagnostics: Diagnostics | None) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a SQLite file, never writing to it.
+
+    A rollback journal beside the file (a writer crashed mid-transaction, or is writing) makes
+    a read-only connection fail: SQLite must roll the journal back first. The file and its
+    journal are then copied to a private folder and the copy is opened, so SQLite rolls the copy
+    back and the last committed state is read; the original is left as it is.
+    """
+    sidecar = _blocking_sidecar(path)
+    if sidecar is not None:
+        raise NotRegularFile(errno.EINVAL, "a FIFO, socket or device beside the database: SQLite would block on it",
+                             os.fspath(sidecar))
+    journal = Path(f"{path}-journal")
+    if file_kind(journal) == "file" and os.path.getsize(journal) > 0:
+        with tempfile.TemporaryDirectory(prefix="murmur-analysis-sqlite-") as tmp:
+            copy = Path(tmp) / "snapshot.sqlite"
+            shutil.copyfile(path, copy)
+            shutil.copyfile(journal, f"{copy}-journal")
+            con = sqlite3.connect(copy)
+            try:
+                con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                if diagnostics is not None:
+                    diagnostics.report(path, "rollback_journal",
+                                       f"a rollback journal stands beside the database ({journal.name}): a writer "
+                                       "crashed or is writing; read a private copy rolled back to the last commit")
+                yield con
+            finally:
+                con.close()
+        return
+    con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -122,13 +200,31 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _run_id(name: str) -> str | None:
+    """The run id of a run record's file name ``<run_id>.json``, or ``None``."""
+    return name[:-5] if name.endswith(".json") and _RUN_ID.match(name[:-5]) else None
+
+
+def _beside(record_or_session: Path, suffix: str) -> Path:
+    """The file of the same run beside ``record_or_session`` with ``suffix`` (``.json``, ``.session.json``, ...)."""
+    name = record_or_session.name
+    for known in (SESSION_SUFFIX, FINAL_SUFFIX, ".json"):
+        if name.endswith(known):
+            return record_or_session.with_name(name[: -len(known)] + suffix)
+    return record_or_session.with_name(name + suffix)
+
+
+def _printable(value: Any) -> Any:
+    return display(value) if isinstance(value, str) else value
+
+
 def _read_json(path: Path, diagnostics: Diagnostics) -> Any:
     """A JSON file's value, or ``None`` after reporting why it could not be read."""
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        diagnostics.report(path, "unreadable", f"could not read the file: {err.strerror or err}")
-        return None
+    raw = read_regular(path, diagnostics)
+    return _parse_json(raw, path, diagnostics) if raw is not None else None
+
+
+def _parse_json(raw: bytes, path: Path, diagnostics: Diagnostics) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
@@ -148,6 +244,16 @@ def history_entries(history: Any) -> list[Entry]:
     return entries
 
 
+def _is_reply(event: Any) -> bool:
+    """Whether a trace event is the assistant's whole reply (a message, or a reply tagged for a channel)."""
+    if not isinstance(event, Mapping):
+        return False
+    if event.get("kind") == "channel_reply":
+        envelope = event.get("message")
+        return isinstance(envelope, Mapping) and isinstance(envelope.get("content"), str)
+    return event.get("kind") == "message" and event.get("role") == "assistant"
+
+
 def trace_conversation(data: Mapping[str, Any], path: str) -> tuple[Conversation, dict[str, Any]]:
     """An eval trace artifact as a conversation, plus its ``dispatch_sessions`` row values."""
     entries: list[Entry] = []
@@ -157,8 +263,7 @@ def trace_conversation(data: Mapping[str, Any], path: str) -> tuple[Conversation
     steps = data.get("steps")
     steps = steps if isinstance(steps, list) else []
     events = [s.get("event") for s in steps if isinstance(s, Mapping) and s.get("kind") == "event"]
-    has_reply = any(isinstance(e, Mapping) and e.get("kind") == "message" and e.get("role") == "assistant"
-                    for e in events)
+    has_reply = any(_is_reply(e) for e in events)
     calls = results = 0
     deltas: list[str] = []
 
@@ -233,6 +338,16 @@ def trace_conversation(data: Mapping[str, Any], path: str) -> tuple[Conversation
         elif ekind == "message":
             role, text = _str(event.get("role")), _str(event.get("content"))
             add(role or "unknown", Text(text) if text is not None else Unknown(dict(event)))
+        elif ekind == "channel_reply":
+            # courier's normalize_assistant_reply: a reply tagged for a channel is the assistant's
+            # reply; its text is the envelope's content, the rest of the envelope is kept beside it.
+            envelope = event.get("message")
+            text = _str(envelope.get("content")) if isinstance(envelope, Mapping) else None
+            if text is None:
+                add("assistant", Unknown(dict(event)))
+            else:
+                rest = {k: v for k, v in envelope.items() if k != "content"} if isinstance(envelope, Mapping) else {}
+                add("assistant", Text(text, {"channel_reply": rest}))
         elif ekind == "prompt_resolved" and isinstance(event.get("text"), str):
             add("system", Text(event["text"]))
         elif ekind in ("done", "local_tools_listed", "backend_fallback"):
@@ -279,22 +394,17 @@ class DispatchSource(Source):
         super().__init__(**options)
         self._sessions: list[dict[str, Any]] = []
         self._memory: list[dict[str, Any]] = []
+        self._memory_read: set[tuple[int, int]] = set()  # SQLite files whose memory is gathered already
 
     # -- detection --------------------------------------------------------------------------
 
     def guess_can_open(self, path: Path) -> bool:
         """A session, trace, run record or dispatch SQLite file, or a folder holding them."""
-        if path.is_file():
-            return self._claims_file(path)
-        if not path.is_dir():
-            return False
-        if path.name == ".dispatch" or (path / ".dispatch").is_dir():
+        if not is_dir(path):
+            return os.path.lexists(path) and self._claims_file(path)
+        if path.name == ".dispatch" or is_dir(path / ".dispatch"):
             return True
-        try:
-            with os.scandir(path) as it:
-                return any(e.is_file() and self._claims_name(e.name) for e in it)
-        except OSError:
-            return False
+        return any(self._claims_name(e.name) for e in listing(path, None))
 
     @staticmethod
     def _claims_name(name: str) -> bool:
@@ -304,26 +414,26 @@ class DispatchSource(Source):
         name = path.name
         if self._claims_name(name):
             return True
-        if name.endswith(".json") and _RUN_ID.match(name[:-5]):
-            return (path.parent / f"{name[:-5]}{SESSION_SUFFIX}").is_file()
-        if name.endswith((".sqlite", ".sqlite3", ".db")):
-            return bool(self._sqlite_tables(path))
+        if _run_id(name) is not None:
+            return self._session_of(path, Diagnostics(self.name)) is not None
+        if name.endswith(_DB_SUFFIXES):
+            return file_kind(path) == "file" and bool(self._sqlite_tables(path))
         return False
 
     # -- reading ----------------------------------------------------------------------------
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every session and trace under ``path``; memory rows are gathered for :meth:`extra_tables`."""
+        """Every session and trace under ``path``; memory rows are gathered for :meth:`extra_tables`.
+
+        Conversations are keyed on the file they live in: courier session ids are minted per
+        process (``native-<digest>-1`` in every run), so two files may carry the same id, and
+        both load; the id is the ``session_id`` column of ``dispatch_sessions``.
+        """
         self._sessions, self._memory = [], []
-        seen: set[str] = set()
         for conv, row in self._walk(path, diagnostics):
-            if conv.conversation_id in seen:
-                diagnostics.report(conv.path or str(path), "duplicate_session",
-                                   f"session {conv.conversation_id} was already read from another file; skipped")
-                continue
-            seen.add(conv.conversation_id)
-            self._sessions.append({"conversation_id": conv.conversation_id, "path": conv.path, **row})
             yield conv
+            if not conv.skipped:  # the loader may have met this file before
+                self._sessions.append({"conversation_id": conv.conversation_id, "path": conv.path, **row})
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode again the session or trace ``key`` names."""
@@ -352,62 +462,150 @@ class DispatchSource(Source):
     @staticmethod
     def _table(columns: tuple[Column, ...], rows: list[dict[str, Any]]) -> pa.Table:
         schema = _schema(columns)
-        arrays = [pa.array([("dispatch" if c.name == "source" else r.get(c.name)) for r in rows], type=c.type)
-                  for c in columns]
+        arrays = [pa.array([("dispatch" if c.name == "source" else _printable(r.get(c.name))) for r in rows],
+                           type=c.type) for c in columns]
         return pa.Table.from_arrays(arrays, schema=schema)
 
+    def _files(self, folder: Path, diagnostics: Diagnostics) -> Iterator[Path]:
+        """The files under ``folder`` this source reads (by name), depth first in name order.
+
+        Hidden folders are entered (``.dispatch``); :data:`SKIP_DIRS` and links to folders are not.
+        A folder that cannot be listed is a diagnostics row.
+        """
+        for entry in listing(folder, diagnostics):
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_folder = False
+            if is_folder and entry.name.endswith((SESSION_SUFFIX, TRACE_SUFFIX)):
+                report_kind(entry.path, "folder", diagnostics)
+            elif is_folder:
+                if entry.name not in SKIP_DIRS:
+                    yield from self._files(Path(entry.path), diagnostics)
+            elif self._claims_name(entry.name) or _run_id(entry.name) is not None or entry.name.endswith(_DB_SUFFIXES):
+                yield Path(entry.path)
+
     def _walk(self, path: Path, diagnostics: Diagnostics) -> Iterator[tuple[Conversation, dict[str, Any]]]:
-        if path.is_file():
-            yield from self._file(path, diagnostics, with_memory=True)
+        if not is_dir(path):
+            yield from self._file(path, diagnostics, {}, lone=True)
             return
-        for folder, dirs, names in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-            here = Path(folder)
-            for name in sorted(names):
-                yield from self._file(here / name, diagnostics, with_memory=True, lone_record=False)
+        files = list(self._files(path, diagnostics))
+        walked = {ident for f in files if (ident := identity(f)) is not None}
+        # Run records whose session lives elsewhere (``session_file``): the session is read with
+        # its record, when the walk meets it or, outside the walk, when the walk meets the record.
+        claimed: dict[tuple[int, int], Path] = {}
+        for f in files:
+            if _run_id(f.name) is not None and not os.path.lexists(_beside(f, SESSION_SUFFIX)):
+                session = self._session_of(f, Diagnostics(self.name))
+                ident = identity(session) if session is not None else None
+                if ident is not None:
+                    claimed.setdefault(ident, f)
+        for f in files:
+            yield from self._file(f, diagnostics, claimed, walked=walked)
 
     def _file(
-        self, path: Path, diagnostics: Diagnostics, *, with_memory: bool, lone_record: bool = True
+        self,
+        path: Path,
+        diagnostics: Diagnostics,
+        claimed: Mapping[tuple[int, int], Path],
+        *,
+        lone: bool = False,
+        walked: set[tuple[int, int]] | None = None,
     ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
         name = path.name
+        run_id = _run_id(name)
+        if run_id is not None:  # a run record: its session is read with it
+            if not check_file(path, diagnostics, missing_ok=False):
+                return
+            if os.path.lexists(_beside(path, SESSION_SUFFIX)):
+                if lone:  # a run record given alone: read the session beside it
+                    yield from self._file(_beside(path, SESSION_SUFFIX), diagnostics, claimed)
+                return
+            session = self._session_of(path, diagnostics)
+            if session is None:
+                named = _str((_read_json(path, Diagnostics(self.name)) or {}).get("session_file"))
+                diagnostics.report(path, "missing_session",
+                                   f"run record {run_id}: its session ({named or run_id + SESSION_SUFFIX}) "
+                                   "was not found; no history to read")
+            elif lone or walked is None or identity(session) not in walked:
+                found = self._session_file(session, path, diagnostics)
+                if found is not None:
+                    yield found
+            return
+        if not name.endswith((SESSION_SUFFIX, TRACE_SUFFIX, *_DB_SUFFIXES)):
+            return
+        if not check_file(path, diagnostics, missing_ok=False):
+            return
         if name.endswith(SESSION_SUFFIX):
-            record = path.parent / f"{name[: -len(SESSION_SUFFIX)]}.json"
-            found = self._session_file(path, record if record.is_file() else None, diagnostics)
+            record: Path | None = _beside(path, ".json")
+            assert record is not None
+            if not os.path.lexists(record) and not os.path.lexists(_beside(path, FINAL_SUFFIX)):
+                ident = identity(path)
+                record = claimed.get(ident) if ident is not None else None
+            found = self._session_file(path, record, diagnostics)
+            if found is not None:
+                yield found
         elif name.endswith(TRACE_SUFFIX):
             found = self._trace(path, diagnostics)
-        elif name.endswith((".sqlite", ".sqlite3", ".db")):
-            if name == "session.sqlite" or self._sqlite_tables(path):
-                yield from self._sqlite(path, diagnostics, memory=with_memory)
-            return
-        elif name.endswith(".json") and _RUN_ID.match(name[:-5]):
-            session = path.parent / f"{name[:-5]}{SESSION_SUFFIX}"
-            if session.is_file():
-                if lone_record:  # a run record given alone: read the session beside it
-                    yield from self._file(session, diagnostics, with_memory=with_memory)
-                return
-            diagnostics.report(path, "missing_session",
-                               f"run record {name[:-5]} has no {session.name} beside it; no history to read")
-            return
-        else:
-            return
-        if found is not None:
-            yield found
+            if found is not None:
+                yield found
+        elif (sidecar := _blocking_sidecar(path)) is not None:
+            diagnostics.report(sidecar, NOT_REGULAR, "a FIFO, socket or device beside a SQLite file: SQLite would "
+                               "block on it, so the database is not read")
+        elif name == "session.sqlite" or self._sqlite_tables(path):
+            yield from self._sqlite(path, diagnostics, memory=True)
+
+    def _session_of(self, record_path: Path, diagnostics: Diagnostics) -> Path | None:
+        """Where a run record's session lives: beside it, or where its ``session_file`` says."""
+        beside = _beside(record_path, SESSION_SUFFIX)
+        if os.path.lexists(beside):
+            return beside
+        record = self._run_record(record_path, diagnostics)
+        named = _str(record.get("session_file")) if record else None
+        if not named:
+            return None
+        where = Path(named)
+        candidates = [where] if where.is_absolute() else [record_path.parent / where]
+        runs = record_path.parent
+        if not where.is_absolute() and runs.name == "runs" and runs.parent.name == ".dispatch":
+            candidates.append(record_path.parent.parent.parent / where)  # the parcel's folder
+        return next((c for c in candidates if file_kind(c) == "file"), None)
+
+    def _run_record(self, record_path: Path, diagnostics: Diagnostics) -> dict[str, Any] | None:
+        """A run record, brought to its final state by ``<run_id>.final.json`` when one stands beside it.
+
+        dispatch writes the final snapshot before it rewrites the record, and reading a record
+        consumes it (``refresh_run_record``): a snapshot beside a record that still says
+        ``running`` means the run finished, as the snapshot says.
+        """
+        record = _read_json(record_path, diagnostics) if os.path.lexists(record_path) else None
+        final_path = _beside(record_path, FINAL_SUFFIX)
+        final = _read_json(final_path, diagnostics) if os.path.lexists(final_path) else None
+        record = record if isinstance(record, dict) else None
+        if isinstance(final, dict):
+            return {**(record or {}), **final}
+        return record
 
     def _session_file(
         self, path: Path, record_path: Path | None, diagnostics: Diagnostics
     ) -> tuple[Conversation, dict[str, Any]] | None:
-        data = _read_json(path, diagnostics)
+        raw = read_regular(path, diagnostics)
+        data = _parse_json(raw, path, diagnostics) if raw is not None else None
         if data is None:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("history"), list):
             diagnostics.report(path, "not_a_session", "not a dispatch CourierSession (no history list); skipped")
             return None
-        record = _read_json(record_path, diagnostics) if record_path is not None else None
-        record = record if isinstance(record, dict) else None
+        record = self._run_record(record_path, diagnostics) if record_path is not None else None
         channel = path.parent.name if _CHANNEL_SESSION.match(path.name) and record is None else None
         kind = "run" if record is not None else ("channel" if channel else "session_file")
+        stem = path.name[: -len(SESSION_SUFFIX)] if path.name.endswith(SESSION_SUFFIX) else path.stem
+        if record is not None:
+            conv_id = _str(record.get("run_id")) or (_run_id(record_path.name) if record_path else None) or stem
+        else:
+            conv_id = f"{channel}/{stem}" if channel else stem
         return self._session(data, str(path), ("file", str(path), str(record_path) if record else None),
-                             kind, record, channel)
+                             kind, conv_id, record, channel)
 
     def _session(
         self,
@@ -415,11 +613,13 @@ class DispatchSource(Source):
         path: str,
         key: tuple[str, str, str | None],
         kind: str,
+        conversation_id: str,
         record: Mapping[str, Any] | None = None,
         channel: str | None = None,
         session_id: str | None = None,
+        part: str | None = None,
     ) -> tuple[Conversation, dict[str, Any]]:
-        sid = session_id or _str(data.get("id")) or Path(path).name.split(".")[0]
+        sid = session_id or _str(data.get("id"))
         history = data.get("history")
         entries = history_entries(history)
         rec = record or {}
@@ -442,11 +642,13 @@ class DispatchSource(Source):
             "stopped_at": _ms(rec.get("stopped_at_ms")),
             "error": _str(rec.get("last_error")),
         }
-        conv = Conversation(self.name, sid, entries, key=key, title=_str(data.get("label")), path=path)
+        conv = Conversation(self.name, conversation_id, entries, key=key, title=_str(data.get("label")), path=path,
+                            part=part)
         return conv, row
 
     def _trace(self, path: Path, diagnostics: Diagnostics) -> tuple[Conversation, dict[str, Any]] | None:
-        data = _read_json(path, diagnostics)
+        raw = read_regular(path, diagnostics)
+        data = _parse_json(raw, path, diagnostics) if raw is not None else None
         if data is None:
             return None
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
@@ -454,33 +656,29 @@ class DispatchSource(Source):
             return None
         return trace_conversation(data, str(path))
 
-    @staticmethod
-    def _connect(path: Path) -> sqlite3.Connection:
-        uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-        return sqlite3.connect(uri, uri=True)
-
     def _sqlite_tables(self, path: Path) -> set[str]:
         try:
-            con = self._connect(path)
-        except sqlite3.Error:
+            with _database(path, None) as con:
+                rows = con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        except (sqlite3.Error, OSError):
             return set()
-        try:
-            rows = con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        except sqlite3.Error:
-            return set()
-        finally:
-            con.close()
         return {r[0] for r in rows} & {"dispatch_sessions", "dispatch_memory"}
 
     def _sqlite(
         self, path: Path, diagnostics: Diagnostics, *, memory: bool
     ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
-        try:
-            con = self._connect(path)
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error as err:
-            diagnostics.report(path, "unreadable", f"could not open the SQLite file read-only: {err}")
-            return
+        with contextlib.ExitStack() as stack:
+            try:
+                con = stack.enter_context(_database(path, diagnostics))
+                tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            except (sqlite3.Error, OSError) as err:
+                diagnostics.report(path, "unreadable", f"could not open the SQLite file read-only: {err}")
+                return
+            yield from self._sqlite_rows(con, tables, path, diagnostics, memory=memory)
+
+    def _sqlite_rows(
+        self, con: sqlite3.Connection, tables: set[str], path: Path, diagnostics: Diagnostics, *, memory: bool
+    ) -> Iterator[tuple[Conversation, dict[str, Any]]]:
         try:
             if "dispatch_sessions" in tables:
                 rows = con.execute(
@@ -504,8 +702,12 @@ class DispatchSource(Source):
                     data.setdefault("entrypoint", entrypoint)
                     data.setdefault("turn_count", turns)
                     sid = sid if isinstance(sid, str) else _str(data.get("id")) or str(rowid)
-                    yield self._session(data, str(path), ("sqlite", str(path), sid), "sqlite", session_id=sid)
-            if memory and "dispatch_memory" in tables:
+                    yield self._session(data, str(path), ("sqlite", str(path), sid), "sqlite", sid, session_id=sid,
+                                        part=sid)
+            ident = identity(path)
+            if memory and "dispatch_memory" in tables and (ident is None or ident not in self._memory_read):
+                if ident is not None:
+                    self._memory_read.add(ident)
                 cols = {r[1] for r in con.execute("PRAGMA table_info(dispatch_memory)")}
                 digest_col = "parcel_digest" if "parcel_digest" in cols else "NULL"
                 for digest, ns, key, value, updated in con.execute(
@@ -514,10 +716,8 @@ class DispatchSource(Source):
                 ):
                     self._memory.append({
                         "parcel_digest": _str(digest), "namespace": _str(ns), "key": _str(key),
-                        "value": value if isinstance(value, str) else None if value is None else str(value),
+                        "value": _memory_text(value), "value_bytes": bytes(value) if isinstance(value, bytes) else None,
                         "updated_at": _memory_time(updated), "updated_at_raw": _int(updated), "path": str(path),
                     })
         except sqlite3.Error as err:
             diagnostics.report(path, "unreadable", f"could not read the SQLite file: {err}")
-        finally:
-            con.close()

@@ -63,6 +63,7 @@ from ..model import (
 )
 from ..providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
 from .base import Conversation, Diagnostics, Source, ToolMeta, UsageRow
+from .files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
 
 __all__ = [
     "SCHEMA_VERSIONS",
@@ -357,16 +358,14 @@ def decode(data: Mapping[str, Any], path: str) -> Conversation:
     )
 
 
-def _json_files(folder: Path) -> list[str]:
-    try:
-        return [e.name for e in os.scandir(folder) if e.is_file() and e.name.endswith(".json")]
-    except OSError:
-        return []
+def _json_files(folder: Path, diagnostics: Diagnostics | None) -> list[str]:
+    """The names ending ``.json`` in ``folder``, whatever they are (a reader reports what is no file)."""
+    return [e.name for e in listing(folder, diagnostics) if e.name.endswith(".json")]
 
 
-def _newest_first(folders: list[Path]) -> Iterator[Path]:
+def _newest_first(folders: list[Path], diagnostics: Diagnostics | None) -> Iterator[Path]:
     """The conversation files of some folders, merged newest first (descending UUIDv7, then name)."""
-    found = [(f, name) for f in folders for name in _json_files(f)]
+    found = [(f, name) for f in folders for name in _json_files(f, diagnostics)]
 
     def key(item: tuple[Path, str]) -> tuple[str, str]:
         m = _FILE.match(item[1])
@@ -376,20 +375,21 @@ def _newest_first(folders: list[Path]) -> Iterator[Path]:
         yield folder / name
 
 
-def _store_files(roots: list[Path]) -> Iterator[Path]:
+def _store_files(roots: list[Path], diagnostics: Diagnostics | None) -> Iterator[Path]:
     """Every conversation file of some store folders, newest first: month partitions, then loose files.
 
     Only one partition's names are held at a time.
     """
     parts: set[str] = set()
+    loose: list[Path] = []
     for root in roots:
-        try:
-            parts.update(e.name for e in os.scandir(root) if e.is_dir() and _PARTITION.match(e.name))
-        except OSError:
-            continue
+        entries = listing(root, diagnostics)
+        parts.update(e.name for e in entries if _PARTITION.match(e.name) and entry_is_dir(e))
+        if any(e.name.endswith(".json") for e in entries):
+            loose.append(root)
     for part in sorted(parts, reverse=True):
-        yield from _newest_first([root / part for root in roots if (root / part).is_dir()])
-    yield from _newest_first(roots)
+        yield from _newest_first([root / part for root in roots if is_dir(root / part)], diagnostics)
+    yield from _newest_first(loose, diagnostics)
 
 
 class FlexiGPTSource(Source):
@@ -400,37 +400,40 @@ class FlexiGPTSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A store folder, a folder holding one, a month partition, or a ``<uuid>_<title>.json``."""
-        if path.is_file():
+        if not is_dir(path):
             return _FILE.match(path.name) is not None and self._peek(path)
-        if not path.is_dir():
-            return False
         if path.name in STORE_DIRS:
             return True
-        if any((path / d).is_dir() for d in STORE_DIRS):
+        if any(is_dir(path / d) for d in STORE_DIRS):
             return True
         return _PARTITION.match(path.name) is not None and path.parent.name in STORE_DIRS
 
     @staticmethod
     def _peek(path: Path) -> bool:
         try:
-            with path.open("rb") as fh:
+            with open_regular(path) as fh:
                 head = fh.read(_PEEK)
+        except NotRegularFile:  # claimed where a store keeps conversations, so that it is reported
+            return path.parent.name in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
         except OSError:
-            return False
+            return True  # named as a conversation file and unreadable: claimed, so that it is reported
         return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)
 
-    def files(self, path: Path) -> Iterator[Path]:
-        """Every conversation file under ``path``, newest first."""
-        if path.is_file():
+    def files(self, path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Path]:
+        """Every conversation file under ``path``, newest first.
+
+        Folders that cannot be listed are reported to ``diagnostics`` when it is given.
+        """
+        if not is_dir(path):
             yield path
             return
-        stores = [path / d for d in STORE_DIRS if (path / d).is_dir()]
+        stores = [path / d for d in STORE_DIRS if is_dir(path / d)]
         if stores:
-            yield from _store_files(stores)
+            yield from _store_files(stores, diagnostics)
         elif _PARTITION.match(path.name):
-            yield from _newest_first([path])
+            yield from _newest_first([path], diagnostics)
         else:
-            yield from _store_files([path])
+            yield from _store_files([path], diagnostics)
 
     def list_conversations(
         self, path: str | os.PathLike[str], cursor: str | None = None, limit: int = 12
@@ -458,18 +461,15 @@ class FlexiGPTSource(Source):
         return paginate(items, cursor, limit)
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every readable conversation under ``path``, newest first."""
-        seen: set[str] = set()
-        for file in self.files(path):
+        """Every readable conversation under ``path``, newest first.
+
+        A file reached twice (through a linked folder) loads once, and two files holding one
+        conversation id both load: the loader keys conversations on their files.
+        """
+        for file in self.files(path, diagnostics):
             conv = self._read(str(file), diagnostics)
-            if conv is None:
-                continue
-            if conv.conversation_id in seen:
-                diagnostics.report(file, "duplicate_conversation",
-                                   f"conversation {conv.conversation_id} was already read from another file; skipped")
-                continue
-            seen.add(conv.conversation_id)
-            yield conv
+            if conv is not None:
+                yield conv
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode the conversation file ``key`` again (an empty conversation if it became unreadable)."""
@@ -480,11 +480,8 @@ class FlexiGPTSource(Source):
         return conv
 
     def _read(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-        except OSError as err:
-            diagnostics.report(path, "unreadable", f"could not read the file: {err.strerror or err}")
+        raw = read_regular(path, diagnostics)
+        if raw is None:
             return None
         try:
             data = orjson.loads(raw)

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import GitError
+from .files import file_kind, listing
 
 __all__ = [
     "Change", "Commit", "GitRepo", "LogParser", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env",
@@ -82,13 +83,13 @@ def safe_env() -> dict[str, str]:
 
 def is_git_dir(path: Path) -> bool:
     """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
-    return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
+    return os.path.isfile(path / "HEAD") and os.path.isdir(path / "objects") and os.path.isdir(path / "refs")
 
 
 def find_git_dir(path: Path) -> Path | None:
     """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
     for candidate in (path / "repo.git", path, path / ".git"):
-        if candidate.is_dir() and is_git_dir(candidate):
+        if os.path.isdir(candidate) and is_git_dir(candidate):
             return candidate
     return None
 
@@ -137,13 +138,31 @@ class GitRepo:
         self.git_dir = Path(os.path.abspath(git_dir))
         self.git = git
         self.blob_reads = 0
+        self._hazards: list[str] | None = None
+
+    def hazards(self) -> list[str]:
+        """Files of the repository git would block on: FIFOs, sockets and devices among its own files.
+
+        git opens ``HEAD``, ``config``, ``packed-refs``, every loose ref and object files
+        without checking what they are; a FIFO among them would stop it (and the load) forever.
+        Every git command here refuses a repository holding one (:meth:`run`).
+        """
+        if self._hazards is None:
+            found = [os.fspath(self.git_dir / name) for name in _PLAIN_FILES
+                     if file_kind(self.git_dir / name) in _BLOCKING]
+            for folder in ("refs", "objects"):
+                found += _special_files(self.git_dir / folder)
+            self._hazards = sorted(found)
+        return self._hazards
 
     def run(self, *args: str, stdin: bytes | None = None) -> bytes:
         """Run one git command on this repository and return its standard output.
 
         Raises:
-            GitError: git could not be started or exited with an error.
+            GitError: git could not be started or exited with an error, or the repository holds
+                a file git would block on (:meth:`hazards`).
         """
+        self._refuse_hazards()
         try:
             done = subprocess.run(
                 self._cmd(args), input=stdin, capture_output=True, env=safe_env(), cwd=os.fspath(self.git_dir),
@@ -162,8 +181,10 @@ class GitRepo:
         ``log --stdin`` that read all their input first).
 
         Raises:
-            GitError: git could not be started or exited with an error.
+            GitError: git could not be started or exited with an error, or the repository holds
+                a file git would block on (:meth:`hazards`).
         """
+        self._refuse_hazards()
         with tempfile.TemporaryFile() as errors:
             try:
                 proc = subprocess.Popen(
@@ -192,6 +213,11 @@ class GitRepo:
                 errors.seek(0)
                 raise self._failed(args, errors.read(), code)
 
+    def _refuse_hazards(self) -> None:
+        found = self.hazards()
+        if found:
+            raise GitError(f"{found[0]} is not a regular file: git would block on it; the repository is not read")
+
     def _cmd(self, args: Sequence[str]) -> list[str]:
         cmd = [self.git, "--no-pager", "--git-dir", os.fspath(self.git_dir), "--literal-pathspecs"]
         for override in _OVERRIDES:
@@ -203,14 +229,31 @@ class GitRepo:
         return GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else code}")
 
     def refs(self, prefix: str = "refs/heads/") -> dict[str, str]:
-        """Every ref under ``prefix`` as ``full name -> commit id``, sorted by name."""
-        out = self.run("for-each-ref", "--format=%(objectname) %(objecttype) %(refname)", prefix)
-        refs: dict[str, str] = {}
+        """Every ref under ``prefix`` that names a commit, as ``full name -> commit id``, sorted by name."""
+        return {name: oid for name, (oid, kind) in self.ref_kinds(prefix).items() if kind == "commit"}
+
+    def ref_kinds(self, prefix: str = "refs/heads/") -> dict[str, tuple[str, str]]:
+        """Every ref under ``prefix`` as ``full name -> (object id, object type)``, sorted by name.
+
+        The type is git's (``commit``, ``tag``, ``blob``, ``tree``), or ``missing`` for a ref
+        that holds an id of no object in the repository (a dangling ref): one such ref does not
+        hide the others.
+        """
+        out = self.run("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        listed: list[tuple[str, str]] = []
         for line in out.decode("utf-8", "surrogateescape").splitlines():
-            oid, kind, name = line.split(" ", 2)
-            if kind == "commit":
-                refs[name] = oid
-        return dict(sorted(refs.items()))
+            oid, _, name = line.partition(" ")
+            listed.append((name, oid))
+        if not listed:
+            return {}
+        oids = list(dict.fromkeys(oid for _, oid in listed))
+        checked = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                           stdin=("\n".join(oids) + "\n").encode())
+        kinds: dict[str, str] = {}
+        for oid, line in zip(oids, checked.decode("utf-8", "replace").splitlines(), strict=False):
+            fields = line.split(" ")
+            kinds[oid] = fields[1] if len(fields) == 2 and fields[0] == oid else "missing"
+        return {name: (oid, kinds.get(oid, "missing")) for name, oid in sorted(listed)}
 
     def resolve(self, rev: str) -> str:
         """The commit id ``rev`` names (a branch, a sha, ``agents/x~3``).
@@ -220,6 +263,7 @@ class GitRepo:
         """
         if not rev or "\n" in rev or "\0" in rev:
             raise GitError(f"not a revision: {rev!r}")
+        self._refuse_hazards()
         try:
             out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
         except GitError as err:
@@ -301,6 +345,26 @@ class GitRepo:
             self.blob_reads += header[1] == b"blob"
             pos += size + 1
         return found
+
+
+#: Files git opens in a git directory, when they exist.
+_PLAIN_FILES = ("HEAD", "config", "packed-refs", "shallow", "commondir", "info/grafts", "objects/info/alternates",
+                "objects/info/http-alternates", "objects/info/packs", "objects/info/commit-graph")
+_BLOCKING = frozenset({"FIFO", "socket", "character device", "block device", "special file"})
+
+
+def _special_files(folder: Path) -> list[str]:
+    """FIFOs, sockets and devices anywhere under ``folder`` (links to them included; links not followed into)."""
+    found: list[str] = []
+    for entry in listing(folder, None):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                found += _special_files(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False) and file_kind(entry.path) in _BLOCKING:
+                found.append(entry.path)
+        except OSError:
+            continue
+    return found
 
 
 def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:

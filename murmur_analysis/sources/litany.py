@@ -53,6 +53,7 @@ from ..errors import GitError
 from ..model import Entry, Usage
 from ..providers import Resolved, resolve
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
+from .files import check_file, display, entry_is_dir, is_dir, listing, open_regular
 from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
 from .litany_entries import entry_name, normalize_usage
 from .litany_replay import MESSAGES, Replayer, Summary, Tally
@@ -105,12 +106,15 @@ class LitanySource(Source):
         self.git = git
 
     def guess_can_open(self, path: Path) -> bool:
-        """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches."""
-        return bool(_workspaces(path, limit=1))
+        """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches.
+
+        A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
+        """
+        return bool(_workspaces(path, limit=1)) or is_dir(path / "repo.git")
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
         """Every agent branch of every workspace under ``path``."""
-        for git_dir, steps_dir in _workspaces(path):
+        for git_dir, steps_dir in _workspaces(path, diagnostics=diagnostics):
             yield from self._read(git_dir, steps_dir, diagnostics, None)
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
@@ -126,12 +130,26 @@ class LitanySource(Source):
     ) -> Iterator[Conversation]:
         repo = GitRepo(git_dir, self.git)
         replayer = Replayer(repo, diags)
+        if repo.hazards():
+            for where in repo.hazards():
+                diags.report(where, "not_a_regular_file", "a FIFO, socket or device among the repository's files: "
+                             "git would block on it, so the repository is not read")
+            return
         try:
-            refs = repo.refs(AGENTS)
+            refs = repo.ref_kinds(AGENTS)
         except GitError as err:
             diags.report(git_dir, "unreadable_repo", str(err))
             return
-        wanted = {ref[len(AGENTS) :]: (ref, head) for ref, head in refs.items()}
+        wanted: dict[str, tuple[str, str]] = {}
+        for ref, (head, kind) in refs.items():
+            if kind == "commit":
+                wanted[ref[len(AGENTS) :]] = (ref, head)
+            elif only is None and kind == "missing":
+                diags.report(f"{git_dir}@{ref}", "unreadable_branch",
+                             f"the branch holds {head}, which is no object in the repository (a dangling ref)")
+            elif only is None:
+                diags.report(f"{git_dir}@{ref}", "not_a_commit",
+                             f"the branch names a {kind} ({head}), not a commit; it holds no transcript")
         if only is not None:
             # One branch, with the histories of the agents it was forked from: their commits
             # are what it inherited, and their spend is theirs, not counted again here.
@@ -145,6 +163,12 @@ class LitanySource(Source):
         for where, why in failed:
             diags.report(where, "unreadable_branch", why)
         replayer.take(todo, data)
+        shallow = _shallow(git_dir)
+        if shallow and only is None:
+            diags.report(git_dir, "shallow_history",
+                         f"a shallow clone: the history before {len(shallow)} boundary commit(s) is not in the "
+                         "repository; the entries a boundary commit holds were written at an unknown time "
+                         "(created_at null), and growth starts at the boundary")
         names = {f"{b.head}:name": data.get(f"{b.head}:name") for b in branches}
         shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
         for branch in branches:
@@ -156,17 +180,18 @@ class LitanySource(Source):
             for other, held in shas.items():
                 if branch.agent_id.startswith(other + "-"):
                     inherited |= held
-            conv = _replay(replayer, branch, steps, inherited)
+            conv = _replay(replayer, branch, steps, inherited, shallow)
             title = names.get(f"{branch.head}:name")
             conv.title = title.decode("utf-8", "replace").strip() if title else None
             conv.path = os.fspath(git_dir)
+            conv.part = branch.agent_id
             conv.key = (os.fspath(git_dir), os.fspath(steps_dir) if steps_dir else None, branch.agent_id)
             yield conv
-        if steps_dir is not None and only is None and steps_dir.is_dir():
+        if steps_dir is not None and only is None and is_dir(steps_dir):
             known = {b.agent_id for b in branches}
-            for child in sorted(steps_dir.iterdir()):
-                if child.is_dir() and child.name not in known:
-                    diags.report(child, "no_branch", f"step records for agent {child.name} with no agents/ branch")
+            for entry in listing(steps_dir, diags):
+                if entry_is_dir(entry) and entry.name not in known:
+                    diags.report(entry.path, "no_branch", f"step records for agent {entry.name} with no agents/ branch")
 
 
 def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[StepRecord], list[Diagnostic]]:
@@ -224,7 +249,18 @@ def _message_files(branches: list[_Branch]) -> Iterator[tuple[str, str, str, str
                     yield name, ch.blob, ch.mode, c.sha
 
 
-def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inherited: set[str]) -> Conversation:
+def _shallow(git_dir: Path) -> frozenset[str]:
+    """The boundary commits of a shallow clone (``<git_dir>/shallow``); empty for a whole history."""
+    try:
+        with open_regular(git_dir / "shallow") as fh:
+            return frozenset(line.strip().decode("ascii", "replace") for line in fh if line.strip())
+    except OSError:
+        return frozenset()
+
+
+def _replay(
+    replayer: Replayer, branch: _Branch, records: list[StepRecord], inherited: set[str], shallow: frozenset[str]
+) -> Conversation:
     log = branch.log
     index_of = {c.sha: i for i, c in enumerate(log)}
     steps = _Steps(records, index_of)
@@ -244,7 +280,9 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
             parsed = entry_name(name)
             rec = steps.of(added)
             api = resolve(rec.provider, parsed.origin if parsed else None) if rec and rec.provider else None
-            made[item] = replayer.entry(name, oid, mode, log[added].sha, log[added].time, api)
+            # A shallow clone's boundary commit holds, as if it added them, entries written before it.
+            at = None if log[added].sha in shallow else log[added].time
+            made[item] = replayer.entry(name, oid, mode, log[added].sha, at, api)
         return made[item]
 
     for i, commit in enumerate(log):
@@ -301,7 +339,7 @@ def _replay(replayer: Replayer, branch: _Branch, records: list[StepRecord], inhe
                                 context_tokens=summary.context_tokens, orphans=len(summary.dropped),
                                 at=commit.time, commit=commit.sha))
     entries = tally.entries
-    added_at = {name: added for name, (_oid, _mode, added) in state.items()}
+    added_at = {display(name): added for name, (_oid, _mode, added) in state.items()}  # keyed as entry ids
     theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
     conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
     _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)
@@ -433,30 +471,53 @@ def _has_agents(git_dir: Path) -> bool:
     if (git_dir / "refs" / "heads" / "agents").is_dir():
         return True
     try:
-        with open(git_dir / "packed-refs", "rb") as fh:
+        with open_regular(git_dir / "packed-refs") as fh:
             return any(b" refs/heads/agents/" in line for line in fh)
     except OSError:
         return False
 
 
-def _workspaces(path: Path, limit: int | None = None) -> list[tuple[Path, Path | None]]:
-    """``(git_dir, steps_dir)`` of each workspace at or directly under ``path``."""
+def _not_a_repository(repo: Path, diagnostics: Diagnostics | None) -> None:
+    """Report why a workspace's ``repo.git`` is not read: it cannot be listed, or is no repository."""
+    if diagnostics is None:
+        return
+    before = len(diagnostics.rows)
+    if not listing(repo, diagnostics) and len(diagnostics.rows) > before:
+        return  # reported as a folder that cannot be listed
+    if os.path.lexists(repo / "HEAD") and not check_file(repo / "HEAD", diagnostics):
+        return  # reported: HEAD is a FIFO, a folder, a broken link...
+    diagnostics.report(repo, "not_a_repository", "the workspace's repo.git is not a git repository "
+                       "(it needs a HEAD file, objects/ and refs/); skipped")
+
+
+def _workspaces(
+    path: Path, limit: int | None = None, diagnostics: Diagnostics | None = None
+) -> list[tuple[Path, Path | None]]:
+    """``(git_dir, steps_dir)`` of each workspace at or directly under ``path``.
+
+    A folder that cannot be listed is reported to ``diagnostics`` when it is given.
+    """
     git_dir = find_git_dir(path)
+    if git_dir is None and is_dir(path / "repo.git"):
+        _not_a_repository(path / "repo.git", diagnostics)
+        return []
     if git_dir is not None:
-        if git_dir.name == "repo.git" and (git_dir.parent / "steps").is_dir():
+        if git_dir.name == "repo.git" and is_dir(git_dir.parent / "steps"):
             return [(git_dir, git_dir.parent / "steps")]
         return [(git_dir, None)] if git_dir.name == "repo.git" or _has_agents(git_dir) else []
-    base = path / "workspaces" if (path / "workspaces").is_dir() else path
+    base = path / "workspaces" if is_dir(path / "workspaces") else path
     found: list[tuple[Path, Path | None]] = []
-    try:
-        children = sorted(base.iterdir())
-    except OSError:
+    if not is_dir(base):
         return found
-    for child in children:
+    for entry in listing(base, diagnostics):
+        child = Path(entry.path)
         repo = child / "repo.git"
-        if child.name.startswith(".") or not (repo.is_dir() and is_git_dir(repo)):
+        if entry.name.startswith(".") or not is_dir(repo):
             continue
-        found.append((repo, child / "steps" if (child / "steps").is_dir() else None))
+        if not is_git_dir(repo):
+            _not_a_repository(repo, diagnostics)
+            continue
+        found.append((repo, child / "steps" if is_dir(child / "steps") else None))
         if limit is not None and len(found) >= limit:
             break
     return found

@@ -21,6 +21,7 @@ from ..assembly import Pairer, assemble
 from ..model import Entry, context_tokens, sorted_entries, text_chars
 from ..providers import Resolved, resolve
 from .base import Diagnostics
+from .files import display
 from .git import GitRepo
 from .litany_entries import Parsed, entry_name, normalize_usage, parse_body
 
@@ -185,9 +186,10 @@ class Replayer:
         usage = None
         if parsed.usage is not None:
             usage = normalize_usage(parsed.usage, resolved or resolve(None, model))
+        # A file name that is not UTF-8 is shown with \xNN escapes (git's bytes are in the tree).
         return Entry(
-            position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=name,
-            origin=parsed_name.origin, model=model, created_at=at, usage=usage,
+            position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=display(name),
+            origin=display(parsed_name.origin), model=model, created_at=at, usage=usage,
         )
 
     def summary(self, entries: Sequence[Entry] | Tally, key: Hashable | None = None) -> Summary:

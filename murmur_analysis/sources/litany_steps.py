@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from .base import Diagnostics
+from .files import entry_is_dir, listing, read_regular
 
 __all__ = ["Attempt", "StepRecord", "parse_response", "read_steps"]
 
@@ -81,14 +82,9 @@ def _time(value: Any) -> datetime | None:
 
 
 def _read(path: str, diags: Diagnostics) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except OSError as err:
-        diags.report(path, "unreadable", str(err))
-        return None
+    return read_regular(path, diags)
 
 
 def _json(path: str, diags: Diagnostics) -> Any:
@@ -102,19 +98,18 @@ def _json(path: str, diags: Diagnostics) -> Any:
         return None
 
 
-def _step_dirs(agent_dir: Path) -> Iterator[tuple[int, str, str]]:
-    try:
-        with os.scandir(agent_dir) as it:
-            found = [(int(c.name), c.name, c.path) for c in it if c.name.isascii() and c.name.isdigit() and c.is_dir()]
-    except OSError:
-        return
+def _step_dirs(agent_dir: Path, diags: Diagnostics) -> Iterator[tuple[int, str, str]]:
+    if not os.path.lexists(agent_dir):
+        return  # an agent that ran no step
+    found = [(int(c.name), c.name, c.path) for c in listing(agent_dir, diags)
+             if c.name.isascii() and c.name.isdigit() and entry_is_dir(c)]
     yield from sorted(found)
 
 
 def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
     """Every step record under ``steps/<agent-id>/``, in step order."""
     steps = []
-    for number, name, folder in _step_dirs(agent_dir):
+    for number, name, folder in _step_dirs(agent_dir, diags):
         rec = StepRecord(number, agent_dir / name)
         meta_path = os.path.join(folder, "meta.json")
         meta = _json(meta_path, diags)

@@ -43,6 +43,7 @@ from ..model import (
     uuid7_datetime,
 )
 from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
+from .files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .murmur_columns import TITLE_CHARS, Row, chunk, entry_columns, fast_columns
 from .murmur_join import Join, inference_row, ms_of
 from .murmur_trace import TraceIndex, discover, trace_files
@@ -100,11 +101,18 @@ def _blocks(content: Any) -> tuple[Block, ...]:
     return tuple(out)
 
 
-def _visible_dirs(path: Path) -> list[Path]:
-    try:
-        return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError:
-        return []
+def _visible_dirs(path: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
+    """The folders directly inside ``path`` (links followed), hidden ones left out; links last.
+
+    Links come after real folders, so that data reached both ways is named by its real folder.
+    """
+    found = [e for e in listing(path, diagnostics) if not e.name.startswith(".") and entry_is_dir(e)]
+    return [Path(e.path) for e in sorted(found, key=lambda e: e.is_symlink())]
+
+
+def _holds_record(folder: Path) -> bool:
+    """Whether a ``conversation.jsonl`` of any kind stands in ``folder`` (never raises)."""
+    return os.path.lexists(folder / RECORD_NAME)
 
 
 class MurmurSource(Source):
@@ -149,43 +157,44 @@ class MurmurSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A ``conversation.jsonl``, or a folder holding records at one of murmur's depths."""
-        if path.is_file():
-            return path.name == RECORD_NAME
-        if not path.is_dir():
-            return False
-        if (path / RECORD_NAME).is_file() or (path / CONVERSATIONS).is_dir():
+        if not is_dir(path):
+            return path.name == RECORD_NAME and os.path.lexists(path)
+        if _holds_record(path) or is_dir(path / CONVERSATIONS):
             return True
         for n, child in enumerate(_visible_dirs(path)):
             if n >= 64:
                 break
-            if (child / RECORD_NAME).is_file():
+            if _holds_record(child):
                 return True
-            if path.name == CONVERSATIONS and any((g / RECORD_NAME).is_file() for g in _visible_dirs(child)[:64]):
+            if path.name == CONVERSATIONS and any(_holds_record(g) for g in _visible_dirs(child)[:64]):
                 return True
         return False
 
-    def _records(self, path: Path) -> Iterator[_Record]:
-        if path.is_file():
-            yield _Record(path, path.parent.parent.name, path.parent.name)
+    def _records(self, path: Path, diagnostics: Diagnostics) -> Iterator[_Record]:
+        """Every record under ``path``; what stands where a record should and is no file is reported."""
+        if not is_dir(path):
+            if check_file(path, diagnostics, missing_ok=False):
+                yield _Record(path, path.parent.parent.name, path.parent.name)
             return
-        if (path / RECORD_NAME).is_file():
-            yield _Record(path / RECORD_NAME, path.parent.name, path.name)
+        if _holds_record(path):
+            if check_file(path / RECORD_NAME, diagnostics):
+                yield _Record(path / RECORD_NAME, path.parent.name, path.name)
             return
-        root = path / CONVERSATIONS if (path / CONVERSATIONS).is_dir() else path
-        children = _visible_dirs(root)
-        if root is path and path.name != CONVERSATIONS and any((c / RECORD_NAME).is_file() for c in children):
+        root = path / CONVERSATIONS if is_dir(path / CONVERSATIONS) else path
+        children = _visible_dirs(root, diagnostics)
+        if root is path and path.name != CONVERSATIONS and any(_holds_record(c) for c in children):
             records = [path]  # a record folder
         else:
             records = children
         for record in records:
-            for context in _visible_dirs(record):
+            for context in _visible_dirs(record, diagnostics):
                 file = context / RECORD_NAME
-                if file.is_file():
+                if check_file(file, diagnostics):
                     yield _Record(file, record.name, context.name)
 
     @staticmethod
     def _home(path: Path) -> Path | None:
-        if path.is_dir() and (path / CONVERSATIONS).is_dir():
+        if is_dir(path / CONVERSATIONS):
             return path
         for candidate in (path, *list(path.parents)[:3]):
             if candidate.name == CONVERSATIONS:
@@ -195,13 +204,13 @@ class MurmurSource(Source):
     def _build_index(self, path: Path, diagnostics: Diagnostics) -> TraceIndex:
         traces: list[Path] = []
         for session in self.sessions:
-            found = trace_files(session)
+            found = trace_files(session, diagnostics)
             if not found:
                 diagnostics.report(session, "no_trace", "no trace.jsonl found at this sessions path")
             traces.extend(found)
         home = self._home(path) if self.discover_sessions else None
         if home is not None:
-            traces.extend(discover(home))
+            traces.extend(discover(home, diagnostics))
         return TraceIndex(diagnostics, self.settle_seconds).add_all(traces)
 
     # ---------------------------------------------------------------------------- decoding
@@ -211,7 +220,7 @@ class MurmurSource(Source):
         index = self._build_index(path, diagnostics)
         self._index = index
         by_context: dict[str, list[_Record]] = {}
-        records = list(self._records(path))
+        records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
         for rec in records:
             by_context.setdefault(rec.context_id, []).append(rec)
@@ -306,7 +315,7 @@ class MurmurSource(Source):
     @staticmethod
     def _peek_header(path: Path) -> dict[str, Any] | None:
         try:
-            with path.open("rb") as f:
+            with open_regular(path) as f:
                 first = f.readline(_PEEK).rstrip(b"\n")
         except OSError:
             return None
@@ -362,7 +371,7 @@ class MurmurSource(Source):
         """
         path = rec.path
         try:
-            f = path.open("rb")
+            f = open_regular(path)
         except OSError as err:
             diagnostics.report(path, "unreadable", f"could not open: {err.strerror or err}")
             return

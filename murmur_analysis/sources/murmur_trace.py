@@ -35,6 +35,7 @@ import orjson
 from ..model import Usage, read_counter
 from ..providers import Resolved, resolve
 from .base import Diagnostics, ToolMeta
+from .files import check_file, entry_is_dir, is_dir, listing, read_file
 
 __all__ = [
     "Compaction",
@@ -216,13 +217,10 @@ def read_jsonl(path: Path, diagnostics: Diagnostics, settle_seconds: float) -> I
     Yields:
         ``(1-based line number, parsed value)``.
     """
-    try:
-        with path.open("rb") as f:
-            mtime = os.fstat(f.fileno()).st_mtime
-            data = f.read()
-    except OSError as err:
-        diagnostics.report(path, "unreadable", f"could not read: {err.strerror or err}")
+    found = read_file(path, diagnostics)
+    if found is None:
         return
+    data, mtime = found
     settled = time.time() - mtime >= settle_seconds
     lines = data.split(b"\n")
     last = len(lines)
@@ -247,35 +245,35 @@ def read_jsonl(path: Path, diagnostics: Diagnostics, settle_seconds: float) -> I
 # Finding traces
 
 
-def _children(path: Path) -> list[Path]:
-    try:
-        return sorted(p for p in path.iterdir() if p.is_dir())
-    except OSError:
+def _children(path: Path, diagnostics: Diagnostics | None) -> list[Path]:
+    if not is_dir(path):
         return []
+    return [Path(e.path) for e in listing(path, diagnostics) if entry_is_dir(e)]
 
 
-def trace_files(path: Path) -> list[Path]:
+def trace_files(path: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
     """The ``trace.jsonl`` files a sessions path names.
 
     ``path`` may be a ``trace.jsonl``; a session workdir (holding ``trace.jsonl``); a folder of
     session workdirs (``<manifest-dir>/workdir/`` or ``<workdir>/.murmur/``); or a folder
     holding one of those as ``workdir/`` or ``.murmur/`` (a manifest directory, or a
-    ``--workdir``).
+    ``--workdir``). Folders that cannot be listed and traces that are not regular files are
+    reported to ``diagnostics``.
     """
-    if path.is_file():
-        return [path]
-    if (path / TRACE_NAME).is_file():
-        return [path / TRACE_NAME]
+    if not is_dir(path):
+        return [path] if check_file(path, diagnostics) else []
+    if os.path.lexists(path / TRACE_NAME):
+        return [path / TRACE_NAME] if check_file(path / TRACE_NAME, diagnostics) else []
     found: list[Path] = []
     for root in (path, path / ".murmur", path / "workdir"):
-        for child in _children(root):
+        for child in _children(root, diagnostics):
             trace = child / TRACE_NAME
-            if trace.is_file():
+            if check_file(trace, diagnostics):
                 found.append(trace)
     return found
 
 
-def discover(home: Path) -> list[Path]:
+def discover(home: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
     """Traces that sit under a murmur home.
 
     * ``formations/<formation>/<member>/.murmur/<session>/trace.jsonl``: murmur launches each
@@ -284,13 +282,13 @@ def discover(home: Path) -> list[Path]:
       place to drop or link session workdirs next to the records they belong to).
     """
     found: list[Path] = []
-    for formation in _children(home / "formations"):
-        for member in _children(formation):
-            found.extend(trace_files(member / ".murmur"))
+    for formation in _children(home / "formations", diagnostics):
+        for member in _children(formation, diagnostics):
+            found.extend(trace_files(member / ".murmur", diagnostics))
     sessions = home / "sessions"
-    if sessions.is_dir():
-        for entry in sorted(sessions.iterdir()):
-            found.extend(trace_files(entry))
+    if is_dir(sessions):
+        for entry in listing(sessions, diagnostics):
+            found.extend(trace_files(Path(entry.path), diagnostics))
     return found
 
 
@@ -480,7 +478,7 @@ class TraceIndex:
         in the task that ran that turn, timed by that turn's ``inference``.
         """
         path = trace.parent.joinpath(*SUMMARIES)
-        if not path.is_file():
+        if not check_file(path, self.diagnostics):
             return
         open_events = list(compactions)
         contexts = {t.context_id for t in session_tasks}
