@@ -1,5 +1,6 @@
 # murmur-analysis: every target sets itself up on a fresh machine.
-#   make run    load the bundled samples, print a summary, page a record, export Parquet
+#   make run    load the bundled samples, print a summary, page a record, export Parquet, write the reports
+#   make report execute the notebooks on the samples (or DATA=path) into build/report/*.html
 #   make test   lint, type-check and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
 #   make fuzz   the property and fuzz tests with many more examples (minutes)
@@ -10,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PLUGIN := tests/plugins/murmur_analysis_example_plugin
 
-.PHONY: setup run test lint typecheck bench fuzz samples clean
+.PHONY: setup run report test lint typecheck bench fuzz samples clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +26,10 @@ run: setup
 	$(BIN)/murmur-analysis summary data/samples
 	$(BIN)/murmur-analysis page data/samples/murmur/conversations/support-bot/ctx-billing/conversation.jsonl --limit 5
 	$(BIN)/murmur-analysis export data/samples --out out/samples
+	$(MAKE) --no-print-directory report
+
+report: setup
+	$(BIN)/python notebooks/report.py $(if $(DATA),--data $(DATA)) --out build/report
 
 lint: setup
 	$(BIN)/ruff check .
@@ -47,4 +52,4 @@ bench: setup
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache

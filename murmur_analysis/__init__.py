@@ -36,20 +36,23 @@ from .export import ExportResult, read_parquet
 from .export import export as export_parquet  # the package keeps its module name: murmur_analysis.export
 from .load_plan import Batch, iter_batches
 from .model import Entry, Message, Usage
+from .samples import data_paths, sample_data
 from .sources.base import Source
 from .sources.litany import assemble_commit
 
 if _typing.TYPE_CHECKING:
+    from . import figures as figures
     from . import metrics as metrics
     from . import pricing as pricing
     from . import reports as reports
+    from . import transcript_html as transcript_html
     from . import widgets as widgets
 
 __version__ = "0.1.0"
 
 #: Modules reachable as attributes (``ma.metrics``), imported on first use: ``widgets`` needs
-#: ipywidgets, and none of them is needed to load a corpus.
-_MODULES = ("metrics", "pricing", "reports", "widgets")
+#: ipywidgets, ``figures`` matplotlib and IPython, and none of them is needed to load a corpus.
+_MODULES = ("figures", "metrics", "pricing", "reports", "transcript_html", "widgets")
 
 
 def __getattr__(name: str) -> _types.ModuleType:
@@ -92,6 +95,7 @@ __all__ = [
     "Usage",
     "assemble",
     "assemble_commit",
+    "data_paths",
     "drop_orphans",
     "export_parquet",
     "iter_batches",
@@ -99,6 +103,7 @@ __all__ = [
     "pair_tools",
     "read_messages",
     "read_parquet",
+    "sample_data",
     "sources",
     "transcript",
     "walk",

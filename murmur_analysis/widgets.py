@@ -1,7 +1,9 @@
-"""A conversation explorer for Jupyter: pick a conversation, page it newest first.
+"""A conversation explorer for Jupyter: pick a conversation, read it newest first, search it.
 
-It pages through the same cursor core as everything else (``conversation.read_messages``) and
-shows every transcript string HTML-escaped: transcripts are data, never markup.
+Pages come from the cursor core (``conversation.read_messages``), exactly as murmur pages a
+record; each message is drawn by :mod:`murmur_analysis.transcript_html` (text as text, tool
+calls with their input, results with errors highlighted, time, model and tokens), every
+transcript string HTML-escaped. Everything runs in the kernel: no network.
 """
 
 from __future__ import annotations
@@ -9,41 +11,43 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from .corpus import Corpus
-from .cursor import Page
+import pandas as pd
 
-__all__ = ["Explorer", "explorer", "page_html"]
+from .corpus import ConversationHandle, Corpus
+from .cursor import window
+from .transcript_html import NOT_REPORTED, entries_html, matches
 
-_ROLE_COLOURS = {"user": "#1f6feb", "assistant": "#8250df", "tool": "#9a6700", "system": "#57606a"}
-_PREVIEW_CHARS = 2_000
+__all__ = ["EMPTY_CORPUS", "Explorer", "conversation_options", "explorer"]
+
+#: What the explorer says when there is nothing to explore.
+EMPTY_CORPUS = "This corpus holds no conversations: load a folder of murmur, litany, FlexiGPT or dispatch data."
+_ALL = "all sources"
+_SEARCH_LIMIT = 50
 
 
-def page_html(page: Page, preview_chars: int = _PREVIEW_CHARS) -> str:
-    """Render a page as HTML, every transcript string escaped.
+def conversation_options(corpus: Corpus, source: str | None = None) -> list[tuple[str, tuple[str, str]]]:
+    """The conversations as ``(label, (source, conversation_id))``, most recent first.
+
+    The label reads ``title — source — last time``; a conversation without a title shows its id,
+    and one without any time says so (those come last).
 
     Args:
-        page: a page from any ``read_messages``.
-        preview_chars: characters of each message's content to show.
-
-    Returns:
-        An HTML fragment: one block per message, newest first, and the page's position.
+        corpus: a loaded corpus.
+        source: only this source's conversations.
     """
-    parts = []
-    for message in page.messages:
-        text = message.content
-        cut = len(text) > preview_chars
-        shown = html.escape(text[:preview_chars]) + (" …" if cut else "")
-        colour = _ROLE_COLOURS.get(message.role, "#57606a")
-        parts.append(
-            '<div style="margin:4px 0;padding:4px 8px;border-left:3px solid {c}">'
-            '<b style="color:{c}">{role}</b> <small>{id}</small>'
-            '<pre style="white-space:pre-wrap;margin:2px 0">{text}</pre></div>'.format(
-                c=colour, role=html.escape(message.role), id=html.escape(message.id or ""), text=shown
-            )
-        )
-    more = "older messages follow" if page.next_cursor else "this page reaches the oldest message"
-    parts.append(f"<small>{len(page.messages)} of {page.total} messages; {more}</small>")
-    return "".join(parts)
+    frame = corpus.conversations
+    if source is not None:
+        frame = frame[frame["source"] == source]
+    frame = frame.sort_values("last_at", ascending=False, na_position="last", kind="stable")
+    options = []
+    for src, cid, title, last in zip(frame["source"], frame["conversation_id"], frame["title"], frame["last_at"],
+                                     strict=True):
+        name = title if isinstance(title, str) and title.strip() else cid
+        name = " ".join(name.split())
+        name = name if len(name) <= 60 else name[:59] + "…"
+        when = f"time {NOT_REPORTED}" if pd.isna(last) else last.strftime("%Y-%m-%d %H:%M UTC")
+        options.append((f"{name} — {src} — {when}", (src, cid)))
+    return options
 
 
 class Explorer:
@@ -51,6 +55,7 @@ class Explorer:
 
     Attributes:
         widget: the ``ipywidgets`` box to display.
+        view: the HTML widget showing the current page or search results.
     """
 
     def __init__(self, corpus: Corpus, page_size: int = 20) -> None:
@@ -58,36 +63,84 @@ class Explorer:
 
         self.corpus = corpus
         self.page_size = page_size
-        ids = corpus.conversation_ids()
-        self.picker = w.Dropdown(
-            options=[(f"{source}: {cid}", (source, cid)) for source, cid in ids], description="conversation"
-        )
-        self.older = w.Button(description="older ›")
-        self.newer = w.Button(description="‹ newer")
+        sources = sorted({source for source, _ in corpus.conversation_ids()})
+        wide = {"description_width": "initial"}
+        self.source = w.Dropdown(options=[_ALL, *sources], description="source", style=wide)
+        self.picker = w.Dropdown(options=conversation_options(corpus), description="conversation", style=wide,
+                                 layout=w.Layout(width="95%"))
+        self.older = w.Button(description="older ›", tooltip="the next, older page")
+        self.newer = w.Button(description="‹ newer", tooltip="the page before, newer")
+        self.search = w.Text(placeholder="search this conversation, then Enter", description="search",
+                             continuous_update=False, style=wide)
+        self.status = w.HTML()
         self.view = w.HTML()
         self._cursors: list[str | None] = [None]  # the cursor of every page shown so far
         self._next: str | None = None
+        self.source.observe(lambda _change: self._filter(), names="value")
         self.picker.observe(lambda _change: self.show(reset=True), names="value")
+        self.search.observe(lambda _change: self.show(reset=True), names="value")
         self.older.on_click(lambda _button: self.go_older())
         self.newer.on_click(lambda _button: self.go_newer())
-        self.widget = w.VBox([self.picker, w.HBox([self.newer, self.older]), self.view])
-        if ids:
-            self.show(reset=True)
+        self.widget = w.VBox([
+            w.HBox([self.source, self.search]),
+            self.picker,
+            w.HBox([self.newer, self.older, self.status]),
+            self.view,
+        ])
+        self.show(reset=True)
 
-    def show(self, reset: bool = False) -> None:
-        """Render the current page (the newest one after ``reset``)."""
-        if reset:
-            self._cursors = [None]
+    def _handle(self) -> ConversationHandle | None:
         value: Any = self.picker.value
         if value is None:
-            self.view.value = "<i>no conversations loaded</i>"
-            return
+            return None
         source, cid = value
-        page = self.corpus.conversation(cid, source=source).read_messages(self._cursors[-1], self.page_size)
+        return self.corpus.conversation(cid, source=source)
+
+    def _filter(self) -> None:
+        source = None if self.source.value == _ALL else self.source.value
+        self.picker.options = conversation_options(self.corpus, source)
+        self.show(reset=True)
+
+    def show(self, reset: bool = False) -> None:
+        """Render the current page (the newest one after ``reset``), or the search's matches."""
+        if reset:
+            self._cursors = [None]
+        handle = self._handle()
+        if handle is None:
+            self.older.disabled = self.newer.disabled = True
+            self.status.value = ""
+            self.view.value = f"<p><i>{html.escape(EMPTY_CORPUS)}</i></p>" if not self.corpus.conversation_ids() \
+                else "<p><i>No conversation of this source.</i></p>"
+            return
+        query = self.search.value.strip()
+        if query:
+            self._show_matches(handle, query)
+            return
+        cursor = self._cursors[-1]
+        page = handle.read_messages(cursor, self.page_size)
+        start, end = window(page.total, cursor, self.page_size)
+        entries = handle.entries
+        shown = [(n + 1, entries[n]) for n in range(end - 1, start - 1, -1)]
         self._next = page.next_cursor
         self.older.disabled = page.next_cursor is None
         self.newer.disabled = len(self._cursors) == 1
-        self.view.value = page_html(page)
+        self.status.value = (
+            f"<small>messages {start + 1}–{end} of {page.total}, newest first; "
+            f"{'older messages follow' if page.next_cursor else 'this page reaches the oldest message'}</small>"
+            if page.total else "<small>this conversation has no messages</small>"
+        )
+        self.view.value = entries_html(shown)
+
+    def _show_matches(self, handle: ConversationHandle, query: str) -> None:
+        entries = handle.entries
+        found = [(n + 1, entries[n]) for n in range(len(entries) - 1, -1, -1) if matches(entries[n], query)]
+        self.older.disabled = self.newer.disabled = True
+        cut = len(found) > _SEARCH_LIMIT
+        self.status.value = (
+            f"<small>{len(found)} of {len(entries)} messages mention “{html.escape(query)}”, newest first"
+            f"{f'; the first {_SEARCH_LIMIT} shown' if cut else ''}; clear the search to page again</small>"
+        )
+        self.view.value = entries_html(found[:_SEARCH_LIMIT], query) if found else "<p><i>No message matches.</i></p>"
 
     def go_older(self) -> None:
         """Show the next, older page."""
@@ -103,7 +156,7 @@ class Explorer:
 
 
 def explorer(corpus: Corpus, page_size: int = 20) -> Any:
-    """A widget to browse a corpus: pick a conversation, page it newest first.
+    """A widget to read a corpus: pick a conversation by title, source and time, page it newest first, search it.
 
     Args:
         corpus: a loaded corpus (``ma.load(...)``).

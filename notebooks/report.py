@@ -1,0 +1,140 @@
+"""Execute every notebook on the samples (or other data) and write self-contained HTML reports.
+
+    python notebooks/report.py [--data PATH ...] [--out build/report]
+
+Each notebook runs in a fresh kernel (``MURMUR_ANALYSIS_DATA`` points it at the data) and becomes
+``<out>/<notebook>.html``: its text, tables and figures (embedded), without the code; every figure is also written as
+``<out>/figures/<notebook>-<n>.png``, and ``<out>/index.html`` links them all. The notebooks on
+disk are left without outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from jupyter_client.manager import KernelManager
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+from tqdm import tqdm
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+STATIC_WIDGET_NOTE = (
+    "<p><i>The interactive explorer runs in JupyterLab with a live kernel: "
+    "open this notebook there to pick a conversation and page it.</i></p>"
+)
+
+
+def _title(nb: Any, fallback: str) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return fallback
+
+
+def _static(nb: Any) -> None:
+    """Replace live-widget outputs, which need a kernel, by a sentence saying where they live."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                output["data"] = {"text/html": STATIC_WIDGET_NOTE}
+
+
+def _figures(nb: Any, stem: str, folder: Path) -> list[tuple[Path, str]]:
+    written = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png is None:
+                continue
+            path = folder / f"{stem}-{len(written) + 1}.png"
+            path.write_bytes(base64.b64decode(png))
+            alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
+            written.append((path, alt))
+    return written
+
+
+def _index(out: Path, reports: list[tuple[str, str, list[tuple[Path, str]]]], data: list[str]) -> Path:
+    items = []
+    for name, title, figures in reports:
+        thumbs = "".join(
+            f'<a href="figures/{p.name}"><img src="figures/{p.name}" alt="{html.escape(alt)}" '
+            f'style="height:140px;margin:4px;border:1px solid #ddd"></a>'
+            for p, alt in figures
+        )
+        items.append(f'<li><h2><a href="{name}.html">{html.escape(title)}</a></h2><div>{thumbs}</div></li>')
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>murmur-analysis reports</title>'
+        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}li{list-style:none}"
+        "h2{font-size:1.2em;margin:1em 0 .2em}</style></head><body>"
+        f"<h1>murmur-analysis reports</h1><p>Data: {html.escape(', '.join(data))}</p>"
+        f"<ul>{''.join(items)}</ul></body></html>"
+    )
+    index = out / "index.html"
+    index.write_text(page, encoding="utf-8")
+    return index
+
+
+def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
+    """Run ``notebooks`` on ``data`` and write the reports under ``out``; return the index path."""
+    figures_dir = out / "figures"
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    for old in figures_dir.glob("*.png"):
+        old.unlink()
+    os.environ["MURMUR_ANALYSIS_DATA"] = os.pathsep.join(str(Path(p).resolve()) for p in data)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    books = [(path, nbformat.read(path, as_version=4)) for path in notebooks]
+    total = sum(1 for _, nb in books for cell in nb.cells if cell.cell_type == "code")
+    exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)], exclude_input=True,
+                            exclude_input_prompt=True, exclude_output_prompt=True)
+    reports = []
+    sockets = Path(tempfile.mkdtemp(prefix="murmur-report-"))
+    with tqdm(total=total, unit="cell", desc="reports", file=sys.stderr) as bar:
+        for path, nb in books:
+            bar.set_postfix_str(path.stem)
+            # IPC, not TCP, between this process and the kernel: local only, and no warning about it
+            kernel = KernelManager(kernel_name="python3", transport="ipc", ip=str(sockets / path.stem))
+            client = NotebookClient(nb, km=kernel, timeout=600, store_widget_state=False,
+                                    resources={"metadata": {"path": str(out)}})
+            client.on_cell_executed = lambda **_: bar.update(1)
+            try:
+                client.execute()
+            finally:
+                if kernel.has_kernel:
+                    kernel.shutdown_kernel(now=True)
+            _static(nb)
+            body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": _title(nb, path.stem)}})
+            (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
+            reports.append((path.stem, _title(nb, path.stem), _figures(nb, path.stem, figures_dir)))
+    shutil.rmtree(sockets, ignore_errors=True)
+    return _index(out, reports, data)
+
+
+def main() -> int:
+    """Command line: ``--data`` paths (default: the bundled samples) and ``--out``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", nargs="*", default=None, help="paths to load (default: the bundled samples)")
+    parser.add_argument("--out", type=Path, default=Path("build/report"))
+    args = parser.parse_args()
+    import murmur_analysis as ma
+
+    data = args.data or ma.data_paths()
+    index = build(data, args.out.resolve(), sorted(HERE.glob("*.ipynb")))
+    print(f"Reports: {index}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
