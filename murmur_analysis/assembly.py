@@ -19,8 +19,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import orjson
-
 from .model import (
     Block,
     Entry,
@@ -32,6 +30,8 @@ from .model import (
     sorted_entries,
     text_chars,
 )
+from .sources.base import ToolEvents
+from .sources.murmur_record import serde_text
 
 __all__ = [
     "Assembled",
@@ -42,7 +42,9 @@ __all__ = [
     "drop_orphans",
     "group",
     "input_size",
+    "pair_events",
     "pair_tools",
+    "tool_event_columns",
     "tool_events",
     "transcript",
 ]
@@ -177,6 +179,8 @@ def _status(is_error: bool | None) -> ToolStatus:
     return "error" if is_error else "ok"
 
 
+_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
+
 #: A tool event of one entry, what the pairing walk reads:
 #: ``("call", kind, id, name, input, input_bytes)`` or ``("result", kind, id, is_error, chars)``.
 ToolEvent = tuple[Any, ...]
@@ -187,7 +191,7 @@ def input_size(value: Any) -> int | None:
     if value is None:
         return None
     try:
-        return len(orjson.dumps(value))
+        return len(serde_text(value).encode())
     except TypeError:
         return None
 
@@ -217,6 +221,42 @@ def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
         elif kind is ServerToolResult:
             events.append(("result", "server", block.tool_use_id, None, None))  # type: ignore[union-attr]
     return events
+
+
+def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> ToolEvents:
+    """The tool events of a chunk of entries as the columns the pairing walk reads.
+
+    This is how an entry-decoded source feeds the pairing: the same arrays a columnar decoder
+    builds, row ``i`` being ``entries[i]``.
+    """
+    out = ToolEvents(inputs=[] if keep_inputs else None)
+    for i, entry in enumerate(entries):
+        for block in entry.blocks:
+            if type(block) in _TOOL_BLOCKS:
+                break
+        else:
+            continue
+        for event in tool_events(entry, keep_inputs):
+            out.row.append(i)
+            out.kind.append(event[1])
+            out.call_id.append(event[2])
+            if event[0] == "call":
+                out.call.append(True)
+                out.name.append(event[3])
+                out.is_error.append(None)
+                out.chars.append(None)
+                out.input_bytes.append(event[5])
+                if out.inputs is not None:
+                    out.inputs.append(event[4])
+            else:
+                out.call.append(False)
+                out.name.append(None)
+                out.is_error.append(event[3])
+                out.chars.append(event[4])
+                out.input_bytes.append(None)
+                if out.inputs is not None:
+                    out.inputs.append(None)
+    return out
 
 
 class Pairer:
@@ -278,6 +318,29 @@ class Pairer:
             self._side = ""
         self._last = position
         self._run.append((position, events))
+
+    def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
+        """Take a chunk's tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).
+
+        Args:
+            positions: the position of each event's entry (ascending across calls).
+            messages: the 0-based message (run of same-side entries) index of each event's entry.
+            events: the events, in entry and block order.
+        """
+        n = len(events)
+        i = 0
+        inputs = events.inputs
+        while i < n:
+            row = events.row[i]
+            found: list[ToolEvent] = []
+            while i < n and events.row[i] == row:
+                if events.call[i]:
+                    found.append(("call", events.kind[i], events.call_id[i], events.name[i],
+                                  inputs[i] if inputs is not None else None, events.input_bytes[i]))
+                else:
+                    found.append(("result", events.kind[i], events.call_id[i], events.is_error[i], events.chars[i]))
+                i += 1
+            self.feed_events(positions[i - 1], messages[i - 1], found)
 
     def dropped_orphans(self) -> list[str]:
         """The ids ``assemble`` would drop from the entries fed so far, in the order met.
@@ -342,9 +405,6 @@ class Pairer:
         self._run = []
 
 
-_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
-
-
 def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:
     """Pair every tool call with its result, with litany's orphan rule.
 
@@ -362,3 +422,23 @@ def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:
     for entry in sorted_entries(entries):
         pairer.feed(entry)
     return pairer.finish()
+
+
+def pair_events(
+    positions: Sequence[int], messages: Sequence[int], events: ToolEvents
+) -> tuple[list[ToolCall], list[str]]:
+    """Pair tool events given as columns: the pairing rows and the orphans assembly drops.
+
+    Args:
+        positions: the position of each event's entry, ascending.
+        messages: the message (run) index of each event's entry, ascending.
+        events: the events, in entry and block order.
+
+    Returns:
+        ``(rows, dropped)``: one :class:`ToolCall` per call and per result with no call, and the
+        ids of the client orphan results in the order met (``assemble``'s ``dropped_orphans``).
+    """
+    pairer = Pairer(keep_inputs=events.inputs is not None)
+    pairer.feed_columns(positions, messages, events)
+    dropped = pairer.dropped_orphans()
+    return pairer.finish(), dropped

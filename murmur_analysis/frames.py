@@ -7,10 +7,9 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -18,13 +17,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer
+from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
-from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
+from .sources.base import Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow
 
-__all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
+__all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
 
 BATCH_ROWS = 65_536
 
@@ -92,7 +91,6 @@ def _tokens(usage: Usage | None) -> tuple[int | None, ...]:
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Positions of the ToolCall fields in a pairing row (Pairer.finish_rows).
 _ID, _NAME, _KIND, _CALLED, _RESULT, _STATUS, _ERROR, _CHARS, _BYTES = 0, 1, 2, 3, 4, 7, 8, 10, 11
 
@@ -120,8 +118,40 @@ def _context(u: Usage, previous: int | None) -> int | None:
     return u.input_total_tokens + (u.output_tokens or 0) + (u.reasoning_tokens or 0)
 
 
-def _token_column(usages: list[Usage | None], index: int, n: int) -> pa.Array:
+def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
     return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
+
+
+def entry_chunks(entries: Iterable[Entry], rows: int = BATCH_ROWS) -> Iterator[EntryColumns]:
+    """Entries (in position order) turned into the column chunks a columnar decoder builds."""
+    chunk: list[Entry] = []
+    for entry in entries:
+        chunk.append(entry)
+        if len(chunk) >= rows:
+            yield _entry_chunk(chunk)
+            chunk = []
+    if chunk:
+        yield _entry_chunk(chunk)
+
+
+def _entry_chunk(entries: list[Entry]) -> EntryColumns:
+    usage = [e.usage for e in entries]
+    return EntryColumns(
+        position=pa.array([e.position for e in entries], _I64),
+        id=pa.array([e.id for e in entries], _STR),
+        side=pa.array([e.side for e in entries], _STR),
+        origin=pa.array([e.origin for e in entries], _STR),
+        model=pa.array([e.model for e in entries], _STR),
+        created_at=_array([e.created_at for e in entries], _TIMESTAMP),
+        n_blocks=pa.array([len(e.blocks) for e in entries], pa.int32()),
+        text_chars=pa.array([text_chars(e.blocks) for e in entries], _I64),
+        status=pa.array([e.status for e in entries], _STR),
+        error=pa.array([e.error for e in entries], _STR),
+        source_id=pa.array([e.source_id for e in entries], _STR),
+        block_kinds=pa.array([[block_kind(b) for b in e.blocks] for e in entries], pa.list_(_STR)),
+        usage=usage if any(u is not None for u in usage) else None,
+        events=tool_event_columns(entries),
+    )
 
 
 class FrameBuilder:
@@ -133,21 +163,22 @@ class FrameBuilder:
     def add(self, conv: Conversation) -> None:
         """Add one conversation's rows to every table.
 
-        The entries are walked once, in position order, and dropped as they go: messages rows,
-        derived growth and entry usage are written per entry, and the pairing walk of the
-        assembly core keeps only open calls, so a record of any length streams through. A
-        conversation decoded to :class:`EntryColumns` is read chunk by chunk the same way.
+        The conversation is read as column chunks in position order (a source's own, or its
+        entries turned into the same columns), so a record of any length streams through: the
+        messages and derived growth rows are written per chunk, and the pairing walk of the
+        assembly core keeps only open calls.
         """
-        walk = self._walk_columns(conv) if conv.columns is not None else self._walk_entries(conv)
-        self._finish(conv, walk)
+        if conv.columns is not None:
+            chunks: Iterable[EntryColumns] = conv.columns
+        else:
+            entries: Iterable[Entry] = conv.entries
+            if isinstance(entries, list):
+                entries = sorted_entries(entries)
+            chunks = entry_chunks(entries)
+        self._finish(conv, self._walk(conv, chunks))
 
-    def _walk_entries(self, conv: Conversation) -> _Walk:
+    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns]) -> _Walk:
         key = (conv.source, conv.conversation_id)
-        entries: Iterable[Entry] = conv.entries
-        if isinstance(entries, list):
-            entries = sorted_entries(entries)
-        messages = self.builders["messages"]
-        growth = self.builders["growth"]
         derive_growth = _derive_growth(conv)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
         pairer = Pairer(keep_inputs=False)
@@ -155,133 +186,69 @@ class FrameBuilder:
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
-        for entry in entries:
-            pairer.feed(entry)
-            count += 1
-            chars = text_chars(entry.blocks)
-            chars_total += chars
-            at = entry.created_at
-            if at is not None:
-                first_at = at if first_at is None or at < first_at else first_at
-                last_at = at if last_at is None or at > last_at else last_at
-            u = entry.usage
-            messages.append(
-                (
-                    *key,
-                    entry.position,
-                    entry.id,
-                    entry.side,
-                    entry.origin,
-                    entry.model,
-                    at,
-                    len(entry.blocks),
-                    chars,
-                    *_tokens(u),
-                    entry.status,
-                    entry.error,
-                    entry.source_id,
-                    [block_kind(b) for b in entry.blocks],
-                )
-            )
-            if u is not None:
-                if conv.usage is None:
-                    usage_rows.append(UsageRow(u, entry.id, entry.position, entry.model, None, at, found_in="entry"))
-                context = _context(u, context)
-            if derive_growth:
-                growth.append(
-                    (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
-                )
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
-
-    def _walk_columns(self, conv: Conversation) -> _Walk:
-        key = (conv.source, conv.conversation_id)
-        assert conv.columns is not None
-        derive_growth = _derive_growth(conv)
-        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
-        pairer = Pairer(keep_inputs=False)
-        first_us: int | None = None
-        last_us: int | None = None
-        count = chars_total = 0
-        context: int | None = None
         message = -1
         previous_side: str | None = None
-        for chunk in conv.columns:
+        for chunk in chunks:
             n = len(chunk)
             if n == 0:
                 continue
-            created = pa.array(chunk.created_us, type=pa.int64()).cast(_TIMESTAMP)
-            times = [v for v in chunk.created_us if v is not None]
-            if times:
-                low, high = min(times), max(times)
-                first_us = low if first_us is None else min(first_us, low)
-                last_us = high if last_us is None else max(last_us, high)
+            created = chunk.created_at
+            low, high = pc.min(created).as_py(), pc.max(created).as_py()
+            if low is not None:
+                first_at = low if first_at is None else min(first_at, low)
+                last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
-            has_usage = any(u is not None for u in usages)
-            side_array = pa.array(chunk.side, _STR)
-            tokens = [_token_column(usages, i, n) for i in range(5)] if has_usage else [pa.nulls(n, _I64)] * 5
+            tokens = [_token_column(usages, i) for i in range(5)] if usages else [pa.nulls(n, _I64)] * 5
+            source, conversation = pa.array([key[0]] * n, _STR), pa.array([key[1]] * n, _STR)
             self.builders["messages"].append_batch(
-                [
-                    pa.array([key[0]] * n, _STR),
-                    pa.array([key[1]] * n, _STR),
-                    pa.array(chunk.position, _I64),
-                    pa.array(chunk.id, _STR),
-                    side_array,
-                    pa.array(chunk.origin, _STR),
-                    pa.array(chunk.model, _STR),
-                    created,
-                    pa.array(chunk.n_blocks, pa.int32()),
-                    pa.array(chunk.text_chars, _I64),
-                    *tokens,
-                    pa.array(chunk.status, _STR),
-                    pa.array(chunk.error, _STR),
-                    pa.array(chunk.source_id, _STR),
-                    pa.array(chunk.block_kinds, pa.list_(_STR)),
-                ]
+                [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
+                 chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
+                 chunk.block_kinds]
             )
             # Message (run) index of each entry: a new run at every change of side.
+            side = chunk.side
             starts = np.zeros(n, dtype=np.int64)
-            starts[0] = chunk.side[0] != previous_side
+            starts[0] = side[0].as_py() != previous_side
             if n > 1:
-                starts[1:] = pc.not_equal(side_array[1:], side_array[:-1]).to_numpy(zero_copy_only=False)
+                starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
             runs = np.cumsum(starts) + message
             message = int(runs[-1])
-            previous_side = chunk.side[-1]
-            for i, events in chunk.tool_events:
-                pairer.feed_events(chunk.position[i], int(runs[i]), events)
+            previous_side = side[-1].as_py()
+            events = chunk.events
+            if len(events):
+                rows = np.asarray(events.row, dtype=np.int64)
+                positions = chunk.position.to_numpy(zero_copy_only=False)
+                pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
             contexts: list[int | None] = []
-            if has_usage:
+            if usages:
+                ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
                 for i, u in enumerate(usages):
                     if u is not None:
                         if conv.usage is None:
-                            us = chunk.created_us[i]
-                            at = None if us is None else _EPOCH + timedelta(microseconds=us)
-                            usage_rows.append(
-                                UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
-                            )
+                            usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
+                                                       times[i], found_in="entry"))
                         context = _context(u, context)
                     contexts.append(context)
             if derive_growth:
-                chars = list(itertools.accumulate(chunk.text_chars, initial=chars_total))[1:]
+                chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
                 self.builders["growth"].append_batch(
                     [
-                        pa.array([key[0]] * n, _STR),
-                        pa.array([key[1]] * n, _STR),
-                        pa.array(chunk.position, _I64),
+                        source,
+                        conversation,
+                        chunk.position,
                         created,
                         pa.array(["message"] * n, _STR),
                         pa.nulls(n, _STR),
-                        pa.array(range(count + 1, count + n + 1), _I64),
+                        pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
                         pa.array(chars, _I64),
-                        pa.array(contexts if has_usage else [context] * n, _I64),
+                        pa.array(contexts if usages else [context] * n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                     ]
                 )
             count += n
-            chars_total += sum(chunk.text_chars)
-        first_at = None if first_us is None else _EPOCH + timedelta(microseconds=first_us)
-        last_at = None if last_us is None else _EPOCH + timedelta(microseconds=last_us)
+            chars_total += int(pc.sum(chunk.text_chars).as_py() or 0)
         return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:

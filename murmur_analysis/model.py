@@ -431,16 +431,19 @@ def murmur_block_rules() -> tuple[
     ``(tag -> kind, kind -> [(field, required, must be a string)], kinds whose text counts,
     the kind of a bare string, of a tool call, of a tool result, of an unmodelled block)``.
     """
+    def kind(cls: type) -> str:
+        return str(cls.kind)  # type: ignore[attr-defined]
+
     fields: dict[str, list[tuple[str, bool, bool]]] = {}
     for cls in _TAGS["murmur"].values():
         spec = _SPECS.get(cls, ())
         if any(typ not in (None, str) for _, _, typ in spec):
             raise TypeError(f"{cls.__name__}: the native scan checks only string-typed fields")
-        fields[str(cls.kind)] = [(name, required, typ is str) for name, required, typ in spec]
+        fields[kind(cls)] = [(name, required, typ is str) for name, required, typ in spec]
     return (
-        {tag: str(cls.kind) for tag, cls in _TAGS["murmur"].items()},
+        {tag: kind(cls) for tag, cls in _TAGS["murmur"].items()},
         fields,
-        [str(cls.kind) for cls in _TEXT_CLASSES],  # type: ignore[attr-defined]
+        [kind(cls) for cls in _TEXT_CLASSES],
         Text.kind,
         ToolUse.kind,
         ToolResult.kind,

@@ -54,7 +54,7 @@ _NOT_MESSAGE, _PARTIAL_LINE, _BAD_UTF8, _BAD_UTF8_PARTIAL, _MISSING_CALL_ID = 1,
 
 
 def decide(line: bytes, first: bool = False) -> LineKind:
-    """What one line is, by murmur's rule.
+    r"""What one line is, by murmur's rule.
 
     Args:
         line: the line without its ``\\n`` (and without the ``\\r`` of a ``\\r\\n``).
@@ -64,7 +64,7 @@ def decide(line: bytes, first: bool = False) -> LineKind:
 
 
 def decide_lines(data: bytes, first: bool) -> list[tuple[int, int, int, int]]:
-    """Every line of ``data`` as ``(start, end, next, kind)``, decided on every core.
+    r"""Every line of ``data`` as ``(start, end, next, kind)``, decided on every core.
 
     ``end`` excludes the ``\\n`` (and the ``\\r`` of a ``\\r\\n``); ``next`` is the offset of the
     following line (``len(data)`` after an unterminated last line); ``kind`` a :class:`LineKind`.
