@@ -225,28 +225,30 @@ pub fn record(spec: &Spec, path: &str) -> Columns {
             return out;
         }
     };
+    // Read up to the size seen now: a record the runtime appends to meanwhile is read as it was.
+    let mut remaining = file.metadata().map(|m| m.len() as usize).unwrap_or(usize::MAX);
     let mut buf: Vec<u8> = Vec::new();
     let mut eof = false;
     let mut first = true;
     while !eof {
         let have = buf.len();
-        buf.resize(have + BLOCK, 0);
+        buf.resize(have + remaining.min(BLOCK), 0);
         let mut filled = have;
         while filled < buf.len() {
             match file.read(&mut buf[filled..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
+                Ok(0) => break,
                 Ok(n) => filled += n,
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(err) => {
                     out.error = Some(format!("read failed: {}", reason(&err)));
                     eof = true;
-                    filled = have;
                     break;
                 }
             }
+        }
+        remaining -= filled - have;
+        if filled < buf.len() || remaining == 0 {
+            eof = true;
         }
         buf.truncate(filled);
         let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
