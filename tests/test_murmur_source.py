@@ -510,3 +510,24 @@ def test_trace_half_written_last_line_waits_for_the_settle_window(tmp_path: Path
         f.write('{"event_type":"inference","timest')
     assert _diags(_load(home, settle_seconds=60)) == []
     assert _diags(_load(home, settle_seconds=0)) == [("partial_line", 10)]
+
+
+def _nested(depth: int) -> str:
+    """A message line whose content nests ``depth`` arrays deep (the line's object is one more)."""
+    return '{"content":' + "[" * depth + "]" * depth + ',"id":"msg_x","role":"user"}'
+
+
+def test_serde_json_decides_every_line_for_pages_and_tables(tmp_path: Path) -> None:
+    # serde_json refuses a 128th level of nesting (its recursion limit) where a lenient parser reads on;
+    # the table, the entries and the cursor all skip the same lines, and write numbers its way.
+    path = record(tmp_path, "r", "c", [msg("user", T0)],
+                  tail="\n".join([_nested(126), _nested(127), _nested(300),
+                                  '{"content":[1e21,-0,123456789012345678901234567890,{"b":1,"a":2,"b":3}],'
+                                  '"id":"msg_n","role":"assistant"}']) + "\n")
+    corpus = _load(tmp_path)
+    assert _diags(corpus) == [("not_a_message", 3), ("not_a_message", 4)]
+    assert len(corpus.messages) == 3 == len(_entries(path)) == ma.read_messages(path).total
+    page = ma.read_messages(path, limit=1)
+    assert page.messages[0].content == '[1e21,-0.0,1.2345678901234568e29,{"a":2,"b":3}]'
+    handle = corpus.conversation("r/c")
+    assert handle.read_messages(limit=1).messages[0].content == page.messages[0].content
