@@ -16,9 +16,10 @@ come from one place for every source.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from . import _native
 from .model import (
     Block,
     Entry,
@@ -260,13 +261,13 @@ def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> T
 
 
 class Pairer:
-    """The pairing walk, fed one entry at a time (entries must come in position order).
+    """The pairing walk, fed in position order: one entry at a time, or tool events as columns.
 
-    It holds only the current run of same-side entries that carry tool blocks and the calls
-    still open, so a frame builder can stream a conversation of any length through it.
-    :func:`pair_tools` is this walk over a whole list. A decoder that already knows each
-    entry's tool events and message (run) index feeds :meth:`feed_events` instead; both paths
-    share the same rule.
+    The walk itself is the native engine's (``native/src/pair.rs``): it holds only the current
+    run of same-side entries' tool events and the calls still open, so a frame builder can
+    stream a conversation of any length through it. :func:`pair_tools` is this walk over a
+    whole list of entries; a decoder that already has each entry's tool events and message
+    (run) index feeds :meth:`feed_columns`. Every path reaches the same walk.
 
     Args:
         keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
@@ -274,15 +275,12 @@ class Pairer:
     """
 
     def __init__(self, keep_inputs: bool = True) -> None:
-        self._rows: list[list[Any]] = []  # ToolCall fields, mutable until the result is met
         self.keep_inputs = keep_inputs
-        self._open: dict[tuple[str, str], list[int]] = {}  # (kind, id) -> unanswered row indexes
-        self._called: set[tuple[str, str]] = set()
-        self._run: list[tuple[int, list[ToolEvent]]] = []  # the run's entries that hold tool events
+        self._walk = _native.Pairer()
+        self._inputs: list[Any] = []
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
-        self._dropped: list[str] = []  # client orphans of the closed runs, in the order met
 
     def feed(self, entry: Entry) -> None:
         """Take the next entry.
@@ -294,53 +292,50 @@ class Pairer:
             raise ValueError("entries must be fed in ascending position order")
         self._last = entry.position
         if entry.side != self._side:
-            if self._side is not None:
-                self._close_run()
             self._message += 1
             self._side = entry.side
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
-                self._run.append((entry.position, tool_events(entry, self.keep_inputs)))
+                self.feed_events(entry.position, self._message, tool_events(entry, self.keep_inputs))
                 break
 
     def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
-        """Take one entry's tool events, with the index of the message (run) it belongs to.
-
-        Args:
-            position: the entry's position (ascending across calls).
-            message: the 0-based index of its run of same-side entries; ascending.
-            events: its tool events (:func:`tool_events`), in block order.
-        """
-        if message != self._message:
-            if self._side is not None:
-                self._close_run()
-            self._message = message
-            self._side = ""
-        self._last = position
-        self._run.append((position, events))
+        """Take one entry's tool events (:func:`tool_events`), with its message (run) index."""
+        columns = ToolEvents(inputs=[] if self.keep_inputs else None)
+        for event in events:
+            columns.row.append(0)
+            columns.kind.append(event[1])
+            columns.call_id.append(event[2])
+            call = event[0] == "call"
+            columns.call.append(call)
+            columns.name.append(event[3] if call else None)
+            columns.is_error.append(None if call else event[3])
+            columns.chars.append(None if call else event[4])
+            columns.input_bytes.append(event[5] if call else None)
+            if columns.inputs is not None:
+                columns.inputs.append(event[4] if call else None)
+        self.feed_columns([position] * len(events), [message] * len(events), columns)
 
     def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
-        """Take a chunk's tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).
+        """Take tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).
 
         Args:
             positions: the position of each event's entry (ascending across calls).
             messages: the 0-based message (run of same-side entries) index of each event's entry.
             events: the events, in entry and block order.
         """
-        n = len(events)
-        i = 0
-        inputs = events.inputs
-        while i < n:
-            row = events.row[i]
-            found: list[ToolEvent] = []
-            while i < n and events.row[i] == row:
-                if events.call[i]:
-                    found.append(("call", events.kind[i], events.call_id[i], events.name[i],
-                                  inputs[i] if inputs is not None else None, events.input_bytes[i]))
-                else:
-                    found.append(("result", events.kind[i], events.call_id[i], events.is_error[i], events.chars[i]))
-                i += 1
-            self.feed_events(positions[i - 1], messages[i - 1], found)
+        inputs: list[int | None] | None = None
+        if self.keep_inputs and events.inputs is not None:
+            inputs = []
+            for value in events.inputs:
+                inputs.append(len(self._inputs) if value is not None else None)
+                if value is not None:
+                    self._inputs.append(value)
+        kinds = [0 if k == "client" else 1 for k in events.kind]
+        self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
+                        events.is_error, events.chars, events.input_bytes, inputs)
+        if len(positions):
+            self._last = positions[-1]
 
     def dropped_orphans(self) -> list[str]:
         """The ids ``assemble`` would drop from the entries fed so far, in the order met.
@@ -348,61 +343,21 @@ class Pairer:
         The runs before the last are final; the last run is still open (a later entry of it
         may call a result met earlier in it), so its orphans are worked out without closing it.
         """
-        own = {e[2] for _, events in self._run for e in events if e[0] == "call" and e[1] == "client"}
-        pending = [
-            e[2]
-            for _, events in self._run
-            for e in events
-            if e[0] == "result" and e[1] == "client" and e[2] not in own and ("client", e[2]) not in self._called
-        ]
-        return self._dropped + pending
+        dropped: list[str] = self._walk.dropped_orphans()
+        return dropped
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
-        return [ToolCall(*row) for row in self.finish_rows()]
+        columns = self.finish_columns()
+        names = [f.name for f in fields(ToolCall)]
+        return [ToolCall(*row) for row in zip(*(columns[n] for n in names), strict=True)]
 
-    def finish_rows(self) -> list[list[Any]]:
-        """Like :meth:`finish`, each row a list of the :class:`ToolCall` fields in order."""
-        if self._side is not None:
-            self._close_run()
-            self._side = None
-        return self._rows
-
-    def _close_run(self) -> None:
-        if not self._run:
-            return
-        message_index = self._message
-        rows = self._rows
-        for position, events in self._run:
-            for event in events:
-                if event[0] == "call":
-                    _, kind, call_id, name, value, size = event
-                    key = (kind, call_id)
-                    self._called.add(key)
-                    self._open.setdefault(key, []).append(len(rows))
-                    rows.append([call_id, name, kind, position, None, message_index, None, "unanswered", None, value,
-                                 None, size])
-        for position, events in self._run:
-            for event in events:
-                if event[0] != "result":
-                    continue
-                _, kind, call_id, is_error, chars = event
-                key = (kind, call_id)
-                waiting = self._open.get(key)
-                if waiting:
-                    row = rows[waiting.pop(0)]
-                    if not waiting:
-                        del self._open[key]
-                    # result_seq, result_message, status, is_error, result_chars
-                    row[4], row[6], row[8], row[10] = position, message_index, is_error, chars
-                    row[7] = _status(is_error)
-                    continue
-                status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
-                if status == "orphan_result" and kind == "client":
-                    self._dropped.append(call_id)
-                rows.append([call_id, None, kind, None, position, None, message_index, status, is_error, None, chars,
-                             None])
-        self._run = []
+    def finish_columns(self) -> dict[str, list[Any]]:
+        """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
+        columns: dict[str, list[Any]] = self._walk.finish()
+        kept = self._inputs
+        columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
+        return columns
 
 
 def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:

@@ -91,15 +91,13 @@ def _tokens(usage: Usage | None) -> tuple[int | None, ...]:
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-# Positions of the ToolCall fields in a pairing row (Pairer.finish_rows).
-_ID, _NAME, _KIND, _CALLED, _RESULT, _STATUS, _ERROR, _CHARS, _BYTES = 0, 1, 2, 3, 4, 7, 8, 10, 11
 
 
 @dataclass(frozen=True, slots=True)
 class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
-    calls: list[list[Any]]  # ToolCall fields, in order (Pairer.finish_rows)
+    calls: dict[str, list[Any]]  # one list per ToolCall field (Pairer.finish_columns)
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -249,7 +247,7 @@ class FrameBuilder:
                 )
             count += n
             chars_total += int(pc.sum(chunk.text_chars).as_py() or 0)
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at)
+        return _Walk(pairer.finish_columns(), usage_rows, count, first_at, last_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -261,7 +259,9 @@ class FrameBuilder:
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
             orphan_rows = [
-                OrphanRow(c[_ID], "assembly") for c in calls if c[_STATUS] == "orphan_result" and c[_KIND] == "client"
+                OrphanRow(call_id, "assembly")
+                for call_id, status, kind in zip(calls["call_id"], calls["status"], calls["kind"], strict=True)
+                if status == "orphan_result" and kind == "client"
             ]
         # What assembly drops from the conversation as it stands: a source that also lists the
         # drops of earlier states (a litany step's read state) marks its last state's rows with
@@ -280,7 +280,7 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = [c for c in calls if c[_CALLED] is not None]
+        made = [status for status, seq in zip(calls["status"], calls["called_seq"], strict=True) if seq is not None]
         self.builders["conversations"].append(
             (
                 *key,
@@ -290,25 +290,25 @@ class FrameBuilder:
                 walk.last_at,
                 walk.count,
                 len(made),
-                sum(1 for c in made if c[_STATUS] == "error"),
+                made.count("error"),
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,
             )
         )
 
-    def _tool_calls(self, key: tuple[str, str], calls: list[list[Any]], meta: Mapping[str, ToolMeta]) -> None:
-        if not calls:
+    def _tool_calls(self, key: tuple[str, str], calls: dict[str, list[Any]], meta: Mapping[str, ToolMeta]) -> None:
+        n = len(calls["call_id"])
+        if not n:
             return
-        n = len(calls)
-        cols = list(zip(*calls, strict=True))
         duration: list[Any] = [None] * n
         output: list[Any] = [None] * n
         exit_code: list[Any] = [None] * n
-        input_bytes = list(cols[_BYTES])
+        input_bytes = calls["input_bytes"]
         if meta:
-            for i, call in enumerate(calls):
-                m = meta.get(call[_ID]) if call[_CALLED] is not None else None
+            input_bytes = list(input_bytes)
+            for i, (call_id, seq) in enumerate(zip(calls["call_id"], calls["called_seq"], strict=True)):
+                m = meta.get(call_id) if seq is not None else None
                 if m is not None:
                     duration[i], output[i], exit_code[i] = m.duration_ms, m.output_bytes, m.exit_code
                     if m.input_bytes is not None:
@@ -317,17 +317,17 @@ class FrameBuilder:
             [
                 pa.array([key[0]] * n, _STR),
                 pa.array([key[1]] * n, _STR),
-                pa.array(cols[_ID], _STR),
-                pa.array(cols[_NAME], _STR),
-                pa.array(cols[_KIND], _STR),
-                pa.array(cols[_CALLED], _I64),
-                pa.array(cols[_RESULT], _I64),
-                pa.array(cols[_STATUS], _STR),
-                pa.array(cols[_ERROR], pa.bool_()),
+                pa.array(calls["call_id"], _STR),
+                pa.array(calls["tool_name"], _STR),
+                pa.array(calls["kind"], _STR),
+                pa.array(calls["called_seq"], _I64),
+                pa.array(calls["result_seq"], _I64),
+                pa.array(calls["status"], _STR),
+                pa.array(calls["is_error"], pa.bool_()),
                 pa.array(duration, pa.float64()),
                 pa.array(input_bytes, _I64),
                 pa.array(output, _I64),
-                pa.array(cols[_CHARS], _I64),
+                pa.array(calls["result_chars"], _I64),
                 pa.array(exit_code, _I64),
             ]
         )

@@ -7,6 +7,7 @@
 mod blocks;
 mod columns;
 mod line;
+mod pair;
 mod scan;
 mod uuid7;
 
@@ -281,6 +282,88 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
     (values, diags)
 }
 
+/// The pairing walk of the assembly core, fed tool events as columns (see `pair.rs`).
+#[pyclass(name = "Pairer")]
+struct PyPairer {
+    inner: pair::Pairer,
+}
+
+#[pymethods]
+impl PyPairer {
+    #[new]
+    fn new() -> Self {
+        PyPairer { inner: pair::Pairer::new() }
+    }
+
+    /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs):
+    /// events in order, each with its entry's position and run (message) index; `kind` 0 is
+    /// client, 1 server; `inputs` the index of each call's kept input, if any.
+    #[allow(clippy::too_many_arguments)]
+    fn feed(
+        &mut self,
+        positions: Vec<i64>,
+        messages: Vec<i64>,
+        call: Vec<bool>,
+        kind: Vec<u8>,
+        ids: Vec<String>,
+        names: Vec<Option<String>>,
+        errors: Vec<Option<bool>>,
+        chars: Vec<Option<i64>>,
+        input_bytes: Vec<Option<i64>>,
+        inputs: Option<Vec<Option<i64>>>,
+    ) -> PyResult<()> {
+        let n = ids.len();
+        if [positions.len(), messages.len(), call.len(), kind.len(), names.len(), errors.len(), chars.len(),
+            input_bytes.len()]
+            .iter()
+            .any(|&m| m != n)
+        {
+            return Err(PyValueError::new_err("event columns of different lengths"));
+        }
+        for (i, id) in ids.into_iter().enumerate() {
+            let event = pair::Event {
+                position: positions[i],
+                call: call[i],
+                kind: kind[i],
+                id,
+                name: names[i].clone(),
+                is_error: errors[i],
+                chars: chars[i],
+                input_bytes: input_bytes[i],
+                input: inputs.as_ref().and_then(|v| v[i]),
+            };
+            self.inner.feed(messages[i], event);
+        }
+        Ok(())
+    }
+
+    /// The ids assembly would drop from what was fed so far, in the order met.
+    fn dropped_orphans(&self) -> Vec<String> {
+        self.inner.dropped_orphans()
+    }
+
+    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        let rows = self.inner.finish();
+        let d = PyDict::new(py);
+        d.set_item("call_id", &rows.call_id)?;
+        d.set_item("tool_name", &rows.name)?;
+        let kinds: Vec<&str> = rows.kind.iter().map(|k| if *k == 0 { "client" } else { "server" }).collect();
+        d.set_item("kind", kinds)?;
+        d.set_item("called_seq", &rows.called_seq)?;
+        d.set_item("result_seq", &rows.result_seq)?;
+        d.set_item("called_message", &rows.called_message)?;
+        d.set_item("result_message", &rows.result_message)?;
+        let statuses: Vec<&str> = rows.status.iter().map(|s| pair::STATUSES[*s as usize]).collect();
+        d.set_item("status", statuses)?;
+        d.set_item("is_error", &rows.is_error)?;
+        d.set_item("input", &rows.input)?;
+        d.set_item("result_chars", &rows.result_chars)?;
+        d.set_item("input_bytes", &rows.input_bytes)?;
+        Ok(d.into_py(py))
+    }
+}
+
 #[pymodule]
 fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide_line, m)?)?;
@@ -292,6 +375,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lower_value, m)?)?;
     m.add_function(wrap_pyfunction!(scan_records, m)?)?;
     m.add_function(wrap_pyfunction!(messages, m)?)?;
+    m.add_class::<PyPairer>()?;
     m.add("BLOCK", scan::BLOCK)?;
     Ok(())
 }
