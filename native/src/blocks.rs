@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Map, Value};
+use crate::json::{Json, View};
 
 /// How a field of a modelled block is typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,36 +60,33 @@ fn chars(s: &str) -> i64 {
 }
 
 impl Spec {
-    fn unknown<'a>(&'a self, value: &'a Value) -> Block<'a> {
-        let kind = match value {
-            Value::Object(map) => map.get("type").and_then(Value::as_str).unwrap_or(&self.unknown_kind),
-            _ => &self.unknown_kind,
-        };
+    fn unknown<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
+        let kind = value.field("type").and_then(View::text).unwrap_or(&self.unknown_kind);
         Block { kind, chars: 0, text: None, event: None }
     }
 
     /// `model.block_from_wire(value, dialect)`, reduced to what the tables need.
-    pub fn block<'a>(&'a self, value: &'a Value) -> Block<'a> {
-        let map = match value {
-            Value::String(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None },
-            Value::Object(map) => map,
+    pub fn block<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
+        match value {
+            Json::Str(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None },
+            Json::Object(_) => {}
             _ => return self.unknown(value),
         };
-        let tag = match map.get("type").and_then(Value::as_str) {
+        let tag = match value.field("type").and_then(View::text) {
             Some(tag) => tag,
             None => return self.unknown(value),
         };
         let decoded = match self.tags.get(tag) {
-            Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(map, None),
-            Some(&i) => self.modelled(&self.kinds[i], map),
+            Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(value, None),
+            Some(&i) => self.modelled(&self.kinds[i], value),
             None => None,
         };
         decoded.unwrap_or_else(|| self.unknown(value))
     }
 
-    fn modelled<'a>(&'a self, spec: &'a KindSpec, map: &'a Map<String, Value>) -> Option<Block<'a>> {
+    fn modelled<'a>(&'a self, spec: &'a KindSpec, map: &'a Json<'a>) -> Option<Block<'a>> {
         let mut seen = 0usize;
-        for (key, value) in map {
+        for (key, value) in map.last_entries() {
             if key == "type" {
                 continue;
             }
@@ -99,7 +96,7 @@ impl Spec {
             if value.is_null() && !required {
                 continue; // an optional key written as null is kept as extra
             }
-            if *typ == FieldType::Str && !value.is_string() {
+            if *typ == FieldType::Str && value.text().is_none() {
                 return None;
             }
             if *required {
@@ -110,15 +107,15 @@ impl Spec {
             return None;
         }
         let text = if spec.counts_text || spec.name == self.string_kind {
-            map.get("text").and_then(Value::as_str)
+            map.field("text").and_then(View::text)
         } else {
             None
         };
         let event = if spec.name == self.call_kind {
-            let field = |k: &str| map.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-            let input_bytes = match map.get("input") {
-                None | Some(Value::Null) => None,
-                Some(input) => Some(input.to_string().len() as i64),
+            let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default().to_owned();
+            let input_bytes = match map.field("input") {
+                None | Some(Json::Null) => None,
+                Some(input) => Some(input.to_value().to_string().len() as i64),
             };
             Some(Event::Call { id: field("id"), name: field("name"), input_bytes })
         } else {
@@ -134,17 +131,17 @@ impl Spec {
 
     /// A client tool result (`model._decode_tool_result`); `fallback_error` is the message's own
     /// flag, used when the block carries none.
-    pub fn tool_result<'a>(&'a self, map: &'a Map<String, Value>, fallback_error: Option<bool>) -> Option<Block<'a>> {
-        let id = map.get("tool_use_id")?.as_str()?;
-        let is_error = match map.get("is_error") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
+    pub fn tool_result<'a>(&'a self, map: &'a Json<'a>, fallback_error: Option<bool>) -> Option<Block<'a>> {
+        let id = map.field("tool_use_id")?.text()?;
+        let is_error = match map.field("is_error") {
+            None | Some(Json::Null) => None,
+            Some(Json::Bool(b)) => Some(*b),
             Some(_) => return None,
         };
-        let total = match map.get("content") {
+        let total = match map.field("content") {
             None => 0,
-            Some(Value::Array(items)) => items.iter().map(|b| self.block(b).chars).sum(),
-            Some(v @ (Value::String(_) | Value::Object(_))) => self.block(v).chars,
+            Some(Json::Array(items)) => items.iter().map(|b| self.block(b).chars).sum(),
+            Some(v @ (Json::Str(_) | Json::Object(_))) => self.block(v).chars,
             Some(_) => return None,
         };
         let event = Event::Result { id: id.to_owned(), is_error: is_error.or(fallback_error), chars: total };
@@ -152,10 +149,10 @@ impl Spec {
     }
 
     /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`.
-    pub fn content<'a>(&'a self, content: &'a Value) -> Vec<Block<'a>> {
+    pub fn content<'a>(&'a self, content: &'a Json<'a>) -> Vec<Block<'a>> {
         match content {
-            Value::Array(items) => items.iter().map(|b| self.block(b)).collect(),
-            Value::String(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None }],
+            Json::Array(items) => items.iter().map(|b| self.block(b)).collect(),
+            Json::Str(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None }],
             other => vec![self.unknown(other)],
         }
     }

@@ -6,6 +6,7 @@
 
 mod blocks;
 mod columns;
+mod json;
 mod line;
 mod pair;
 mod scan;
@@ -114,7 +115,7 @@ fn lower_value(value: &PyDict) -> PyResult<(String, String, Option<String>, Opti
 /// `first` is true for line 1 (the only line that can be the header).
 #[pyfunction]
 fn decide_line(line: &[u8], first: bool) -> u8 {
-    decide(line, first).0 as u8
+    decide::<json::Json>(line, first).0 as u8
 }
 
 /// decide_lines(data, first) -> list[(start, end, next, kind)]: every line of `data`, decided on
@@ -142,7 +143,7 @@ fn parse(py: Python<'_>, line: &[u8]) -> PyResult<PyObject> {
 ///     ValueError: the line is not a message.
 #[pyfunction]
 fn lower(line: &[u8]) -> PyResult<(String, String, Option<String>, Option<String>)> {
-    match decide(line, false) {
+    match decide::<Value>(line, false) {
         (Kind::Message, Some(Value::Object(map))) => Ok(line::lower(&map)),
         _ => Err(PyValueError::new_err("not a message line")),
     }
@@ -255,7 +256,8 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
                 line::spans(&data[s..e])
                     .enumerate()
                     .map(|(n, span)| {
-                        let (kind, value) = decide(&data[s + span.start..s + span.end], first && i == 0 && n == 0);
+                        let (kind, value) =
+                            decide::<Value>(&data[s + span.start..s + span.end], first && i == 0 && n == 0);
                         (n as i64 + 1, kind, value, span.terminated)
                     })
                     .collect()

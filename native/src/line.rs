@@ -5,7 +5,10 @@
 //! `role` is a string. This module is the only place the toolkit decides what a line is: the
 //! cursor's record reader and the bulk scan both call [`decide`].
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
+
+use crate::json::View;
 
 /// What one line of a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,26 +41,23 @@ pub fn trim_line(line: &[u8], terminated: bool) -> &[u8] {
 }
 
 /// Whether a parsed value is the record header (line 1 only).
-pub fn is_header(value: &Value) -> bool {
-    match value {
-        Value::Object(map) => {
-            map.get("type").and_then(Value::as_str) == Some(HEADER_TYPE)
-                && !map.contains_key("role")
-                && map.get("capsule").map_or(false, Value::is_string)
-                && map.get("created_ms").map_or(false, |v| v.is_i64() || v.is_u64())
-        }
-        _ => false,
-    }
+pub fn is_header<V: View>(value: &V) -> bool {
+    value.is_object()
+        && value.field("type").and_then(View::text) == Some(HEADER_TYPE)
+        && !value.has("role")
+        && value.field("capsule").map_or(false, |v| v.text().is_some())
+        && value.field("created_ms").map_or(false, View::is_integer)
 }
 
 /// Whether a parsed value is a message: an object carrying a string `role`.
-pub fn is_message(value: &Value) -> bool {
-    matches!(value, Value::Object(map) if map.get("role").map_or(false, Value::is_string))
+pub fn is_message<V: View>(value: &V) -> bool {
+    value.is_object() && value.field("role").map_or(false, |v| v.text().is_some())
 }
 
 /// Decide one line (without its `\n`; see [`trim_line`]). A message or header comes back with
-/// its parsed value.
-pub fn decide(line: &[u8], first: bool) -> (Kind, Option<Value>) {
+/// its parsed value: a `serde_json::Value`, or a [`crate::json::Json`] that borrows from the
+/// line (the same parser decides either way).
+pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Kind, Option<V>) {
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(_) => return (Kind::BadUtf8, None),
@@ -65,7 +65,7 @@ pub fn decide(line: &[u8], first: bool) -> (Kind, Option<Value>) {
     if text.trim().is_empty() {
         return (Kind::Blank, None);
     }
-    match serde_json::from_str::<Value>(text) {
+    match serde_json::from_str::<V>(text) {
         Ok(value) if is_message(&value) => (Kind::Message, Some(value)),
         Ok(value) if first && is_header(&value) => (Kind::Header, Some(value)),
         _ => (Kind::NotMessage, None),

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io::Read;
 
 use rayon::prelude::*;
-use serde_json::Value;
+use crate::json::{Json, View};
 
 use crate::blocks::{py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
@@ -90,9 +90,8 @@ impl Columns {
     }
 
     /// One message line's row and events.
-    fn message(&mut self, spec: &Spec, value: &Value, line_no: i64) {
-        let map = value.as_object().expect("a message is an object");
-        let string = |key: &str| map.get(key).and_then(Value::as_str);
+    fn message(&mut self, spec: &Spec, value: &Json<'_>, line_no: i64) {
+        let string = |key: &str| value.field(key).and_then(View::text);
         let role = string("role").unwrap_or_default();
         let id = string("id");
         let row = self.rows() as i64;
@@ -104,10 +103,10 @@ impl Columns {
         if self.kinds_offsets.is_empty() {
             self.kinds_offsets.push(0);
         }
-        let content = map.get("content").filter(|c| !c.is_null());
+        let content = value.field("content").filter(|c| !c.is_null());
         let blocks = content.map(|c| spec.content(c)).unwrap_or_default();
         let call_id = if role == "tool" { string("tool_call_id") } else { None };
-        let is_error = if role == "tool" { map.get("is_error").and_then(Value::as_bool) } else { None };
+        let is_error = if role == "tool" { value.field("is_error").and_then(Json::as_bool) } else { None };
         if role == "tool" && call_id.is_none() {
             self.diags.push((line_no, MISSING_CALL_ID));
         }
@@ -174,7 +173,7 @@ fn piece(spec: &Spec, buf: &[u8], first: bool) -> Columns {
     for span in spans(buf) {
         out.lines += 1;
         let n = out.lines;
-        let (kind, value) = decide(&buf[span.start..span.end], first && n == 1);
+        let (kind, value) = decide::<Json>(&buf[span.start..span.end], first && n == 1);
         match kind {
             Kind::Blank => {}
             Kind::Message => out.message(spec, value.as_ref().expect("a message has its value"), n),
@@ -289,7 +288,7 @@ pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
             spans(&buf[s..e])
                 .enumerate()
                 .map(|(n, span)| {
-                    let (kind, _) = decide(&buf[s + span.start..s + span.end], first && i == 0 && n == 0);
+                    let (kind, _) = decide::<Json>(&buf[s + span.start..s + span.end], first && i == 0 && n == 0);
                     let next = if span.terminated {
                         s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
                     } else {
