@@ -21,7 +21,7 @@ from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
-from .sources.base import Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow
+from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
 
@@ -97,7 +97,7 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
-    calls: dict[str, list[Any]]  # one list per ToolCall field (Pairer.finish_columns)
+    calls: pa.Table  # the pairing rows (PAIRED columns)
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -152,6 +152,16 @@ def _entry_chunk(entries: list[Entry]) -> EntryColumns:
     )
 
 
+def _paired(columns: dict[str, list[Any]]) -> pa.Table:
+    """The pairing walk's rows (:meth:`Pairer.finish_columns`) as a table of :data:`PAIRED`."""
+    return pa.table({f.name: pa.array(columns[f.name], f.type) for f in PAIRED}, schema=PAIRED)
+
+
+def _repeat(value: str, n: int) -> pa.Array:
+    """One string repeated ``n`` times (built in Arrow, not from a Python list)."""
+    return pa.nulls(n, _STR).fill_null(value)
+
+
 class FrameBuilder:
     """Every table, fed one decoded conversation at a time."""
 
@@ -197,7 +207,7 @@ class FrameBuilder:
                 last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
             tokens = [_token_column(usages, i) for i in range(5)] if usages else [pa.nulls(n, _I64)] * 5
-            source, conversation = pa.array([key[0]] * n, _STR), pa.array([key[1]] * n, _STR)
+            source, conversation = _repeat(key[0], n), _repeat(key[1], n)
             self.builders["messages"].append_batch(
                 [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
                  chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
@@ -213,7 +223,7 @@ class FrameBuilder:
             message = int(runs[-1])
             previous_side = side[-1].as_py()
             events = chunk.events
-            if len(events):
+            if len(events) and conv.paired is None:
                 rows = np.asarray(events.row, dtype=np.int64)
                 positions = chunk.position.to_numpy(zero_copy_only=False)
                 pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
@@ -235,7 +245,7 @@ class FrameBuilder:
                         conversation,
                         chunk.position,
                         created,
-                        pa.array(["message"] * n, _STR),
+                        _repeat("message", n),
                         pa.nulls(n, _STR),
                         pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
                         pa.array(chars, _I64),
@@ -247,7 +257,8 @@ class FrameBuilder:
                 )
             count += n
             chars_total += int(pc.sum(chunk.text_chars).as_py() or 0)
-        return _Walk(pairer.finish_columns(), usage_rows, count, first_at, last_at)
+        calls = conv.paired if conv.paired is not None else _paired(pairer.finish_columns())
+        return _Walk(calls, usage_rows, count, first_at, last_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -258,11 +269,8 @@ class FrameBuilder:
         tokens = self._usage(key, walk.usage_rows if conv.usage is None else conv.usage)
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
-            orphan_rows = [
-                OrphanRow(call_id, "assembly")
-                for call_id, status, kind in zip(calls["call_id"], calls["status"], calls["kind"], strict=True)
-                if status == "orphan_result" and kind == "client"
-            ]
+            dropped = pc.and_(pc.equal(calls["status"], "orphan_result"), pc.equal(calls["kind"], "client"))
+            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in calls["call_id"].filter(dropped).to_pylist()]
         # What assembly drops from the conversation as it stands: a source that also lists the
         # drops of earlier states (a litany step's read state) marks its last state's rows with
         # no step.
@@ -280,7 +288,7 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = [status for status, seq in zip(calls["status"], calls["called_seq"], strict=True) if seq is not None]
+        made = calls["status"].filter(pc.is_valid(calls["called_seq"]))
         self.builders["conversations"].append(
             (
                 *key,
@@ -290,45 +298,47 @@ class FrameBuilder:
                 walk.last_at,
                 walk.count,
                 len(made),
-                made.count("error"),
+                pc.sum(pc.equal(made, "error")).as_py() or 0,
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,
             )
         )
 
-    def _tool_calls(self, key: tuple[str, str], calls: dict[str, list[Any]], meta: Mapping[str, ToolMeta]) -> None:
-        n = len(calls["call_id"])
+    def _tool_calls(self, key: tuple[str, str], calls: pa.Table, meta: Mapping[str, ToolMeta]) -> None:
+        n = calls.num_rows
         if not n:
             return
-        duration: list[Any] = [None] * n
-        output: list[Any] = [None] * n
-        exit_code: list[Any] = [None] * n
+        duration: pa.Array = pa.nulls(n, pa.float64())
+        output: pa.Array = pa.nulls(n, _I64)
+        exit_code: pa.Array = pa.nulls(n, _I64)
         input_bytes = calls["input_bytes"]
         if meta:
-            input_bytes = list(input_bytes)
-            for i, (call_id, seq) in enumerate(zip(calls["call_id"], calls["called_seq"], strict=True)):
-                m = meta.get(call_id) if seq is not None else None
+            durations: list[Any] = [None] * n
+            outputs: list[Any] = [None] * n
+            exits: list[Any] = [None] * n
+            sizes = input_bytes.to_pylist()
+            called = calls["called_seq"].to_pylist()
+            for i, call_id in enumerate(calls["call_id"].to_pylist()):
+                m = meta.get(call_id) if called[i] is not None else None
                 if m is not None:
-                    duration[i], output[i], exit_code[i] = m.duration_ms, m.output_bytes, m.exit_code
+                    durations[i], outputs[i], exits[i] = m.duration_ms, m.output_bytes, m.exit_code
                     if m.input_bytes is not None:
-                        input_bytes[i] = m.input_bytes
+                        sizes[i] = m.input_bytes
+            duration, output = pa.array(durations, pa.float64()), pa.array(outputs, _I64)
+            exit_code = pa.array(exits, _I64)
+            input_bytes = pa.chunked_array([pa.array(sizes, _I64)])
         self.builders["tool_calls"].append_batch(
             [
-                pa.array([key[0]] * n, _STR),
-                pa.array([key[1]] * n, _STR),
-                pa.array(calls["call_id"], _STR),
-                pa.array(calls["tool_name"], _STR),
-                pa.array(calls["kind"], _STR),
-                pa.array(calls["called_seq"], _I64),
-                pa.array(calls["result_seq"], _I64),
-                pa.array(calls["status"], _STR),
-                pa.array(calls["is_error"], pa.bool_()),
-                pa.array(duration, pa.float64()),
-                pa.array(input_bytes, _I64),
-                pa.array(output, _I64),
-                pa.array(calls["result_chars"], _I64),
-                pa.array(exit_code, _I64),
+                _repeat(key[0], n),
+                _repeat(key[1], n),
+                *(calls[name].combine_chunks() for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq",
+                                                            "status", "is_error")),
+                duration,
+                input_bytes.combine_chunks(),
+                output,
+                calls["result_chars"].combine_chunks(),
+                exit_code,
             ]
         )
 

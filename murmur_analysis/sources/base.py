@@ -23,6 +23,7 @@ from ..diagnostics import Diagnostic
 from ..model import Entry, Usage
 
 __all__ = [
+    "PAIRED",
     "Conversation",
     "Diagnostics",
     "EntryColumns",
@@ -198,6 +199,14 @@ class EntryColumns:
         return len(self.position)
 
 
+#: The columns of a conversation's tool pairing (:attr:`Conversation.paired`).
+PAIRED = pa.schema(
+    [("call_id", pa.string()), ("tool_name", pa.string()), ("kind", pa.string()), ("called_seq", pa.int64()),
+     ("result_seq", pa.int64()), ("status", pa.string()), ("is_error", pa.bool_()), ("result_chars", pa.int64()),
+     ("input_bytes", pa.int64())]
+)
+
+
 @dataclass
 class Conversation:
     """One conversation as a source decoded it.
@@ -224,6 +233,10 @@ class Conversation:
         truncated_dropped: messages retention removed before the oldest entry, if known.
         columns: the entries as column chunks, in position order (see :class:`EntryColumns`);
             when set, the frame builder reads these instead of ``entries``.
+        paired: the conversation's tool pairing when the assembly core's pairing walk already
+            ran over its events (the native scan runs it while it reads a record): columns
+            ``call_id, tool_name, kind, called_seq, result_seq, status, is_error, result_chars,
+            input_bytes``. ``None``: the frame builder walks the chunks' tool events.
         extra: anything else a source wants to keep (shown nowhere by default).
     """
 
@@ -242,6 +255,7 @@ class Conversation:
     truncated_dropped: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     columns: Iterable[EntryColumns] | None = None
+    paired: pa.Table | None = None
 
 
 class Source(ABC):

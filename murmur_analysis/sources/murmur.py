@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
-from .base import Conversation, Diagnostics, EntryColumns, Source, ToolEvents, ToolMeta
+from .base import PAIRED, Conversation, Diagnostics, EntryColumns, Source, ToolEvents, ToolMeta
 from .murmur_join import Join, ms_of
 from .murmur_record import header_of, message_values, scan_records, skipped_detail
 from .murmur_trace import TraceIndex, discover, trace_files
@@ -78,6 +78,26 @@ def _strings(buffers: tuple[bytes, bytes, bytes], n: int) -> pa.Array:
 def _ints(buffers: tuple[bytes, bytes], n: int) -> pa.Array:
     valid, values = buffers
     return pa.Array.from_buffers(_I64, n, [pa.py_buffer(valid), pa.py_buffer(values)])
+
+
+def _paired(scanned: dict[str, Any]) -> pa.Table:
+    """The scan's pairing of a record's tool events (the assembly core's walk, run natively)."""
+    n = scanned["pairs"]
+    errors = _ints(scanned["pair_is_error"], n)
+    return pa.table(
+        [
+            _strings(scanned["pair_call_id"], n),
+            _strings(scanned["pair_tool_name"], n),
+            pa.nulls(n, _STR).fill_null("client"),  # murmur's dialect has client tools only
+            _ints(scanned["pair_called_seq"], n),
+            _ints(scanned["pair_result_seq"], n),
+            _strings(scanned["pair_status"], n),
+            errors.cast(pa.bool_()),
+            _ints(scanned["pair_result_chars"], n),
+            _ints(scanned["pair_input_bytes"], n),
+        ],
+        schema=PAIRED,
+    )
 
 
 def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
@@ -373,18 +393,7 @@ class MurmurSource(Source):
             usage = usages if any(u is not None for u in usages) else None
             conv.usage = join.usage_rows()
             conv.growth = join.growth_rows()
-        m = scanned["events"]
-        errors = _ints(scanned["ev_error"], m).to_pylist()
-        events = ToolEvents(
-            row=np.frombuffer(scanned["ev_row"], dtype=np.int64).tolist(),
-            call=np.frombuffer(scanned["ev_call"], dtype=np.uint8).astype(bool).tolist(),
-            kind=["client"] * m,
-            call_id=_strings(scanned["ev_id"], m).to_pylist(),
-            name=_strings(scanned["ev_name"], m).to_pylist(),
-            is_error=[None if e is None else bool(e) for e in errors],
-            chars=_ints(scanned["ev_chars"], m).to_pylist(),
-            input_bytes=_ints(scanned["ev_bytes"], m).to_pylist(),
-        )
+        conv.paired = _paired(scanned)
         kinds_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])
         kinds = _strings(scanned["kinds"], (len(kinds_offsets) and kinds_offsets[-1].as_py()) or 0)
         nulls = pa.nulls(n, _STR)
@@ -402,7 +411,7 @@ class MurmurSource(Source):
             source_id=_strings(scanned["source_id"], n),
             block_kinds=pa.ListArray.from_arrays(kinds_offsets, kinds),
             usage=usage,
-            events=events,
+            events=ToolEvents(),  # already paired by the scan: conv.paired
         )
 
     @staticmethod

@@ -229,6 +229,31 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     d.set_item("title", c.title.clone())?;
     d.set_item("header", c.header.as_ref().map(|h| PyBytes::new(py, h)))?;
     d.set_item("error", c.error.clone())?;
+    let p = &c.pairs;
+    let mut call_id = Strings::default();
+    let mut name = Strings::default();
+    let mut status = Strings::default();
+    let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
+        (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
+    for i in 0..p.len() {
+        call_id.push(Some(&p.call_id[i]));
+        name.push(p.name[i].as_deref());
+        status.push(Some(pair::STATUSES[p.status[i] as usize]));
+        called.push(p.called_seq[i]);
+        result.push(p.result_seq[i]);
+        is_error.push(p.is_error[i].map(i64::from));
+        chars.push(p.result_chars[i]);
+        input_bytes.push(p.input_bytes[i]);
+    }
+    d.set_item("pairs", p.len())?;
+    d.set_item("pair_call_id", strings(py, &call_id))?;
+    d.set_item("pair_tool_name", strings(py, &name))?;
+    d.set_item("pair_status", strings(py, &status))?;
+    d.set_item("pair_called_seq", ints(py, &called))?;
+    d.set_item("pair_result_seq", ints(py, &result))?;
+    d.set_item("pair_is_error", ints(py, &is_error))?;
+    d.set_item("pair_result_chars", ints(py, &chars))?;
+    d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
     Ok(d)
 }
 

@@ -10,6 +10,7 @@ use crate::json::{Json, View};
 use crate::blocks::{py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
 use crate::line::{decide, spans, Kind};
+use crate::pair;
 use crate::uuid7::uuid7_ms;
 
 /// Bytes read from a record per step; lines are decided in parallel within a step.
@@ -48,6 +49,8 @@ pub struct Columns {
     pub title: Option<String>,
     pub header: Option<Vec<u8>>,
     pub error: Option<String>,
+    /// the pairing of the record's tool events (the assembly core's walk), once read whole
+    pub pairs: pair::Rows,
 }
 
 impl Columns {
@@ -87,6 +90,42 @@ impl Columns {
         if self.header.is_none() {
             self.header = other.header;
         }
+    }
+
+    /// Walk the record's tool events through the pairing core: a message (run) is a stretch
+    /// of rows of the same role, and a row's position is its index.
+    fn pair(&mut self) {
+        let roles = &self.role;
+        let role = |i: usize| &roles.data[roles.offsets[i] as usize..roles.offsets[i + 1] as usize];
+        let mut runs = Vec::with_capacity(self.rows());
+        let mut run = -1i64;
+        for i in 0..self.rows() {
+            if i == 0 || role(i) != role(i - 1) {
+                run += 1;
+            }
+            runs.push(run);
+        }
+        let mut walk = pair::Pairer::new();
+        let text = |col: &Strings, i: usize| {
+            std::str::from_utf8(&col.data[col.offsets[i] as usize..col.offsets[i + 1] as usize]).unwrap().to_owned()
+        };
+        for (i, &row) in self.ev_row.iter().enumerate() {
+            let call = self.ev_call[i] == 1;
+            let event = pair::Event {
+                position: row,
+                call,
+                kind: 0,
+                id: text(&self.ev_id, i),
+                name: if call { Some(text(&self.ev_name, i)) } else { None },
+                is_error: self.ev_error.valid[i].then(|| self.ev_error.values[i] != 0),
+                chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
+                input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
+                input: None,
+            };
+            walk.feed(runs[row as usize], event);
+        }
+        walk.finish();
+        self.pairs = std::mem::take(&mut walk.rows);
     }
 
     /// One message line's row and events.
@@ -265,6 +304,7 @@ pub fn record(spec: &Spec, path: &str) -> Columns {
         }
         buf.drain(..len);
     }
+    out.pair();
     out
 }
 
