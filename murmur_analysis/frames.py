@@ -201,7 +201,8 @@ class FrameBuilder:
             if n == 0:
                 continue
             created = chunk.created_at
-            low, high = pc.min(created).as_py(), pc.max(created).as_py()
+            span = pc.min_max(created)
+            low, high = span["min"].as_py(), span["max"].as_py()
             if low is not None:
                 first_at = low if first_at is None else min(first_at, low)
                 last_at = high if last_at is None else max(last_at, high)
@@ -213,15 +214,16 @@ class FrameBuilder:
                  chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
                  chunk.block_kinds]
             )
-            # Message (run) index of each entry: a new run at every change of side.
-            side = chunk.side
-            starts = np.zeros(n, dtype=np.int64)
-            starts[0] = side[0].as_py() != previous_side
-            if n > 1:
-                starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
-            runs = np.cumsum(starts) + message
-            message = int(runs[-1])
-            previous_side = side[-1].as_py()
+            if conv.paired is None:
+                # Message (run) index of each entry: a new run at every change of side.
+                side = chunk.side
+                starts = np.zeros(n, dtype=np.int64)
+                starts[0] = side[0].as_py() != previous_side
+                if n > 1:
+                    starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
+                runs = np.cumsum(starts) + message
+                message = int(runs[-1])
+                previous_side = side[-1].as_py()
             events = chunk.events
             if len(events) and conv.paired is None:
                 rows = np.asarray(events.row, dtype=np.int64)
@@ -237,8 +239,8 @@ class FrameBuilder:
                                                        times[i], found_in="entry"))
                         context = _context(u, context)
                     contexts.append(context)
+            chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
             if derive_growth:
-                chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
                 self.builders["growth"].append_batch(
                     [
                         source,
@@ -249,14 +251,14 @@ class FrameBuilder:
                         pa.nulls(n, _STR),
                         pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
                         pa.array(chars, _I64),
-                        pa.array(contexts if usages else [context] * n, _I64),
+                        pa.array(contexts, _I64) if usages else pa.nulls(n, _I64).fill_null(context),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                     ]
                 )
             count += n
-            chars_total += int(pc.sum(chunk.text_chars).as_py() or 0)
+            chars_total = int(chars[-1])
         calls = conv.paired if conv.paired is not None else _paired(pairer.finish_columns())
         return _Walk(calls, usage_rows, count, first_at, last_at)
 

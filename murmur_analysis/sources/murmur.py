@@ -257,7 +257,10 @@ class MurmurSource(Source):
     def _conversation(
         self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: dict[str, Any] | None = None
     ) -> Conversation:
-        header = self._peek_header(rec.path)
+        if scanned is None:
+            header = self._peek_header(rec.path)
+        else:
+            header = header_of(scanned["header"]) if scanned["header"] is not None else None
         marker = header.get("truncated") if header else None
         dropped: int | None = None
         cutoff: int | None = None
