@@ -106,13 +106,12 @@ def engine_scan(files: list[str]) -> Timed:
 
 def engine_index(record: str) -> Timed:
     """The native line decision behind a cold ``ma.read_messages``: every line of the record."""
-    from murmur_analysis.sources.murmur_record import LineKind, decide_lines
+    from murmur_analysis.sources.murmur_record import index_lines
 
     def run() -> Summary:
         with open(record, "rb") as f:
             data = f.read()
-        kinds = [k for _, _, _, k in decide_lines(data, True)]
-        return {"messages": kinds.count(LineKind.MESSAGE)}
+        return {"messages": len(index_lines(data, 0, True).starts) // 8}
 
     return run
 

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
-from .sources.murmur_record import LineKind, decide_lines, lower, lower_value, parse, serde_text
+from .sources.murmur_record import index_lines, lower, lower_value, parse, serde_text
 
 __all__ = [
     "MAX_LIMIT",
@@ -392,13 +392,21 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
         cut = data.rfind(b"\n") + 1
         if offset >= size:
             cut = len(data)
-        for pos, stop, after, kind in decide_lines(data[:cut], base == 0):
-            terminated = after > stop and data[after - 1] == 0x0A
-            line_no += 1
-            _take_line(snap, data, pos, stop, base, line_no, terminated, LineKind(kind))
-            if terminated:
-                snap.parsed_to = base + after
-                snap.lines_before = line_no
+        found = index_lines(data[:cut] if cut < len(data) else data, base, base == 0)
+        if found.bad_utf8:
+            # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
+            raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
+        snap.starts.frombytes(found.starts)
+        snap.ends.frombytes(found.ends)
+        if found.header is not None:
+            snap.header = parse(data[found.header[0] : found.header[1]])
+        for n, terminated in found.skipped:
+            snap.skipped.append(_skipped(line_no + n, terminated))
+        if found.parsed_to > snap.parsed_to:
+            unterminated = found.lines > 0 and found.parsed_to < base + cut
+            snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
+            snap.parsed_to = found.parsed_to
+        line_no += found.lines
         carry = data[cut:]
         carry_at = base + cut
     # At most one message can come from an unterminated last line.
@@ -406,27 +414,10 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
     snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
 
 
-def _take_line(
-    snap: _Snapshot, data: bytes, pos: int, end: int, base: int, line_no: int, terminated: bool, kind: LineKind
-) -> None:
-    if kind is LineKind.BLANK:
-        return
-    if kind is LineKind.BAD_UTF8:
-        # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
-        raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
-    if kind is LineKind.MESSAGE:
-        snap.starts.append(base + pos)
-        snap.ends.append(base + end)
-        return
-    if kind is LineKind.HEADER:
-        snap.header = parse(data[pos:end])
-        return
+def _skipped(line_no: int, terminated: bool) -> tuple[int, str, str]:
     if not terminated:
-        snap.skipped.append(
-            (line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped")
-        )
-    else:
-        snap.skipped.append((line_no, "not_a_message", f"line {line_no} is not a message and was skipped"))
+        return line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped"
+    return line_no, "not_a_message", f"line {line_no} is not a message and was skipped"
 
 
 _DEFAULT_READER = RecordReader()

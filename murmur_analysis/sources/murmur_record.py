@@ -16,7 +16,7 @@ table scan all call these functions; nothing else reads a record line.
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _native
 from ..model import murmur_block_rules
@@ -25,8 +25,8 @@ __all__ = [
     "HEADER_TYPE",
     "LineKind",
     "decide",
-    "decide_lines",
     "header_of",
+    "index_lines",
     "lower",
     "lower_value",
     "message_values",
@@ -63,15 +63,25 @@ def decide(line: bytes, first: bool = False) -> LineKind:
     return LineKind(_native.decide_line(line, first))
 
 
-def decide_lines(data: bytes, first: bool) -> list[tuple[int, int, int, int]]:
-    r"""Every line of ``data`` as ``(start, end, next, kind)``, decided on every core.
+class LineIndex(NamedTuple):
+    """Where the message lines of a stretch of a record are (see :func:`index_lines`)."""
 
-    ``end`` excludes the ``\\n`` (and the ``\\r`` of a ``\\r\\n``); ``next`` is the offset of the
-    following line (``len(data)`` after an unterminated last line); ``kind`` a :class:`LineKind`.
-    ``first`` says whether ``data`` starts at line 1.
+    starts: bytes  #: absolute offsets of the message lines' starts, native int64
+    ends: bytes  #: and of their ends (without the ``\n`` or ``\r\n``)
+    skipped: list[tuple[int, bool]]  #: lines skipped and reported: (1-based line in the stretch, terminated)
+    header: tuple[int, int] | None  #: the header line's span within the stretch
+    lines: int  #: lines in the stretch
+    parsed_to: int  #: the absolute offset just past its last ``\n`` (``base`` without one)
+    bad_utf8: bool  #: a line is not UTF-8 (murmur's whole read fails)
+
+
+def index_lines(data: bytes, base: int, first: bool) -> LineIndex:
+    """Decide every line of ``data`` (whole lines of a record at offset ``base``) on every core.
+
+    This is the record reader's index: which lines are messages, where they are, and which
+    lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
     """
-    decided: list[tuple[int, int, int, int]] = _native.decide_lines(data, first)
-    return decided
+    return LineIndex(*_native.index_lines(data, base, first))
 
 
 def parse(line: bytes) -> Any:

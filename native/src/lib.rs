@@ -118,12 +118,47 @@ fn decide_line(line: &[u8], first: bool) -> u8 {
     decide::<json::Json>(line, first).0 as u8
 }
 
-/// decide_lines(data, first) -> list[(start, end, next, kind)]: every line of `data`, decided on
-/// every core; `first` says whether `data` starts at line 1.
+/// index_lines(data, base, first) -> (starts, ends, skipped, header, lines, parsed_to, bad_utf8):
+/// the record reader's index of `data` (whole lines of a record found at offset `base`): the
+/// absolute offsets of its message lines as int64 bytes, the lines skipped and reported as
+/// (1-based line within `data`, terminated), the header line's span, the number of lines,
+/// the offset just past the last "\n" (or `base`), and whether a line is not UTF-8.
 #[pyfunction]
-fn decide_lines(py: Python<'_>, data: &[u8], first: bool) -> Vec<(usize, usize, usize, u8)> {
+#[allow(clippy::type_complexity)]
+fn index_lines<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    base: usize,
+    first: bool,
+) -> (&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool) {
     let decided = py.allow_threads(|| scan::decide_all(data, first));
-    decided.into_iter().map(|(s, e, n, k)| (s, e, n, k as u8)).collect()
+    let (mut starts, mut ends, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut header, mut parsed_to, mut bad) = (None, base, false);
+    for (n, &(s, e, next, kind)) in decided.iter().enumerate() {
+        let terminated = next > e && data[next - 1] == b'\n';
+        if terminated {
+            parsed_to = base + next;
+        }
+        match kind {
+            Kind::Blank => {}
+            Kind::Message => {
+                starts.push((base + s) as i64);
+                ends.push((base + e) as i64);
+            }
+            Kind::Header => header = Some((s, e)),
+            Kind::NotMessage => skipped.push((n + 1, terminated)),
+            Kind::BadUtf8 => bad = true,
+        }
+    }
+    (
+        PyBytes::new(py, bytes_of(&starts)),
+        PyBytes::new(py, bytes_of(&ends)),
+        skipped,
+        header,
+        decided.len(),
+        parsed_to,
+        bad,
+    )
 }
 
 /// parse(line) -> object: the line as serde_json reads it, as Python values.
@@ -394,7 +429,7 @@ impl PyPairer {
 #[pymodule]
 fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide_line, m)?)?;
-    m.add_function(wrap_pyfunction!(decide_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(index_lines, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(uuid7_ms, m)?)?;
