@@ -21,7 +21,7 @@ from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
-from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow
+from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow, repeated
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
 
@@ -157,11 +157,6 @@ def _paired(columns: dict[str, list[Any]]) -> pa.Table:
     return pa.table({f.name: pa.array(columns[f.name], f.type) for f in PAIRED}, schema=PAIRED)
 
 
-def _repeat(value: str, n: int) -> pa.Array:
-    """One string repeated ``n`` times (built in Arrow, not from a Python list)."""
-    return pa.nulls(n, _STR).fill_null(value)
-
-
 class FrameBuilder:
     """Every table, fed one decoded conversation at a time."""
 
@@ -208,7 +203,7 @@ class FrameBuilder:
                 last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
             tokens = [_token_column(usages, i) for i in range(5)] if usages else [pa.nulls(n, _I64)] * 5
-            source, conversation = _repeat(key[0], n), _repeat(key[1], n)
+            source, conversation = repeated(key[0], n), repeated(key[1], n)
             self.builders["messages"].append_batch(
                 [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
                  chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
@@ -247,11 +242,12 @@ class FrameBuilder:
                         conversation,
                         chunk.position,
                         created,
-                        _repeat("message", n),
+                        repeated("message", n),
                         pa.nulls(n, _STR),
                         pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
                         pa.array(chars, _I64),
-                        pa.array(contexts, _I64) if usages else pa.nulls(n, _I64).fill_null(context),
+                        pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
+                        if usages or context is not None else pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
@@ -270,6 +266,8 @@ class FrameBuilder:
         # Read after the walk: a streaming source hands over its usage rows when its stream ends.
         tokens = self._usage(key, walk.usage_rows if conv.usage is None else conv.usage)
         orphan_rows = conv.assembly_orphans
+        if orphan_rows is None and not calls.num_rows:
+            orphan_rows = []
         if orphan_rows is None:
             dropped = pc.and_(pc.equal(calls["status"], "orphan_result"), pc.equal(calls["kind"], "client"))
             orphan_rows = [OrphanRow(call_id, "assembly") for call_id in calls["call_id"].filter(dropped).to_pylist()]
@@ -290,7 +288,7 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = calls["status"].filter(pc.is_valid(calls["called_seq"]))
+        made = calls["status"].filter(pc.is_valid(calls["called_seq"])) if calls.num_rows else pa.array([], _STR)
         self.builders["conversations"].append(
             (
                 *key,
@@ -300,7 +298,7 @@ class FrameBuilder:
                 walk.last_at,
                 walk.count,
                 len(made),
-                pc.sum(pc.equal(made, "error")).as_py() or 0,
+                (pc.sum(pc.equal(made, "error")).as_py() or 0) if len(made) else 0,
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,
@@ -332,8 +330,8 @@ class FrameBuilder:
             input_bytes = pa.chunked_array([pa.array(sizes, _I64)])
         self.builders["tool_calls"].append_batch(
             [
-                _repeat(key[0], n),
-                _repeat(key[1], n),
+                repeated(key[0], n),
+                repeated(key[1], n),
                 *(calls[name].combine_chunks() for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq",
                                                             "status", "is_error")),
                 duration,

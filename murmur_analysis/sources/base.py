@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pyarrow as pa
 
 from ..diagnostics import Diagnostic
@@ -34,6 +35,7 @@ __all__ = [
     "ToolEvents",
     "ToolMeta",
     "UsageRow",
+    "repeated",
 ]
 
 
@@ -197,6 +199,13 @@ class EntryColumns:
 
     def __len__(self) -> int:
         return len(self.position)
+
+
+def repeated(value: str, n: int) -> pa.Array:
+    """A string column holding ``value`` ``n`` times, built from buffers (no Python list)."""
+    data = value.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 #: The columns of a conversation's tool pairing (:attr:`Conversation.paired`).

@@ -31,10 +31,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
-from .base import PAIRED, Conversation, Diagnostics, EntryColumns, Source, ToolEvents, ToolMeta
+from .base import PAIRED, Conversation, Diagnostics, EntryColumns, Source, ToolEvents, ToolMeta, repeated
 from .murmur_join import Join, ms_of
 from .murmur_record import header_of, message_values, scan_records, skipped_detail
 from .murmur_trace import TraceIndex, discover, trace_files
@@ -83,16 +82,17 @@ def _ints(buffers: tuple[bytes, bytes], n: int) -> pa.Array:
 def _paired(scanned: dict[str, Any]) -> pa.Table:
     """The scan's pairing of a record's tool events (the assembly core's walk, run natively)."""
     n = scanned["pairs"]
-    errors = _ints(scanned["pair_is_error"], n)
+    valid, values = scanned["pair_is_error"]
+    errors = pa.Array.from_buffers(pa.bool_(), n, [pa.py_buffer(valid), pa.py_buffer(values)])
     return pa.table(
         [
             _strings(scanned["pair_call_id"], n),
             _strings(scanned["pair_tool_name"], n),
-            pa.nulls(n, _STR).fill_null("client"),  # murmur's dialect has client tools only
+            repeated("client", n),  # murmur's dialect has client tools only
             _ints(scanned["pair_called_seq"], n),
             _ints(scanned["pair_result_seq"], n),
             _strings(scanned["pair_status"], n),
-            errors.cast(pa.bool_()),
+            errors,
             _ints(scanned["pair_result_chars"], n),
             _ints(scanned["pair_input_bytes"], n),
         ],
@@ -406,7 +406,7 @@ class MurmurSource(Source):
             side=role,
             origin=nulls,
             model=model,
-            created_at=pc.multiply(created_ms, 1000).cast(_TIMESTAMP),
+            created_at=pa.Array.from_buffers(_TIMESTAMP, n, [pa.py_buffer(b) for b in scanned["created_us"]]),
             n_blocks=pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(scanned["n_blocks"])]),
             text_chars=pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(scanned["text_chars"])]),
             status=nulls,

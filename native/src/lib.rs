@@ -238,12 +238,19 @@ fn ints<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
     (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, bytes_of(&col.values)))
 }
 
+fn bools<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
+    let values: Vec<bool> = col.values.iter().map(|v| *v != 0).collect();
+    (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, &bitmap(&values)))
+}
+
 fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     let d = PyDict::new(py);
     d.set_item("rows", c.line_no.len())?;
     d.set_item("lines", c.lines)?;
     d.set_item("line", PyBytes::new(py, bytes_of(&c.line_no)))?;
     d.set_item("created_ms", ints(py, &c.created_ms))?;
+    let micros = Ints { values: c.created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: c.created_ms.valid.clone() };
+    d.set_item("created_us", ints(py, &micros))?;
     d.set_item("id", strings(py, &c.id))?;
     d.set_item("role", strings(py, &c.role))?;
     d.set_item("source_id", strings(py, &c.source_id))?;
@@ -286,7 +293,7 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     d.set_item("pair_status", strings(py, &status))?;
     d.set_item("pair_called_seq", ints(py, &called))?;
     d.set_item("pair_result_seq", ints(py, &result))?;
-    d.set_item("pair_is_error", ints(py, &is_error))?;
+    d.set_item("pair_is_error", bools(py, &is_error))?;
     d.set_item("pair_result_chars", ints(py, &chars))?;
     d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
     Ok(d)
