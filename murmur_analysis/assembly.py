@@ -278,6 +278,7 @@ class Pairer:
         self.keep_inputs = keep_inputs
         self._walk = _native.Pairer()
         self._inputs: list[Any] = []
+        self._summary: tuple[int, int, list[str]] = (0, 0, [])
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
@@ -352,9 +353,16 @@ class Pairer:
         names = [f.name for f in fields(ToolCall)]
         return [ToolCall(*row) for row in zip(*(columns[n] for n in names), strict=True)]
 
+    def summary(self) -> tuple[int, int, list[str]]:
+        """After :meth:`finish_columns`: calls made, calls in error, client orphans dropped."""
+        made, errors, dropped = self._summary
+        return made, errors, list(dropped)
+
     def finish_columns(self) -> dict[str, list[Any]]:
         """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
         columns: dict[str, list[Any]] = self._walk.finish()
+        made, errors, dropped = columns.pop("summary")
+        self._summary = (made, errors, dropped)
         kept = self._inputs
         columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
         return columns

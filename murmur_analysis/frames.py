@@ -21,7 +21,7 @@ from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, sorted_entries, text_chars
 from .schema import TABLES, schema
-from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, ToolMeta, UsageRow, repeated
+from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, Pairing, ToolMeta, UsageRow, repeated
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
 
@@ -97,7 +97,7 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
-    calls: pa.Table  # the pairing rows (PAIRED columns)
+    calls: Pairing  # the pairing walk's rows and counts
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -152,9 +152,11 @@ def _entry_chunk(entries: list[Entry]) -> EntryColumns:
     )
 
 
-def _paired(columns: dict[str, list[Any]]) -> pa.Table:
-    """The pairing walk's rows (:meth:`Pairer.finish_columns`) as a table of :data:`PAIRED`."""
-    return pa.table({f.name: pa.array(columns[f.name], f.type) for f in PAIRED}, schema=PAIRED)
+def _paired(pairer: Pairer) -> Pairing:
+    """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""
+    columns = pairer.finish_columns()
+    rows = pa.table({f.name: pa.array(columns[f.name], f.type) for f in PAIRED}, schema=PAIRED)
+    return Pairing(rows, *pairer.summary())
 
 
 class FrameBuilder:
@@ -255,22 +257,20 @@ class FrameBuilder:
                 )
             count += n
             chars_total = int(chars[-1])
-        calls = conv.paired if conv.paired is not None else _paired(pairer.finish_columns())
+        calls = conv.paired if conv.paired is not None else _paired(pairer)
         return _Walk(calls, usage_rows, count, first_at, last_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
-        calls = walk.calls
+        pairing = walk.calls
+        calls = pairing.rows
         growth = self.builders["growth"]
         self._tool_calls(key, calls, conv.tool_meta)
         # Read after the walk: a streaming source hands over its usage rows when its stream ends.
         tokens = self._usage(key, walk.usage_rows if conv.usage is None else conv.usage)
         orphan_rows = conv.assembly_orphans
-        if orphan_rows is None and not calls.num_rows:
-            orphan_rows = []
         if orphan_rows is None:
-            dropped = pc.and_(pc.equal(calls["status"], "orphan_result"), pc.equal(calls["kind"], "client"))
-            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in calls["call_id"].filter(dropped).to_pylist()]
+            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
         # What assembly drops from the conversation as it stands: a source that also lists the
         # drops of earlier states (a litany step's read state) marks its last state's rows with
         # no step.
@@ -288,7 +288,6 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = calls["status"].filter(pc.is_valid(calls["called_seq"])) if calls.num_rows else pa.array([], _STR)
         self.builders["conversations"].append(
             (
                 *key,
@@ -297,8 +296,8 @@ class FrameBuilder:
                 walk.first_at,
                 walk.last_at,
                 walk.count,
-                len(made),
-                (pc.sum(pc.equal(made, "error")).as_py() or 0) if len(made) else 0,
+                pairing.made,
+                pairing.errors,
                 n_orphans,
                 tokens,
                 conv.truncated_dropped,

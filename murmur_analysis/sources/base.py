@@ -30,6 +30,7 @@ __all__ = [
     "EntryColumns",
     "GrowthRow",
     "OrphanRow",
+    "Pairing",
     "Source",
     "StepRow",
     "ToolEvents",
@@ -216,6 +217,23 @@ PAIRED = pa.schema(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """A conversation's tool pairing, as the assembly core's pairing walk left it.
+
+    Attributes:
+        rows: one row per call and per result with no call (:data:`PAIRED` columns).
+        made: calls made (rows with a call).
+        errors: calls whose result is an error.
+        dropped: the client orphan results assembly drops, by id, in the order met.
+    """
+
+    rows: pa.Table
+    made: int
+    errors: int
+    dropped: list[str]
+
+
 @dataclass
 class Conversation:
     """One conversation as a source decoded it.
@@ -264,7 +282,7 @@ class Conversation:
     truncated_dropped: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     columns: Iterable[EntryColumns] | None = None
-    paired: pa.Table | None = None
+    paired: Pairing | None = None
 
 
 class Source(ABC):

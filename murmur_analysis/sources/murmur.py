@@ -33,7 +33,17 @@ import numpy as np
 import pyarrow as pa
 
 from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
-from .base import PAIRED, Conversation, Diagnostics, EntryColumns, Source, ToolEvents, ToolMeta, repeated
+from .base import (
+    PAIRED,
+    Conversation,
+    Diagnostics,
+    EntryColumns,
+    Pairing,
+    Source,
+    ToolEvents,
+    ToolMeta,
+    repeated,
+)
 from .murmur_join import Join, ms_of
 from .murmur_record import header_of, message_values, scan_records, skipped_detail
 from .murmur_trace import TraceIndex, discover, trace_files
@@ -79,12 +89,12 @@ def _ints(buffers: tuple[bytes, bytes], n: int) -> pa.Array:
     return pa.Array.from_buffers(_I64, n, [pa.py_buffer(valid), pa.py_buffer(values)])
 
 
-def _paired(scanned: dict[str, Any]) -> pa.Table:
+def _paired(scanned: dict[str, Any]) -> Pairing:
     """The scan's pairing of a record's tool events (the assembly core's walk, run natively)."""
     n = scanned["pairs"]
     valid, values = scanned["pair_is_error"]
     errors = pa.Array.from_buffers(pa.bool_(), n, [pa.py_buffer(valid), pa.py_buffer(values)])
-    return pa.table(
+    rows = pa.table(
         [
             _strings(scanned["pair_call_id"], n),
             _strings(scanned["pair_tool_name"], n),
@@ -98,6 +108,8 @@ def _paired(scanned: dict[str, Any]) -> pa.Table:
         ],
         schema=PAIRED,
     )
+    made, errors, dropped = scanned["pair_summary"]
+    return Pairing(rows, made, errors, dropped)
 
 
 def _groups(records: list[_Record]) -> Iterator[list[_Record]]:

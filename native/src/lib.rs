@@ -288,6 +288,7 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
         input_bytes.push(p.input_bytes[i]);
     }
     d.set_item("pairs", p.len())?;
+    d.set_item("pair_summary", c.pair_summary.clone())?;
     d.set_item("pair_call_id", strings(py, &call_id))?;
     d.set_item("pair_tool_name", strings(py, &name))?;
     d.set_item("pair_status", strings(py, &status))?;
@@ -413,7 +414,9 @@ impl PyPairer {
 
     /// finish() -> dict of columns: close the last run; every row (the ToolCall fields).
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        let rows = self.inner.finish();
+        self.inner.finish();
+        let summary = self.inner.summary();
+        let rows = &self.inner.rows;
         let d = PyDict::new(py);
         d.set_item("call_id", &rows.call_id)?;
         d.set_item("tool_name", &rows.name)?;
@@ -429,6 +432,7 @@ impl PyPairer {
         d.set_item("input", &rows.input)?;
         d.set_item("result_chars", &rows.result_chars)?;
         d.set_item("input_bytes", &rows.input_bytes)?;
+        d.set_item("summary", summary)?;
         Ok(d.into_py(py))
     }
 }

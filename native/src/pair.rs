@@ -98,6 +98,16 @@ impl Pairer {
         out
     }
 
+    /// What the conversation row counts: calls made, calls whose result is an error, and the
+    /// client orphans assembly drops (in the order met). Call after [`Pairer::finish`].
+    pub fn summary(&self) -> (usize, usize, Vec<String>) {
+        let made = self.rows.called_seq.iter().filter(|s| s.is_some()).count();
+        let errors = (0..self.rows.len())
+            .filter(|&i| self.rows.called_seq[i].is_some() && self.rows.status[i] == ERROR)
+            .count();
+        (made, errors, self.dropped.clone())
+    }
+
     /// Close the last run; the rows.
     pub fn finish(&mut self) -> &Rows {
         if self.started {

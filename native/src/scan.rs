@@ -51,6 +51,8 @@ pub struct Columns {
     pub error: Option<String>,
     /// the pairing of the record's tool events (the assembly core's walk), once read whole
     pub pairs: pair::Rows,
+    /// calls made, calls in error, client orphans dropped (`pair::Pairer::summary`)
+    pub pair_summary: (usize, usize, Vec<String>),
 }
 
 impl Columns {
@@ -125,6 +127,7 @@ impl Columns {
             walk.feed(runs[row as usize], event);
         }
         walk.finish();
+        self.pair_summary = walk.summary();
         self.pairs = std::mem::take(&mut walk.rows);
     }
 
