@@ -3,9 +3,9 @@
 murmur keeps one record per (record store, context id) at
 ``~/.murmur/conversations/<record>/<context-id>/conversation.jsonl``: one JSON message per line,
 appended by the runtime while it runs. This source finds records under a murmur home, its
-``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``,
-and decodes each one as a stream, with the cursor core's line rules (so its messages are
-exactly the ones :func:`~murmur_analysis.cursor.read_messages` pages):
+``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
+Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
+decision :func:`~murmur_analysis.cursor.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
   and reported with its 1-based line number; line 1 may be the ``murmur.record`` header (not a
@@ -13,10 +13,13 @@ exactly the ones :func:`~murmur_analysis.cursor.read_messages` pages):
 * an unterminated last line that is not JSON is a line still being written: it is no message
   and is reported (``partial_line``) only once the file has been still for ``settle_seconds``.
 
-Each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the line, so the
-cursor core lowers it exactly as murmur's host does). Token usage, tool timings, compactions and
-retention come from session traces (:mod:`.murmur_trace`); the join rules are in
-``docs/tokens.md`` (``## murmur``).
+For the tables, the records are scanned natively, many at once on every core
+(:func:`~.murmur_record.scan_records`): each message line becomes one row of typed columns and
+the record's tool events are paired by the assembly core's walk in the same pass. Reopened,
+each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the parsed line,
+so the cursor core lowers it exactly as murmur's host does). Token usage, tool timings,
+compactions and retention come from session traces (:mod:`.murmur_trace`); the join rules are
+in ``docs/tokens.md`` (``## murmur``).
 """
 
 from __future__ import annotations
