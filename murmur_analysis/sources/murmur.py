@@ -32,23 +32,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import pyarrow as pa
 
 from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
-from .base import (
-    PAIRED,
-    Conversation,
-    Diagnostics,
-    EntryColumns,
-    Pairing,
-    Source,
-    ToolEvents,
-    ToolMeta,
-    repeated,
-)
+from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
 from .murmur_join import Join, ms_of
 from .murmur_record import header_of, message_values, scan_records, skipped_detail
+from .murmur_scan import ints, pairing, scanned_columns, strings
 from .murmur_trace import TraceIndex, discover, trace_files
 
 __all__ = ["MurmurSource"]
@@ -60,8 +50,6 @@ _PEEK = 1 << 20
 # Records are scanned together (every core busy, one native call) in groups of about this size.
 _SCAN_BYTES = 256 << 20
 _STR = pa.string()
-_I64 = pa.int64()
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,39 +68,6 @@ class _Record:
 def _title(text: str) -> str:
     """A conversation's title from its first user text that is not blank."""
     return text.strip().splitlines()[0][:TITLE_CHARS]
-
-
-def _strings(buffers: tuple[bytes, bytes, bytes], n: int) -> pa.Array:
-    valid, offsets, data = buffers
-    return pa.Array.from_buffers(_STR, n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _ints(buffers: tuple[bytes, bytes], n: int) -> pa.Array:
-    valid, values = buffers
-    return pa.Array.from_buffers(_I64, n, [pa.py_buffer(valid), pa.py_buffer(values)])
-
-
-def _paired(scanned: dict[str, Any]) -> Pairing:
-    """The scan's pairing of a record's tool events (the assembly core's walk, run natively)."""
-    n = scanned["pairs"]
-    valid, values = scanned["pair_is_error"]
-    errors = pa.Array.from_buffers(pa.bool_(), n, [pa.py_buffer(valid), pa.py_buffer(values)])
-    rows = pa.table(
-        [
-            _strings(scanned["pair_call_id"], n),
-            _strings(scanned["pair_tool_name"], n),
-            repeated("client", n),  # murmur's dialect has client tools only
-            _ints(scanned["pair_called_seq"], n),
-            _ints(scanned["pair_result_seq"], n),
-            _strings(scanned["pair_status"], n),
-            errors,
-            _ints(scanned["pair_result_chars"], n),
-            _ints(scanned["pair_input_bytes"], n),
-        ],
-        schema=PAIRED,
-    )
-    made, errors, dropped = scanned["pair_summary"]
-    return Pairing(rows, made, errors, dropped)
 
 
 def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
@@ -393,17 +348,14 @@ class MurmurSource(Source):
         n = scanned["rows"]
         if scanned["title"] is not None and conv.title is None:
             conv.title = _title(scanned["title"])
-        created_ms = _ints(scanned["created_ms"], n)
-        role = _strings(scanned["role"], n)
-        ids = _strings(scanned["id"], n)
         model: pa.Array = pa.nulls(n, _STR)
         usage: list[Any] | None = None
         if join is not None:
             models: list[str | None] = []
             usages: list[Any] = []
-            for position, (msg_id, side, ms) in enumerate(
-                zip(ids.to_pylist(), role.to_pylist(), created_ms.to_pylist(), strict=True)
-            ):
+            triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
+                          ints(scanned, "created_ms").to_pylist(), strict=True)
+            for position, (msg_id, side, ms) in enumerate(triples):
                 found = join.claim(position, msg_id, side, ms)
                 models.append(found.model if found is not None else None)
                 usages.append(found.usage if found is not None else None)
@@ -411,26 +363,8 @@ class MurmurSource(Source):
             usage = usages if any(u is not None for u in usages) else None
             conv.usage = join.usage_rows()
             conv.growth = join.growth_rows()
-        conv.paired = _paired(scanned)
-        kinds_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])
-        kinds = _strings(scanned["kinds"], (len(kinds_offsets) and kinds_offsets[-1].as_py()) or 0)
-        nulls = pa.nulls(n, _STR)
-        return EntryColumns(
-            position=pa.array(np.arange(n, dtype=np.int64), _I64),
-            id=ids,
-            side=role,
-            origin=nulls,
-            model=model,
-            created_at=pa.Array.from_buffers(_TIMESTAMP, n, [pa.py_buffer(b) for b in scanned["created_us"]]),
-            n_blocks=pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(scanned["n_blocks"])]),
-            text_chars=pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(scanned["text_chars"])]),
-            status=nulls,
-            error=nulls,
-            source_id=_strings(scanned["source_id"], n),
-            block_kinds=pa.ListArray.from_arrays(kinds_offsets, kinds),
-            usage=usage,
-            events=ToolEvents(),  # already paired by the scan: conv.paired
-        )
+        conv.paired = pairing(scanned)
+        return scanned_columns(scanned, model, usage)
 
     @staticmethod
     def _entry(
