@@ -111,7 +111,7 @@ def engine_index(record: str) -> Timed:
     def run() -> Summary:
         with open(record, "rb") as f:
             data = f.read()
-        return {"messages": len(index_lines(data, 0, True).starts) // 8}
+        return {"messages": len(index_lines(data, len(data), 0, True).starts) // 8}
 
     return run
 

@@ -34,5 +34,5 @@ class Pairer:
     def finish(self) -> dict[str, Any]: ...
 
 def index_lines(
-    data: bytes, base: int, first: bool
+    data: bytes, limit: int, base: int, first: bool
 ) -> tuple[bytes, bytes, list[tuple[int, bool]], tuple[int, int] | None, int, int, bool]: ...

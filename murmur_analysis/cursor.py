@@ -379,20 +379,20 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
     """Parse the record from ``snap.parsed_to`` to its end, recording message line offsets."""
     offset = snap.parsed_to
     line_no = snap.lines_before
-    carry = b""
-    carry_at = offset
     size = snap.size
+    want = _CHUNK
     while offset < size:
-        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-        if not chunk:
+        # Each read starts at a line start (the partial line a read ends with is read again by
+        # the next one), so no chunk is copied to join it to the one before.
+        data = os.pread(fd, min(want, size - offset), offset)
+        if not data:
             break
-        offset += len(chunk)
-        data = carry + chunk if carry else chunk
-        base = carry_at
-        cut = data.rfind(b"\n") + 1
-        if offset >= size:
-            cut = len(data)
-        found = index_lines(data[:cut] if cut < len(data) else data, base, base == 0)
+        cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
+        if cut == 0:  # one line longer than the read: read more of it
+            want *= 2
+            continue
+        want = _CHUNK
+        found = index_lines(data, cut, offset, offset == 0)
         if found.bad_utf8:
             # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
             raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
@@ -403,12 +403,11 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
         for n, terminated in found.skipped:
             snap.skipped.append(_skipped(line_no + n, terminated))
         if found.parsed_to > snap.parsed_to:
-            unterminated = found.lines > 0 and found.parsed_to < base + cut
+            unterminated = found.lines > 0 and found.parsed_to < offset + cut
             snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
             snap.parsed_to = found.parsed_to
         line_no += found.lines
-        carry = data[cut:]
-        carry_at = base + cut
+        offset += cut
     # At most one message can come from an unterminated last line.
     unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
     snap.tail_start = len(snap.starts) - (1 if unterminated else 0)

@@ -75,13 +75,13 @@ class LineIndex(NamedTuple):
     bad_utf8: bool  #: a line is not UTF-8 (murmur's whole read fails)
 
 
-def index_lines(data: bytes, base: int, first: bool) -> LineIndex:
-    """Decide every line of ``data`` (whole lines of a record at offset ``base``) on every core.
+def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineIndex:
+    """Decide every line of ``data[:limit]`` (whole lines of a record at offset ``base``) on every core.
 
     This is the record reader's index: which lines are messages, where they are, and which
     lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
     """
-    return LineIndex(*_native.index_lines(data, base, first))
+    return LineIndex(*_native.index_lines(data, limit, base, first))
 
 
 def parse(line: bytes) -> Any:

@@ -118,8 +118,9 @@ fn decide_line(line: &[u8], first: bool) -> u8 {
     decide::<json::Json>(line, first).0 as u8
 }
 
-/// index_lines(data, base, first) -> (starts, ends, skipped, header, lines, parsed_to, bad_utf8):
-/// the record reader's index of `data` (whole lines of a record found at offset `base`): the
+/// index_lines(data, limit, base, first) -> (starts, ends, skipped, header, lines, parsed_to,
+/// bad_utf8): the record reader's index of `data[..limit]` (whole lines of a record found at
+/// offset `base`): the
 /// absolute offsets of its message lines as int64 bytes, the lines skipped and reported as
 /// (1-based line within `data`, terminated), the header line's span, the number of lines,
 /// the offset just past the last "\n" (or `base`), and whether a line is not UTF-8.
@@ -128,9 +129,11 @@ fn decide_line(line: &[u8], first: bool) -> u8 {
 fn index_lines<'py>(
     py: Python<'py>,
     data: &[u8],
+    limit: usize,
     base: usize,
     first: bool,
 ) -> (&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool) {
+    let data = &data[..limit.min(data.len())];
     let decided = py.allow_threads(|| scan::decide_all(data, first));
     let (mut starts, mut ends, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     let (mut header, mut parsed_to, mut bad) = (None, base, false);
