@@ -81,3 +81,32 @@ def test_serde_json_rules_at_their_edges() -> None:
     assert decide(b" \t ") is LineKind.BLANK
     lowered = lower(b'{"role":"user","content":[1e21,-0,12345678901234567890123]}')
     assert lowered[1] == "[1e21,-0.0,1.2345678901234568e22]"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.one_of(mutated(), st.just(b""), st.just(b"\r")), max_size=30), st.sampled_from([7, 64, 500]))
+def test_the_record_readers_index_is_the_same_at_any_read_size(lines: list[bytes], chunk: int) -> None:
+    # Reads start at line starts; a line longer than a read is read whole; pages and reports agree.
+    import tempfile
+    from pathlib import Path
+
+    import pytest
+
+    from murmur_analysis import cursor
+    from murmur_analysis.errors import ReadMessagesError
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "conversation.jsonl"
+        path.write_bytes(b"\n".join(lines))
+
+        def page() -> Any:
+            try:
+                got = cursor.RecordReader().read_messages(path, limit=100)
+            except ReadMessagesError as err:
+                return str(err)
+            return got.total, got.messages, [(r.line, r.kind) for r in got.reports]
+
+        whole = page()
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cursor, "_CHUNK", chunk)
+            assert page() == whole
