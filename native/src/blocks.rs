@@ -90,8 +90,9 @@ impl Spec {
             if key == "type" {
                 continue;
             }
-            let Some((_, required, typ)) = spec.fields.iter().find(|(name, _, _)| name == key) else {
-                continue; // an unmodelled key is kept as extra
+            let (required, typ) = match spec.fields.iter().find(|(name, _, _)| name == key) {
+                Some((_, required, typ)) => (required, typ),
+                None => continue, // an unmodelled key is kept as extra
             };
             if value.is_null() && !required {
                 continue; // an optional key written as null is kept as extra
