@@ -155,7 +155,7 @@ def _entry_chunk(entries: list[Entry]) -> EntryColumns:
 def _paired(pairer: Pairer) -> Pairing:
     """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""
     columns = pairer.finish_columns()
-    rows = pa.table({f.name: pa.array(columns[f.name], f.type) for f in PAIRED}, schema=PAIRED)
+    rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
     return Pairing(rows, *pairer.summary())
 
 
@@ -304,21 +304,21 @@ class FrameBuilder:
             )
         )
 
-    def _tool_calls(self, key: tuple[str, str], calls: pa.Table, meta: Mapping[str, ToolMeta]) -> None:
+    def _tool_calls(self, key: tuple[str, str], calls: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> None:
         n = calls.num_rows
         if not n:
             return
         duration: pa.Array = pa.nulls(n, pa.float64())
         output: pa.Array = pa.nulls(n, _I64)
         exit_code: pa.Array = pa.nulls(n, _I64)
-        input_bytes = calls["input_bytes"]
+        input_bytes = calls.column("input_bytes")
         if meta:
             durations: list[Any] = [None] * n
             outputs: list[Any] = [None] * n
             exits: list[Any] = [None] * n
             sizes = input_bytes.to_pylist()
-            called = calls["called_seq"].to_pylist()
-            for i, call_id in enumerate(calls["call_id"].to_pylist()):
+            called = calls.column("called_seq").to_pylist()
+            for i, call_id in enumerate(calls.column("call_id").to_pylist()):
                 m = meta.get(call_id) if called[i] is not None else None
                 if m is not None:
                     durations[i], outputs[i], exits[i] = m.duration_ms, m.output_bytes, m.exit_code
@@ -326,17 +326,17 @@ class FrameBuilder:
                         sizes[i] = m.input_bytes
             duration, output = pa.array(durations, pa.float64()), pa.array(outputs, _I64)
             exit_code = pa.array(exits, _I64)
-            input_bytes = pa.chunked_array([pa.array(sizes, _I64)])
+            input_bytes = pa.array(sizes, _I64)
         self.builders["tool_calls"].append_batch(
             [
                 repeated(key[0], n),
                 repeated(key[1], n),
-                *(calls[name].combine_chunks() for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq",
-                                                            "status", "is_error")),
+                *(calls.column(name) for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq", "status",
+                                                  "is_error")),
                 duration,
-                input_bytes.combine_chunks(),
+                input_bytes,
                 output,
-                calls["result_chars"].combine_chunks(),
+                calls.column("result_chars"),
                 exit_code,
             ]
         )

@@ -228,7 +228,7 @@ class Pairing:
         dropped: the client orphan results assembly drops, by id, in the order met.
     """
 
-    rows: pa.Table
+    rows: pa.RecordBatch
     made: int
     errors: int
     dropped: list[str]

@@ -38,7 +38,7 @@ def ints(scanned: dict[str, Any], key: str, n: int | None = None, typ: pa.DataTy
 def pairing(scanned: dict[str, Any]) -> Pairing:
     """The record's tool pairing, as the assembly core's walk left it in the scan."""
     n = scanned["pairs"]
-    rows = pa.table(
+    rows = pa.RecordBatch.from_arrays(
         [
             strings(scanned, "pair_call_id", n),
             strings(scanned, "pair_tool_name", n),
