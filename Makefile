@@ -10,10 +10,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PLUGIN := tests/plugins/murmur_analysis_example_plugin
+NATIVE := $(wildcard native/Cargo.toml native/src/*.rs)
+# cargo builds the native decode engine; rustup installs it under ~/.cargo/bin.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: setup run report test lint typecheck bench fuzz samples clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(NATIVE)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev,notebooks,dask,bench]"

@@ -38,6 +38,7 @@ EXPORT_FULL = "murmur-analysis export (full)"
 EXPORT_UNCHANGED = "murmur-analysis export (unchanged input)"
 EXPORT_APPENDED = "murmur-analysis export (after appending 1%)"
 EXPORT_4X = "murmur-analysis export (full, 4x input)"
+ENGINE = f"{TOOLKIT} engine"
 
 
 @dataclass
@@ -121,6 +122,10 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
         Tool("polars.read_ndjson", "scenarios:polars_read_ndjson", {"files": files}),
         Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": files}),
     ]
+    engine_scan = lambda files: Tool(ENGINE, "scenarios:engine_scan", {"files": files}, needs="murmur",  # noqa: E731
+                                     note="the native scan alone (lines decided, columns derived)")
+    engine_index = lambda: Tool(ENGINE, "scenarios:engine_index", {"record": str(p.big)},  # noqa: E731
+                                needs="murmur", note="the native line decision alone, over the whole record")
     litany_tables = ["messages", "tool_calls", "growth", "steps"]
     scenarios = [
         Scenario("big-load", "Big murmur record to the messages and tool_calls tables",
@@ -128,6 +133,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      Tool(TOOLKIT, "scenarios:toolkit_load",
                           {"path": str(p.big_home), "tables": ["messages", "tool_calls"]}, toolkit=True, needs="murmur",
                           note="ma.load(home).tables"),
+                     engine_scan(big),
                      *json_baselines(big),
                      *filter(None, [_pandas(big, [str(p.big_slice)], big_bytes, pandas_mode)]),
                  ]),
@@ -135,6 +141,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                  f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes, [
                      Tool(TOOLKIT, "scenarios:toolkit_load", {"path": str(p.small_home), "tables": ["messages",
                           "tool_calls"]}, toolkit=True, needs="murmur", note="ma.load(home).tables"),
+                     engine_scan(small),
                      *json_baselines(small),
                      *filter(None, [_pandas(small, record_files(str(p.small_home), 0.1), small_bytes, pandas_mode)]),
                  ]),
@@ -155,6 +162,9 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                  f"1 record, {big_mb:,.0f} MB", big_bytes, [
                      Tool(TOOLKIT, "scenarios:toolkit_first_page", {"record": record}, toolkit=True,
                           note="ma.read_messages(record, limit=100)"),
+                     engine_index(),
+                     Tool("duckdb read_json_auto", "scenarios:duckdb_read_json_auto", {"files": big},
+                          note="DuckDB's full read of the record"),
                      Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record},
                           note="validates nothing before the tail"),
                      Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": big}),
@@ -163,6 +173,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                  f"1 record, {big_mb:,.0f} MB", big_bytes, [
                      Tool(TOOLKIT, "scenarios:toolkit_walk", {"record": record}, toolkit=True,
                           note="list(ma.walk(record))"),
+                     engine_index(),
                      Tool("orjson.loads loop", "scenarios:orjson_loop", {"files": big}),
                  ]),
         Scenario("page-warm", "read_messages first page, warm: after a first page and a walk in the same process",
@@ -171,6 +182,8 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                           note="ma.read_messages after ma.read_messages + ma.walk"),
                      Tool(f"{TOOLKIT} (after ma.walk only)", "scenarios:toolkit_warm_page",
                           {"record": record, "prime_first_page": False}, note="ma.read_messages after ma.walk"),
+                     Tool(ENGINE, "scenarios:engine_index", {"record": str(p.big)}, needs="murmur",
+                          note="the native line decision over the whole record: the cold work a warm page skips"),
                      Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record}),
                  ]),
     ]
@@ -255,15 +268,22 @@ def scenario_table(s: Scenario) -> str:
             continue
         peak = t.peak
         per_input = f"{peak * 2**20 / s.input_bytes:.2f}" if peak and s.input_bytes else "-"
+        note = t.note
         if t.toolkit:
             ratio = "1.00x (itself)"
+        elif t.name == ENGINE:  # the engine's share of the toolkit's time
+            ratio = "-"
+            if kit_wall and t.wall:
+                note = f"{note}; engine ÷ toolkit {_fmt_ratio(t.wall / kit_wall)}"
         elif t.name.startswith(TOOLKIT):  # another toolkit variant: no baseline
             ratio = "-"
         else:
             ratio = _fmt_ratio(kit_wall / t.wall if kit_wall and t.wall else None)
         scaled = " (est.)" if t.scale_by != 1.0 else ""
         lines.append(f"| {t.name} | {_fmt_s(t.wall)}{scaled} | {peak:,.0f}{scaled} | {per_input} | {ratio} | "
-                     f"{_summary(m)} | {t.note} |")
+                     f"{_summary(m)} | {note} |")
+    if s.tool(ENGINE) is None:
+        lines += ["", f"{ENGINE}: not in this table; this source does not read through the native engine."]
     lines += ["", "toolkit ÷ tool: the toolkit's wall time over this tool's (above 1: the toolkit is slower)."]
     return "\n".join(lines)
 
@@ -299,14 +319,20 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         return a / b if a is not None and b else None
 
     r = rel(kit, duck)
-    out.append(Target("big-load", "wall vs DuckDB read_json_auto", "<= 1.5x",
-                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.5))
+    out.append(Target("big-load", "wall vs DuckDB read_json_auto", "<= 1.0x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.0))
     r = rel(pandas, kit)
-    out.append(Target("big-load", "speed-up over pandas.read_json", ">= 30x",
-                      _fmt_ratio(r) if r else "not measured", None if r is None else r >= 30))
+    out.append(Target("big-load", "speed-up over pandas.read_json", ">= 15x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r >= 15))
     r = peak * 2**20 / big.input_bytes if peak and big and big.input_bytes else None
     out.append(Target("big-load", "peak memory / file size", "<= 1.2x",
                       _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
+    r = rel(wall("small-load", TOOLKIT), wall("small-load", "duckdb read_ndjson (declared columns)"))
+    out.append(Target("small-load", "wall vs DuckDB read_ndjson (declared columns)", "<= 1.0x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.0))
+    r = rel(wall("small-load", "pandas.read_json(lines=True)"), wall("small-load", TOOLKIT))
+    out.append(Target("small-load", "speed-up over pandas.read_json", ">= 15x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r >= 15))
     one, ten = wall("litany", TOOLKIT), wall("litany-10x", TOOLKIT)
     r = rel(ten, one)
     out.append(Target("litany-10x", "cost at 10x the commits, same content", "flat (<= 1.25x)",
@@ -318,6 +344,9 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     w = wall("page-warm", TOOLKIT)
     out.append(Target("page-warm", "first page, warm cache", "well under 1 s (<= 0.25 s)",
                       f"{w:.4f} s" if w is not None else "not measured", None if w is None else w <= 0.25))
+    r = rel(wall("page-cold", TOOLKIT), wall("page-cold", "duckdb read_json_auto"))
+    out.append(Target("page-cold", "first page, fresh process, no index, vs DuckDB's full read", "<= 1.5x",
+                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.5))
     full = wall("export", EXPORT_FULL)
     for name, goal, limit in ((EXPORT_UNCHANGED, "<= 5% of a full export", 0.05),
                               (EXPORT_APPENDED, "<= 15% of a full export", 0.15)):
@@ -329,9 +358,6 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     r = rel(four_x.peak if four_x else None, one_x.peak if one_x else None)
     out.append(Target("export", "peak memory at 4x the input / at 1x", "<= 1.2x",
                       _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
-    c = wall("page-cold", TOOLKIT)
-    out.append(Target("page-cold", "first page, cold (documented, no target)", "-",
-                      f"{c:.2f} s" if c is not None else "not measured", None))
     return out
 
 

@@ -16,11 +16,10 @@ come from one place for every source.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-import orjson
-
+from . import _native
 from .model import (
     Block,
     Entry,
@@ -32,6 +31,8 @@ from .model import (
     sorted_entries,
     text_chars,
 )
+from .sources.base import ToolEvents
+from .sources.murmur_record import serde_text
 
 __all__ = [
     "Assembled",
@@ -42,7 +43,9 @@ __all__ = [
     "drop_orphans",
     "group",
     "input_size",
+    "pair_events",
     "pair_tools",
+    "tool_event_columns",
     "tool_events",
     "transcript",
 ]
@@ -180,6 +183,8 @@ def _status(is_error: bool | None) -> ToolStatus:
     return "error" if is_error else "ok"
 
 
+_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
+
 #: A tool event of one entry, what the pairing walk reads:
 #: ``("call", kind, id, name, input, input_bytes)`` or ``("result", kind, id, is_error, chars)``.
 ToolEvent = tuple[Any, ...]
@@ -190,7 +195,7 @@ def input_size(value: Any) -> int | None:
     if value is None:
         return None
     try:
-        return len(orjson.dumps(value))
+        return len(serde_text(value).encode())
     except TypeError:
         return None
 
@@ -222,14 +227,50 @@ def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
     return events
 
 
-class Pairer:
-    """The pairing walk, fed one entry at a time (entries must come in position order).
+def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> ToolEvents:
+    """The tool events of a chunk of entries as the columns the pairing walk reads.
 
-    It holds only the current run of same-side entries that carry tool blocks and the calls
-    still open, so a frame builder can stream a conversation of any length through it.
-    :func:`pair_tools` is this walk over a whole list. A decoder that already knows each
-    entry's tool events and message (run) index feeds :meth:`feed_events` instead; both paths
-    share the same rule.
+    This is how an entry-decoded source feeds the pairing: the same arrays a columnar decoder
+    builds, row ``i`` being ``entries[i]``.
+    """
+    out = ToolEvents(inputs=[] if keep_inputs else None)
+    for i, entry in enumerate(entries):
+        for block in entry.blocks:
+            if type(block) in _TOOL_BLOCKS:
+                break
+        else:
+            continue
+        for event in tool_events(entry, keep_inputs):
+            out.row.append(i)
+            out.kind.append(event[1])
+            out.call_id.append(event[2])
+            if event[0] == "call":
+                out.call.append(True)
+                out.name.append(event[3])
+                out.is_error.append(None)
+                out.chars.append(None)
+                out.input_bytes.append(event[5])
+                if out.inputs is not None:
+                    out.inputs.append(event[4])
+            else:
+                out.call.append(False)
+                out.name.append(None)
+                out.is_error.append(event[3])
+                out.chars.append(event[4])
+                out.input_bytes.append(None)
+                if out.inputs is not None:
+                    out.inputs.append(None)
+    return out
+
+
+class Pairer:
+    """The pairing walk, fed in position order: one entry at a time, or tool events as columns.
+
+    The walk itself is the native engine's (``native/src/pair.rs``): it holds only the current
+    run of same-side entries' tool events and the calls still open, so a frame builder can
+    stream a conversation of any length through it. :func:`pair_tools` is this walk over a
+    whole list of entries; a decoder that already has each entry's tool events and message
+    (run) index feeds :meth:`feed_columns`. Every path reaches the same walk.
 
     Args:
         keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
@@ -237,15 +278,13 @@ class Pairer:
     """
 
     def __init__(self, keep_inputs: bool = True) -> None:
-        self._rows: list[list[Any]] = []  # ToolCall fields, mutable until the result is met
         self.keep_inputs = keep_inputs
-        self._open: dict[tuple[str, str], list[int]] = {}  # (kind, id) -> unanswered row indexes
-        self._called: set[tuple[str, str]] = set()
-        self._run: list[tuple[int, list[ToolEvent]]] = []  # the run's entries that hold tool events
+        self._walk = _native.Pairer()
+        self._inputs: list[Any] = []
+        self._summary: tuple[int, int, list[str]] = (0, 0, [])
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
-        self._dropped: list[str] = []  # client orphans of the closed runs, in the order met
 
     def feed(self, entry: Entry) -> None:
         """Take the next entry.
@@ -257,30 +296,50 @@ class Pairer:
             raise ValueError("entries must be fed in ascending position order")
         self._last = entry.position
         if entry.side != self._side:
-            if self._side is not None:
-                self._close_run()
             self._message += 1
             self._side = entry.side
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
-                self._run.append((entry.position, tool_events(entry, self.keep_inputs)))
+                self.feed_events(entry.position, self._message, tool_events(entry, self.keep_inputs))
                 break
 
     def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
-        """Take one entry's tool events, with the index of the message (run) it belongs to.
+        """Take one entry's tool events (:func:`tool_events`), with its message (run) index."""
+        columns = ToolEvents(inputs=[] if self.keep_inputs else None)
+        for event in events:
+            columns.row.append(0)
+            columns.kind.append(event[1])
+            columns.call_id.append(event[2])
+            call = event[0] == "call"
+            columns.call.append(call)
+            columns.name.append(event[3] if call else None)
+            columns.is_error.append(None if call else event[3])
+            columns.chars.append(None if call else event[4])
+            columns.input_bytes.append(event[5] if call else None)
+            if columns.inputs is not None:
+                columns.inputs.append(event[4] if call else None)
+        self.feed_columns([position] * len(events), [message] * len(events), columns)
+
+    def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
+        """Take tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).
 
         Args:
-            position: the entry's position (ascending across calls).
-            message: the 0-based index of its run of same-side entries; ascending.
-            events: its tool events (:func:`tool_events`), in block order.
+            positions: the position of each event's entry (ascending across calls).
+            messages: the 0-based message (run of same-side entries) index of each event's entry.
+            events: the events, in entry and block order.
         """
-        if message != self._message:
-            if self._side is not None:
-                self._close_run()
-            self._message = message
-            self._side = ""
-        self._last = position
-        self._run.append((position, events))
+        inputs: list[int | None] | None = None
+        if self.keep_inputs and events.inputs is not None:
+            inputs = []
+            for value in events.inputs:
+                inputs.append(len(self._inputs) if value is not None else None)
+                if value is not None:
+                    self._inputs.append(value)
+        kinds = [0 if k == "client" else 1 for k in events.kind]
+        self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
+                        events.is_error, events.chars, events.input_bytes, inputs)
+        if len(positions):
+            self._last = positions[-1]
 
     def dropped_orphans(self) -> list[str]:
         """The ids ``assemble`` would drop from the entries fed so far, in the order met.
@@ -288,89 +347,28 @@ class Pairer:
         The runs before the last are final; the last run is still open (a later entry of it
         may call a result met earlier in it), so its orphans are worked out without closing it.
         """
-        own = {e[2] for _, events in self._run for e in events if e[0] == "call" and e[1] == "client"}
-        pending = [
-            e[2]
-            for _, events in self._run
-            for e in events
-            if e[0] == "result" and e[1] == "client" and e[2] not in own and ("client", e[2]) not in self._called
-        ]
-        return self._dropped + pending
+        dropped: list[str] = self._walk.dropped_orphans()
+        return dropped
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
-        return [ToolCall(*row) for row in self.finish_rows()]
+        columns = self.finish_columns()
+        names = [f.name for f in fields(ToolCall)]
+        return [ToolCall(*row) for row in zip(*(columns[n] for n in names), strict=True)]
 
-    def finish_rows(self) -> list[list[Any]]:
-        """Like :meth:`finish`, each row a list of the :class:`ToolCall` fields in order."""
-        if self._side is not None:
-            self._close_run()
-            self._side = None
-        return self._rows
+    def summary(self) -> tuple[int, int, list[str]]:
+        """After :meth:`finish_columns`: calls made, calls in error, client orphans dropped."""
+        made, errors, dropped = self._summary
+        return made, errors, list(dropped)
 
-    def _close_run(self) -> None:
-        if not self._run:
-            return
-        message_index = self._message
-        rows = self._rows
-        for position, events in self._run:
-            for event in events:
-                if event[0] == "call":
-                    _, kind, call_id, name, value, size = event
-                    key = (kind, call_id)
-                    self._called.add(key)
-                    self._open.setdefault(key, []).append(len(rows))
-                    # A client call waits for its result; a provider-run call needs no result item
-                    # of its own (OpenAI's web search writes none, Google's one for the turn): ok
-                    # unless a result says otherwise.
-                    rows.append([call_id, name, kind, position, None, message_index, None,
-                                 "unanswered" if kind == "client" else "ok", None, value, None, size])
-        for position, events in self._run:
-            for event in events:
-                if event[0] != "result":
-                    continue
-                _, kind, call_id, is_error, chars = event
-                key = (kind, call_id)
-                waiting = self._open.get(key)
-                if waiting:
-                    row = rows[waiting.pop(0)]
-                    if not waiting:
-                        del self._open[key]
-                    # result_seq, result_message, status, is_error, result_chars
-                    row[4], row[6], row[8], row[10] = position, message_index, is_error, chars
-                    row[7] = _status(is_error)
-                    continue
-                if kind == "server" and self._answer_turn(message_index, position, is_error):
-                    continue
-                status: ToolStatus = "duplicate_result" if key in self._called else "orphan_result"
-                if status == "orphan_result" and kind == "client":
-                    self._dropped.append(call_id)
-                rows.append([call_id, None, kind, None, position, None, message_index, status, is_error, None, chars,
-                             None])
-        self._run = []
-
-
-    def _answer_turn(self, message_index: int, position: int, is_error: bool | None) -> bool:
-        """A provider-run result naming no call answers its message's calls that have none.
-
-        Google's grounding writes one ``ws_output`` result for every search of the turn
-        (``ws_call_0``, ``ws_call_1``, ...; inference-go ``groundingToWebSearchOutputs``).
-        """
-        waiting = [i for i, row in enumerate(self._rows)
-                   if row[2] == "server" and row[5] == message_index and row[4] is None and row[3] is not None]
-        for i in waiting:
-            row = self._rows[i]
-            row[4], row[6], row[8] = position, message_index, is_error
-            row[7] = _status(is_error)
-            key = ("server", row[0])
-            if key in self._open and i in self._open[key]:
-                self._open[key].remove(i)
-                if not self._open[key]:
-                    del self._open[key]
-        return bool(waiting)
-
-
-_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
+    def finish_columns(self) -> dict[str, list[Any]]:
+        """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
+        columns: dict[str, list[Any]] = self._walk.finish()
+        made, errors, dropped = columns.pop("summary")
+        self._summary = (made, errors, dropped)
+        kept = self._inputs
+        columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
+        return columns
 
 
 def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:
@@ -390,3 +388,23 @@ def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:
     for entry in sorted_entries(entries):
         pairer.feed(entry)
     return pairer.finish()
+
+
+def pair_events(
+    positions: Sequence[int], messages: Sequence[int], events: ToolEvents
+) -> tuple[list[ToolCall], list[str]]:
+    """Pair tool events given as columns: the pairing rows and the orphans assembly drops.
+
+    Args:
+        positions: the position of each event's entry, ascending.
+        messages: the message (run) index of each event's entry, ascending.
+        events: the events, in entry and block order.
+
+    Returns:
+        ``(rows, dropped)``: one :class:`ToolCall` per call and per result with no call, and the
+        ids of the client orphan results in the order met (``assemble``'s ``dropped_orphans``).
+    """
+    pairer = Pairer(keep_inputs=events.inputs is not None)
+    pairer.feed_columns(positions, messages, events)
+    dropped = pairer.dropped_orphans()
+    return pairer.finish(), dropped

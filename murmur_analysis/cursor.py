@@ -24,11 +24,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import orjson
-
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
+from .sources.murmur_record import index_lines, lower, lower_value, parse, serde_text
 
 __all__ = [
     "MAX_LIMIT",
@@ -47,7 +46,6 @@ __all__ = [
 CURSOR_PREFIX = "mc_"
 MAX_LIMIT = 100
 TOOL_MARKER = "__murmur_tool_msg__"
-HEADER_TYPE = "murmur.record"
 _CHUNK = 64 << 20
 # Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
 _CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
@@ -146,33 +144,9 @@ def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T
     return page, (encode_cursor(start) if start > 0 else None), len(items)
 
 
-def _dumps(value: Any) -> str:
-    """serde_json's compact, key-sorted encoding (murmur's ``Value::to_string``)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-
-
 def lifecycle_message(line: dict[str, Any]) -> PageMessage:
-    """Lower one murmur record line to the lifecycle ``message`` a hook receives."""
-    role = line["role"]
-    if role == "tool":
-        content = _dumps(
-            {
-                TOOL_MARKER: True,
-                "tool_call_id": line.get("tool_call_id"),
-                "is_error": line.get("is_error"),
-                "body": line.get("content"),
-            }
-        )
-    else:
-        content = _dumps(line["content"]) if "content" in line else ""
-    msg_id = line.get("id")
-    source_id = line.get("source_id")
-    return PageMessage(
-        role,
-        content,
-        msg_id if isinstance(msg_id, str) else None,
-        source_id if isinstance(source_id, str) else None,
-    )
+    """Lower one parsed murmur record line to the lifecycle ``message`` a hook receives."""
+    return PageMessage(*lower_value(line))
 
 
 def entry_message(entry: Entry) -> PageMessage:
@@ -191,9 +165,9 @@ def entry_message(entry: Entry) -> PageMessage:
         is_error = entry.is_error
         if call_id is None and len(results) == 1:
             call_id, is_error = results[0].tool_use_id, results[0].is_error
-        content = _dumps({TOOL_MARKER: True, "tool_call_id": call_id, "is_error": is_error, "body": body})
+        content = serde_text({TOOL_MARKER: True, "tool_call_id": call_id, "is_error": is_error, "body": body})
     else:
-        content = _dumps(body)
+        content = serde_text(body)
     return PageMessage(entry.side, content, entry.id, entry.source_id)
 
 
@@ -213,34 +187,6 @@ def entries_page(entries: Sequence[Entry], cursor: str | None = None, limit: int
     """
     page, next_cursor, total = paginate(entries, cursor, limit)
     return Page(tuple(entry_message(e) for e in page), next_cursor, total)
-
-
-def parse_line(line: bytes) -> Any:
-    """Parse one record line as JSON the way serde_json does, or raise ``ValueError``.
-
-    Both are strict RFC 8259 parsers: both refuse a byte-order mark, a lone surrogate escape
-    and a number out of the double range, and both read an integer wider than 64 bits as a
-    double (``orjson.JSONDecodeError`` is a ``ValueError``).
-    """
-    return orjson.loads(line)
-
-
-def is_message(value: Any) -> bool:
-    """Murmur's rule: a message line is a JSON object carrying a string ``role``."""
-    return isinstance(value, dict) and isinstance(value.get("role"), str)
-
-
-def header_of(value: Any) -> dict[str, Any] | None:
-    """The record header a first line carries, or ``None``."""
-    if (
-        isinstance(value, dict)
-        and value.get("type") == HEADER_TYPE
-        and "role" not in value
-        and isinstance(value.get("capsule"), str)
-        and isinstance(value.get("created_ms"), int)
-    ):
-        return value
-    return None
 
 
 @dataclass
@@ -310,7 +256,7 @@ class RecordReader:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
                 os.close(fd)
-            messages = tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
+            messages = tuple(PageMessage(*lower(raw)) for raw in reversed(lines))
             reports = self._report(snap)
             shifted = (_dropped(snap.header) or 0) - (snap.dropped_before or 0)
             if cursor is not None and snap.dropped_before is not None and shifted > 0:
@@ -336,7 +282,7 @@ class RecordReader:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
                 snap = self._refresh(path, fd)
-                out = [parse_line(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                out = [parse(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
@@ -433,66 +379,44 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
     """Parse the record from ``snap.parsed_to`` to its end, recording message line offsets."""
     offset = snap.parsed_to
     line_no = snap.lines_before
-    carry = b""
-    carry_at = offset
     size = snap.size
+    want = _CHUNK
     while offset < size:
-        chunk = os.pread(fd, min(_CHUNK, size - offset), offset)
-        if not chunk:
+        # Each read starts at a line start (the partial line a read ends with is read again by
+        # the next one), so no chunk is copied to join it to the one before.
+        data = os.pread(fd, min(want, size - offset), offset)
+        if not data:
             break
-        offset += len(chunk)
-        data = carry + chunk if carry else chunk
-        base = carry_at
-        cut = data.rfind(b"\n") + 1
-        if offset >= size:
-            cut = len(data)
-        pos = 0
-        while pos < cut:
-            nl = data.find(b"\n", pos, cut)
-            terminated = nl != -1
-            stop = nl if terminated else cut
-            line_no += 1
-            _take_line(snap, data, pos, stop, base, line_no, terminated)
-            if terminated:
-                snap.parsed_to = base + nl + 1
-                snap.lines_before = line_no
-            pos = stop + 1
-        carry = data[cut:]
-        carry_at = base + cut
+        cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
+        if cut == 0:  # one line longer than the read: read more of it
+            want *= 2
+            continue
+        want = _CHUNK
+        found = index_lines(data, cut, offset, offset == 0)
+        if found.bad_utf8:
+            # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
+            raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
+        snap.starts.frombytes(found.starts)
+        snap.ends.frombytes(found.ends)
+        if found.header is not None:
+            snap.header = parse(data[found.header[0] : found.header[1]])
+        for n, terminated in found.skipped:
+            snap.skipped.append(_skipped(line_no + n, terminated))
+        if found.parsed_to > snap.parsed_to:
+            unterminated = found.lines > 0 and found.parsed_to < offset + cut
+            snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
+            snap.parsed_to = found.parsed_to
+        line_no += found.lines
+        offset += cut
     # At most one message can come from an unterminated last line.
     unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
     snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
 
 
-def _take_line(snap: _Snapshot, data: bytes, pos: int, stop: int, base: int, line_no: int, terminated: bool) -> None:
-    end = stop
-    if terminated and end > pos and data[end - 1] == 0x0D:  # "\r\n" ends a line too
-        end -= 1
-    raw = data[pos:end]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
-        raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8") from err
-    if not text.strip():
-        return
-    try:
-        value = parse_line(raw)
-    except ValueError:
-        value = None
-    if is_message(value):
-        snap.starts.append(base + pos)
-        snap.ends.append(base + end)
-        return
-    if line_no == 1 and header_of(value) is not None:
-        snap.header = value
-        return
+def _skipped(line_no: int, terminated: bool) -> tuple[int, str, str]:
     if not terminated:
-        snap.skipped.append(
-            (line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped")
-        )
-    else:
-        snap.skipped.append((line_no, "not_a_message", f"line {line_no} is not a message and was skipped"))
+        return line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped"
+    return line_no, "not_a_message", f"line {line_no} is not a message and was skipped"
 
 
 _DEFAULT_READER = RecordReader()

@@ -7,10 +7,9 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -18,14 +17,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer
+from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
 from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
 from .schema import TABLES, built_schema, schema
-from .sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
+from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, Pairing, ToolMeta, UsageRow, repeated
 from .sources.files import display, raw_name
 
-__all__ = ["FrameBuilder", "TableBuilder", "to_pandas"]
+__all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
 
 BATCH_ROWS = 65_536
 
@@ -108,16 +107,13 @@ def _tokens(usage: Usage | None) -> tuple[int | None, ...]:
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# Positions of the ToolCall fields in a pairing row (Pairer.finish_rows).
-_ID, _NAME, _KIND, _CALLED, _RESULT, _STATUS, _ERROR, _CHARS, _BYTES = 0, 1, 2, 3, 4, 7, 8, 10, 11
 
 
 @dataclass(frozen=True, slots=True)
 class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
-    calls: list[list[Any]]  # ToolCall fields, in order (Pairer.finish_rows)
+    calls: Pairing  # the pairing walk's rows and counts
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -131,8 +127,47 @@ def _derive_growth(conv: Conversation) -> bool:
     return conv.growth is None or all(g.event == "compaction" for g in conv.growth)
 
 
-def _token_column(usages: list[Usage | None], index: int, n: int) -> pa.Array:
+def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
     return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
+
+
+def entry_chunks(entries: Iterable[Entry], rows: int = BATCH_ROWS) -> Iterator[EntryColumns]:
+    """Entries (in position order) turned into the column chunks a columnar decoder builds."""
+    chunk: list[Entry] = []
+    for entry in entries:
+        chunk.append(entry)
+        if len(chunk) >= rows:
+            yield _entry_chunk(chunk)
+            chunk = []
+    if chunk:
+        yield _entry_chunk(chunk)
+
+
+def _entry_chunk(entries: list[Entry]) -> EntryColumns:
+    usage = [e.usage for e in entries]
+    return EntryColumns(
+        position=pa.array([e.position for e in entries], _I64),
+        id=pa.array([e.id for e in entries], _STR),
+        side=pa.array([e.side for e in entries], _STR),
+        origin=pa.array([e.origin for e in entries], _STR),
+        model=pa.array([e.model for e in entries], _STR),
+        created_at=_array([e.created_at for e in entries], _TIMESTAMP),
+        n_blocks=pa.array([len(e.blocks) for e in entries], pa.int32()),
+        text_chars=pa.array([text_chars(e.blocks) for e in entries], _I64),
+        status=pa.array([e.status for e in entries], _STR),
+        error=pa.array([e.error for e in entries], _STR),
+        source_id=pa.array([e.source_id for e in entries], _STR),
+        block_kinds=pa.array([[block_kind(b) for b in e.blocks] for e in entries], pa.list_(_STR)),
+        usage=usage if any(u is not None for u in usage) else None,
+        events=tool_event_columns(entries),
+    )
+
+
+def _paired(pairer: Pairer) -> Pairing:
+    """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""
+    columns = pairer.finish_columns()
+    rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
+    return Pairing(rows, *pairer.summary())
 
 
 class FrameBuilder:
@@ -144,21 +179,22 @@ class FrameBuilder:
     def add(self, conv: Conversation) -> None:
         """Add one conversation's rows to every table.
 
-        The entries are walked once, in position order, and dropped as they go: messages rows,
-        derived growth and entry usage are written per entry, and the pairing walk of the
-        assembly core keeps only open calls, so a record of any length streams through. A
-        conversation decoded to :class:`EntryColumns` is read chunk by chunk the same way.
+        The conversation is read as column chunks in position order (a source's own, or its
+        entries turned into the same columns), so a record of any length streams through: the
+        messages and derived growth rows are written per chunk, and the pairing walk of the
+        assembly core keeps only open calls.
         """
-        walk = self._walk_columns(conv) if conv.columns is not None else self._walk_entries(conv)
-        self._finish(conv, walk)
+        if conv.columns is not None:
+            chunks: Iterable[EntryColumns] = conv.columns
+        else:
+            entries: Iterable[Entry] = conv.entries
+            if isinstance(entries, list):
+                entries = sorted_entries(entries)
+            chunks = entry_chunks(entries)
+        self._finish(conv, self._walk(conv, chunks))
 
-    def _walk_entries(self, conv: Conversation) -> _Walk:
+    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns]) -> _Walk:
         key = (conv.source, conv.conversation_id)
-        entries: Iterable[Entry] = conv.entries
-        if isinstance(entries, list):
-            entries = sorted_entries(entries)
-        messages = self.builders["messages"]
-        growth = self.builders["growth"]
         derive_growth = _derive_growth(conv)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
         bare: list[int] = []
@@ -167,143 +203,82 @@ class FrameBuilder:
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
-        for entry in entries:
-            pairer.feed(entry)
-            count += 1
-            chars = text_chars(entry.blocks)
-            chars_total += chars
-            at = entry.created_at
-            if at is not None:
-                first_at = at if first_at is None or at < first_at else first_at
-                last_at = at if last_at is None or at > last_at else last_at
-            u = entry.usage
-            messages.append(
-                (
-                    *key,
-                    entry.position,
-                    entry.id,
-                    entry.side,
-                    entry.origin,
-                    entry.model,
-                    at,
-                    len(entry.blocks),
-                    chars,
-                    *_tokens(u),
-                    entry.status,
-                    entry.error,
-                    entry.source_id,
-                    [block_kind(b) for b in entry.blocks],
-                )
-            )
-            if u is not None:
-                if conv.usage is None:
-                    usage_rows.append(UsageRow(u, entry.id, entry.position, entry.model, None, at, found_in="entry"))
-                context = context_tokens(u, context)
-            elif entry.side == "assistant":
-                bare.append(entry.position)
-            if derive_growth:
-                growth.append(
-                    (*key, entry.position, at, "message", None, count, chars_total, context, None, None, None)
-                )
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at, bare)
-
-    def _walk_columns(self, conv: Conversation) -> _Walk:
-        key = (conv.source, conv.conversation_id)
-        assert conv.columns is not None
-        derive_growth = _derive_growth(conv)
-        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
-        bare: list[int] = []
-        pairer = Pairer(keep_inputs=False)
-        first_us: int | None = None
-        last_us: int | None = None
-        count = chars_total = 0
-        context: int | None = None
         message = -1
         previous_side: str | None = None
-        for chunk in conv.columns:
+        for chunk in chunks:
             n = len(chunk)
             if n == 0:
                 continue
-            created = pa.array(chunk.created_us, type=pa.int64()).cast(_TIMESTAMP)
-            times = [v for v in chunk.created_us if v is not None]
-            if times:
-                low, high = min(times), max(times)
-                first_us = low if first_us is None else min(first_us, low)
-                last_us = high if last_us is None else max(last_us, high)
+            created = chunk.created_at
+            span = pc.min_max(created)
+            low, high = span["min"].as_py(), span["max"].as_py()
+            if low is not None:
+                first_at = low if first_at is None else min(first_at, low)
+                last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
-            has_usage = any(u is not None for u in usages)
-            bare += [chunk.position[i] for i, side in enumerate(chunk.side)
-                     if side == "assistant" and usages[i] is None]
-            side_array = pa.array(chunk.side, _STR)
-            tokens = [_token_column(usages, i, n) for i in range(5)] if has_usage else [pa.nulls(n, _I64)] * 5
+            tokens = [_token_column(usages, i) for i in range(5)] if usages else [pa.nulls(n, _I64)] * 5
+            source, conversation = repeated(key[0], n), repeated(key[1], n)
+            assistant = pc.fill_null(pc.equal(chunk.side, "assistant"), False).to_numpy(zero_copy_only=False)
+            positions_all = chunk.position.to_numpy(zero_copy_only=False)
+            bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
             self.builders["messages"].append_batch(
-                [
-                    pa.array([key[0]] * n, _STR),
-                    pa.array([key[1]] * n, _STR),
-                    pa.array(chunk.position, _I64),
-                    pa.array(chunk.id, _STR),
-                    side_array,
-                    pa.array(chunk.origin, _STR),
-                    pa.array(chunk.model, _STR),
-                    created,
-                    pa.array(chunk.n_blocks, pa.int32()),
-                    pa.array(chunk.text_chars, _I64),
-                    *tokens,
-                    pa.array(chunk.status, _STR),
-                    pa.array(chunk.error, _STR),
-                    pa.array(chunk.source_id, _STR),
-                    pa.array(chunk.block_kinds, pa.list_(_STR)),
-                ]
+                [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
+                 chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
+                 chunk.block_kinds]
             )
-            # Message (run) index of each entry: a new run at every change of side.
-            starts = np.zeros(n, dtype=np.int64)
-            starts[0] = chunk.side[0] != previous_side
-            if n > 1:
-                starts[1:] = pc.not_equal(side_array[1:], side_array[:-1]).to_numpy(zero_copy_only=False)
-            runs = np.cumsum(starts) + message
-            message = int(runs[-1])
-            previous_side = chunk.side[-1]
-            for i, events in chunk.tool_events:
-                pairer.feed_events(chunk.position[i], int(runs[i]), events)
+            if conv.paired is None:
+                # Message (run) index of each entry: a new run at every change of side.
+                side = chunk.side
+                starts = np.zeros(n, dtype=np.int64)
+                starts[0] = side[0].as_py() != previous_side
+                if n > 1:
+                    starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
+                runs = np.cumsum(starts) + message
+                message = int(runs[-1])
+                previous_side = side[-1].as_py()
+            events = chunk.events
+            if len(events) and conv.paired is None:
+                rows = np.asarray(events.row, dtype=np.int64)
+                positions = chunk.position.to_numpy(zero_copy_only=False)
+                pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
             contexts: list[int | None] = []
-            if has_usage:
+            if usages:
+                ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
                 for i, u in enumerate(usages):
                     if u is not None:
                         if conv.usage is None:
-                            us = chunk.created_us[i]
-                            at = None if us is None else _EPOCH + timedelta(microseconds=us)
-                            usage_rows.append(
-                                UsageRow(u, chunk.id[i], chunk.position[i], chunk.model[i], None, at, found_in="entry")
-                            )
+                            usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
+                                                       times[i], found_in="entry"))
                         context = context_tokens(u, context)
                     contexts.append(context)
+            chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
             if derive_growth:
-                chars = list(itertools.accumulate(chunk.text_chars, initial=chars_total))[1:]
                 self.builders["growth"].append_batch(
                     [
-                        pa.array([key[0]] * n, _STR),
-                        pa.array([key[1]] * n, _STR),
-                        pa.array(chunk.position, _I64),
+                        source,
+                        conversation,
+                        chunk.position,
                         created,
-                        pa.array(["message"] * n, _STR),
+                        repeated("message", n),
                         pa.nulls(n, _STR),
-                        pa.array(range(count + 1, count + n + 1), _I64),
+                        pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
                         pa.array(chars, _I64),
-                        pa.array(contexts if has_usage else [context] * n, _I64),
+                        pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
+                        if usages or context is not None else pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                     ]
                 )
             count += n
-            chars_total += sum(chunk.text_chars)
-        first_at = None if first_us is None else _EPOCH + timedelta(microseconds=first_us)
-        last_at = None if last_us is None else _EPOCH + timedelta(microseconds=last_us)
-        return _Walk(pairer.finish_rows(), usage_rows, count, first_at, last_at, bare)
+            chars_total = int(chars[-1])
+        calls = conv.paired if conv.paired is not None else _paired(pairer)
+        return _Walk(calls, usage_rows, count, first_at, last_at, bare)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
-        calls = walk.calls
+        pairing = walk.calls
+        calls = pairing.rows
         growth = self.builders["growth"]
         self._tool_calls(key, calls, conv.tool_meta)
         # Read after the walk: a streaming source hands over its usage rows when its stream ends.
@@ -313,9 +288,7 @@ class FrameBuilder:
         unreported += sum(1 for p in walk.bare if p not in linked)
         orphan_rows = conv.assembly_orphans
         if orphan_rows is None:
-            orphan_rows = [
-                OrphanRow(c[_ID], "assembly") for c in calls if c[_STATUS] == "orphan_result" and c[_KIND] == "client"
-            ]
+            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
         # What assembly drops from the conversation as it stands: a source that also lists the
         # drops of earlier states (a litany step's read state) marks its last state's rows with
         # no step.
@@ -333,7 +306,6 @@ class FrameBuilder:
                  list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
                  st.finish_reason, st.error)
             )
-        made = [c for c in calls if c[_CALLED] is not None]
         self.builders["conversations"].append(
             (
                 *key,
@@ -342,8 +314,8 @@ class FrameBuilder:
                 walk.first_at,
                 walk.last_at,
                 walk.count,
-                len(made),
-                sum(1 for c in made if c[_STATUS] == "error"),
+                pairing.made,
+                pairing.errors,
                 n_orphans,
                 tokens,
                 unreported,
@@ -353,38 +325,40 @@ class FrameBuilder:
             )
         )
 
-    def _tool_calls(self, key: tuple[str, str], calls: list[list[Any]], meta: Mapping[str, ToolMeta]) -> None:
-        if not calls:
+    def _tool_calls(self, key: tuple[str, str], calls: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> None:
+        n = calls.num_rows
+        if not n:
             return
-        n = len(calls)
-        cols = list(zip(*calls, strict=True))
-        duration: list[Any] = [None] * n
-        output: list[Any] = [None] * n
-        exit_code: list[Any] = [None] * n
-        input_bytes = list(cols[_BYTES])
+        duration: pa.Array = pa.nulls(n, pa.float64())
+        output: pa.Array = pa.nulls(n, _I64)
+        exit_code: pa.Array = pa.nulls(n, _I64)
+        input_bytes = calls.column("input_bytes")
         if meta:
-            for i, call in enumerate(calls):
-                m = meta.get(call[_ID]) if call[_CALLED] is not None else None
+            durations: list[Any] = [None] * n
+            outputs: list[Any] = [None] * n
+            exits: list[Any] = [None] * n
+            sizes = input_bytes.to_pylist()
+            called = calls.column("called_seq").to_pylist()
+            for i, call_id in enumerate(calls.column("call_id").to_pylist()):
+                m = meta.get(call_id) if called[i] is not None else None
                 if m is not None:
-                    duration[i], output[i], exit_code[i] = m.duration_ms, m.output_bytes, m.exit_code
+                    durations[i], outputs[i], exits[i] = m.duration_ms, m.output_bytes, m.exit_code
                     if m.input_bytes is not None:
-                        input_bytes[i] = m.input_bytes
+                        sizes[i] = m.input_bytes
+            duration, output = pa.array(durations, pa.float64()), pa.array(outputs, _I64)
+            exit_code = pa.array(exits, _I64)
+            input_bytes = pa.array(sizes, _I64)
         self.builders["tool_calls"].append_batch(
             [
-                pa.array([key[0]] * n, _STR),
-                pa.array([key[1]] * n, _STR),
-                pa.array(cols[_ID], _STR),
-                pa.array(cols[_NAME], _STR),
-                pa.array(cols[_KIND], _STR),
-                pa.array(cols[_CALLED], _I64),
-                pa.array(cols[_RESULT], _I64),
-                pa.array(cols[_STATUS], _STR),
-                pa.array(cols[_ERROR], pa.bool_()),
-                pa.array(duration, pa.float64()),
-                pa.array(input_bytes, _I64),
-                pa.array(output, _I64),
-                pa.array(cols[_CHARS], _I64),
-                pa.array(exit_code, _I64),
+                repeated(key[0], n),
+                repeated(key[1], n),
+                *(calls.column(name) for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq", "status",
+                                                  "is_error")),
+                duration,
+                input_bytes,
+                output,
+                calls.column("result_chars"),
+                exit_code,
             ]
         )
 

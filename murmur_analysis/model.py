@@ -17,11 +17,12 @@ the assembly core groups them into :class:`Message` objects.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal, TypeAlias
+
+from . import _native
 
 __all__ = [
     "Block",
@@ -47,6 +48,7 @@ __all__ = [
     "blocks_from_wire",
     "blocks_to_wire",
     "context_tokens",
+    "murmur_block_rules",
     "read_counter",
     "text_chars",
     "uuid7_datetime",
@@ -81,12 +83,6 @@ class _EmptyExtra(Mapping[str, Any]):
 
 _EMPTY: Mapping[str, Any] = _EmptyExtra()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MAX_MS = (datetime.max.replace(tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
-# A UUIDv7 in simple or dashed form at the end of an id (after any "prefix_"): the first 48 bits
-# are the Unix-ms mint time, and the version nibble is 7.
-_UUID7 = re.compile(
-    r"(?:^|_)([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?7[0-9a-fA-F]{3}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +429,40 @@ def block_kind(block: Block) -> str:
     return str(block.kind)
 
 
+#: The blocks whose ``text`` is human-readable text (what :func:`text_chars` counts).
+_TEXT_CLASSES: tuple[type, ...] = (Text, Thinking, Refusal)
+
+
+def murmur_block_rules() -> tuple[
+    dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str
+]:
+    """The ``murmur`` dialect's block rules, as the native scan reads them.
+
+    The scan derives block kinds, text characters and tool events exactly as
+    :func:`block_from_wire` and :func:`text_chars` do, from these tables rather than a copy:
+    ``(tag -> kind, kind -> [(field, required, must be a string)], kinds whose text counts,
+    the kind of a bare string, of a tool call, of a tool result, of an unmodelled block)``.
+    """
+    def kind(cls: type) -> str:
+        return str(cls.kind)  # type: ignore[attr-defined]
+
+    fields: dict[str, list[tuple[str, bool, bool]]] = {}
+    for cls in _TAGS["murmur"].values():
+        spec = _SPECS.get(cls, ())
+        if any(typ not in (None, str) for _, _, typ in spec):
+            raise TypeError(f"{cls.__name__}: the native scan checks only string-typed fields")
+        fields[kind(cls)] = [(name, required, typ is str) for name, required, typ in spec]
+    return (
+        {tag: kind(cls) for tag, cls in _TAGS["murmur"].items()},
+        fields,
+        [kind(cls) for cls in _TEXT_CLASSES],
+        Text.kind,
+        ToolUse.kind,
+        ToolResult.kind,
+        Unknown.kind,
+    )
+
+
 def text_chars(blocks: Iterable[Block]) -> int:
     """Count the characters of human-readable text in ``blocks``.
 
@@ -442,7 +472,7 @@ def text_chars(blocks: Iterable[Block]) -> int:
     total = 0
     for block in blocks:
         kind = type(block)
-        if kind is Text or kind is Thinking or kind is Refusal:
+        if kind in _TEXT_CLASSES:
             total += len(block.text)  # type: ignore[union-attr]
         elif kind is ToolResult and block.content:  # type: ignore[union-attr]
             total += text_chars(block.content)  # type: ignore[union-attr]
@@ -686,17 +716,19 @@ class Message:
 def uuid7_ms(hex_id: str) -> int | None:
     """The Unix-millisecond mint time inside a UUIDv7, or ``None`` when ``hex_id`` is not one.
 
+    The id ends with a UUIDv7 in simple or dashed form (each dash optional), at its start or
+    after a ``_``; its first 48 bits are the Unix-ms time and its version nibble is 7. A time
+    past year 9999 is ``None`` (no datetime can hold it). The rule is the native engine's, so a
+    scanned ``created_at`` and an entry's agree.
+
     Args:
         hex_id: e.g. ``msg_01a04900754b7183b66c11e744612e2d`` or a dashed UUID.
 
     Returns:
         The first 48 bits, which a UUIDv7 defines as its Unix-ms time.
     """
-    match = _UUID7.search(hex_id)
-    if match is None:
-        return None
-    ms = int(match.group(1) + match.group(2), 16)
-    return ms if ms <= _MAX_MS else None  # past year 9999 no datetime can hold it
+    ms: int | None = _native.uuid7_ms(hex_id)
+    return ms
 
 
 def uuid7_datetime(hex_id: str) -> datetime | None:

@@ -81,3 +81,17 @@ def test_a_growing_conversation_drops_what_assembly_drops_at_every_prefix(
     for n, entry in enumerate(entries, start=1):
         pairer.feed(entry)
         assert pairer.dropped_orphans() == assemble(entries[:n]).dropped_orphans
+
+
+@given(st.lists(entry_spec, max_size=25))
+def test_tool_events_as_columns_pair_as_the_entries_do(specs: list[tuple[int, str, list[Block]]]) -> None:
+    # The columnar entry point of the pairing core: events, positions and run indexes as arrays.
+    from murmur_analysis.assembly import pair_events, tool_event_columns
+
+    entries = sorted(build(specs), key=lambda e: e.position)
+    changes = (int(i > 0 and e.side != entries[i - 1].side) for i, e in enumerate(entries))
+    runs = list(itertools.accumulate(changes))  # the 0-based message (run) index of each entry
+    events = tool_event_columns(entries, keep_inputs=True)
+    rows, dropped = pair_events([entries[i].position for i in events.row], [runs[i] for i in events.row], events)
+    assert rows == pair_tools(entries)
+    assert dropped == assemble(entries).dropped_orphans

@@ -108,17 +108,19 @@ def test_metrics_from_tables() -> None:
     assert curves.groupby("conversation_id").progress.max().tolist() == [1.0, 1.0]
 
 
-def test_pairing_row_positions_name_the_toolcall_fields() -> None:
+def test_pairing_columns_are_the_toolcall_fields() -> None:
     import dataclasses
 
-    from murmur_analysis import frames
-    from murmur_analysis.assembly import ToolCall
+    from murmur_analysis.assembly import Pairer, ToolCall
+    from murmur_analysis.model import Entry, ToolResult, ToolUse
 
-    names = [f.name for f in dataclasses.fields(ToolCall)]
-    assert [names[i] for i in (frames._ID, frames._NAME, frames._KIND, frames._CALLED, frames._RESULT,
-                               frames._STATUS, frames._ERROR, frames._CHARS, frames._BYTES)] == [
-        "call_id", "tool_name", "kind", "called_seq", "result_seq", "status", "is_error", "result_chars", "input_bytes"
-    ]
+    pairer = Pairer()
+    pairer.feed(Entry(0, "assistant", (ToolUse("c1", "ls", {"p": 1}),)))
+    pairer.feed(Entry(1, "tool", (ToolResult("c1", (), True),)))
+    columns = pairer.finish_columns()
+    assert list(columns) == [f.name for f in dataclasses.fields(ToolCall)]
+    assert [columns[k][0] for k in ("call_id", "tool_name", "status", "is_error", "input", "input_bytes")] == [
+        "c1", "ls", "error", True, {"p": 1}, 7]
 
 
 def test_load_reports_progress(samples: Path) -> None:

@@ -441,18 +441,33 @@ def test_an_unreadable_repository_is_a_row(tmp_path: Path, monkeypatch: pytest.M
 def test_unreadable_files_given_or_found_are_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     shutil.copytree(SAMPLES / "flexigpt", tmp_path / "f")
     conv = sorted((tmp_path / "f" / "conversations_v1" / "202508").iterdir())[0]
-    h = home(tmp_path / "h", {"bot/a": 2, "bot/b": 3})
-    record = h / "conversations" / "bot" / "b" / RECORD
     session = tmp_path / "d" / "x.session.json"
     session.parent.mkdir()
     shutil.copy(SAMPLES / "dispatch" / ".dispatch" / "runs" / "1754003600000-3f9a1c2b7d4e.session.json", session)
-    for file in (conv, record, session):
+    for file in (conv, session):
         deny_open(monkeypatch, file)
-    for target in (conv, record, session):
+    for target in (conv, session):
         assert rows(ma.load(target), "unreadable") == [str(target)]
-    assert rows(ma.load(h), "unreadable") == [str(record)] and len(ma.load(h).messages) == 2
     assert rows(ma.load(tmp_path / "f"), "unreadable") == [str(conv)]
     assert rows(ma.load(tmp_path / "d"), "unreadable") == [str(session)]
+
+
+def test_a_chmod_000_record_given_or_found_is_a_row_for_an_unprivileged_user() -> None:
+    # murmur records are opened by the native engine, so the file's own mode is what refuses.
+    with shared_tmp() as root:
+        h = home(root / "h", {"bot/a": 2, "bot/b": 3})
+        for folder, _, files in os.walk(root):
+            os.chmod(folder, 0o755)
+            for f in files:
+                os.chmod(os.path.join(folder, f), 0o644)
+        record = h / "conversations" / "bot" / "b" / RECORD
+        record.chmod(0)
+
+        def work() -> Any:
+            found, given = ma.load(h), ma.load(record)
+            return [len(found.messages), rows(found, "unreadable"), rows(given, "unreadable")]
+
+        assert as_nobody(work) == [2, [str(record)], [str(record)]]
 
 
 def test_a_link_given_that_leads_nowhere_is_a_row(tmp_path: Path) -> None:

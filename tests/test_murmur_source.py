@@ -31,7 +31,6 @@ import murmur_analysis as ma
 from murmur_analysis.cursor import RecordReader, walk
 from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
 from murmur_analysis.schema import TABLES, schema
-from murmur_analysis.sources import murmur as murmur_module
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
 
@@ -297,12 +296,11 @@ def test_uuid7_time_and_unknown_blocks(tmp_path: Path) -> None:
     assert list(corpus.messages["block_kinds"].iloc[0]) == ["thinking", "citation"]
 
 
-def test_streaming_across_chunk_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_entries_equal_the_record_readers_messages(tmp_path: Path) -> None:
     values: list[Any] = [header()]
     for n in range(300):
         values.append(msg("user" if n % 2 == 0 else "assistant", T0 + n, text("x" * (n % 37))))
     path = record(tmp_path, "r", "c", values, tail="\n\nbroken\n")
-    monkeypatch.setattr(murmur_module, "_CHUNK", 97)
     source = MurmurSource()
     conv = next(iter(source.open(tmp_path, Diagnostics("murmur"))))
     assert not isinstance(conv.entries, list)  # a stream, read once by the frame builder
@@ -498,10 +496,20 @@ def test_sessions_option_reaches_the_source_and_handles_reopen(tmp_path: Path) -
         {"type": "text", "text": "object"},
     ],
 )
-def test_fast_block_decoding_equals_the_model(content: Any) -> None:
-    from murmur_analysis.model import blocks_from_wire
+def test_scanned_block_columns_equal_the_model(tmp_path: Path, content: Any) -> None:
+    # The native scan derives kinds, text sizes and tool events from the model's own block rules.
+    from murmur_analysis.assembly import pair_tools
+    from murmur_analysis.model import block_kind, blocks_from_wire, text_chars
 
-    assert murmur_module._blocks(content) == blocks_from_wire(content, "murmur")
+    record(tmp_path, "r", "c", [{"content": content, "id": "msg_1", "role": "assistant"}])
+    corpus = _load(tmp_path)
+    blocks = blocks_from_wire(content, "murmur")
+    row = corpus.messages.iloc[0]
+    assert list(row["block_kinds"]) == [block_kind(b) for b in blocks]
+    assert (row["n_blocks"], row["text_chars"]) == (len(blocks), text_chars(blocks))
+    calls = corpus.tool_calls[["call_id", "tool_name", "input_bytes"]].values.tolist()
+    expected = [[c.call_id, c.tool_name, c.input_bytes] for c in pair_tools(_entries(tmp_path))]
+    assert [[a, b, None if pd.isna(n) else int(n)] for a, b, n in calls] == expected
 
 
 def test_trace_half_written_last_line_waits_for_the_settle_window(tmp_path: Path) -> None:
@@ -510,3 +518,24 @@ def test_trace_half_written_last_line_waits_for_the_settle_window(tmp_path: Path
         f.write('{"event_type":"inference","timest')
     assert _diags(_load(home, settle_seconds=60)) == []
     assert _diags(_load(home, settle_seconds=0)) == [("partial_line", 10)]
+
+
+def _nested(depth: int) -> str:
+    """A message line whose content nests ``depth`` arrays deep (the line's object is one more)."""
+    return '{"content":' + "[" * depth + "]" * depth + ',"id":"msg_x","role":"user"}'
+
+
+def test_serde_json_decides_every_line_for_pages_and_tables(tmp_path: Path) -> None:
+    # serde_json refuses a 128th level of nesting (its recursion limit) where a lenient parser reads on;
+    # the table, the entries and the cursor all skip the same lines, and write numbers its way.
+    path = record(tmp_path, "r", "c", [msg("user", T0)],
+                  tail="\n".join([_nested(126), _nested(127), _nested(300),
+                                  '{"content":[1e21,-0,123456789012345678901234567890,{"b":1,"a":2,"b":3}],'
+                                  '"id":"msg_n","role":"assistant"}']) + "\n")
+    corpus = _load(tmp_path)
+    assert _diags(corpus) == [("not_a_message", 3), ("not_a_message", 4)]
+    assert len(corpus.messages) == 3 == len(_entries(path)) == ma.read_messages(path).total
+    page = ma.read_messages(path, limit=1)
+    assert page.messages[0].content == '[1e21,-0.0,1.2345678901234568e29,{"a":2,"b":3}]'
+    handle = corpus.conversation("r/c")
+    assert handle.read_messages(limit=1).messages[0].content == page.messages[0].content

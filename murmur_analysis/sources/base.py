@@ -17,20 +17,27 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
 from ..diagnostics import Diagnostic
 from ..identity import file_identity
 from ..model import Entry, Usage
 
 __all__ = [
+    "PAIRED",
     "Conversation",
     "Diagnostics",
     "EntryColumns",
     "GrowthRow",
     "OrphanRow",
+    "Pairing",
     "Source",
     "StepRow",
+    "ToolEvents",
     "ToolMeta",
     "UsageRow",
+    "repeated",
 ]
 
 
@@ -129,49 +136,112 @@ class StepRow:
 
 
 @dataclass
-class EntryColumns:
-    """A chunk of entries decoded straight to column values: the fast path for long records.
+class ToolEvents:
+    """The tool events of a chunk of entries, one list element per event, in entry and block order.
 
-    Every list holds one value per entry, in position order, and each value is what the frame
-    builder derives from the equivalent :class:`~murmur_analysis.model.Entry` (text characters,
-    block kinds, tool events), so a decoder can skip building entry and block objects for the
-    common shapes. Tests hold the two paths to equal tables.
+    A call event carries ``name``, ``input_bytes`` (and ``inputs`` when kept); a result event
+    carries ``is_error`` (the block's flag, else its entry's) and ``chars`` (its text characters).
 
     Attributes:
-        position: the entries' positions.
-        id: their ids.
-        side: their sides.
-        origin: who wrote each.
-        model: the model that produced each, when known.
-        created_us: creation times as integer microseconds since the epoch (UTC), or ``None``.
-        n_blocks: blocks per entry.
-        text_chars: ``model.text_chars`` of each entry's blocks.
-        usage: each entry's usage, or ``None``.
-        status: each entry's status, or ``None``.
-        error: each entry's error, or ``None``.
-        source_id: each entry's source id, or ``None``.
-        block_kinds: each entry's block kinds.
-        tool_events: ``(index in this chunk, events)`` for each entry holding tool blocks, with
-            the events of ``assembly.tool_events`` (inputs not kept, only their sizes).
+        row: the index, within the chunk, of the entry holding the event.
+        call: ``True`` for a call (``tool_use``), ``False`` for a result.
+        kind: ``"client"`` or ``"server"`` (provider-executed).
+        call_id: the call's id, or the id a result answers.
+        name: the called tool (calls).
+        is_error: the result's error flag (results).
+        chars: text characters of the result (results).
+        input_bytes: the call's input as compact JSON, in bytes (calls with an input).
+        inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
     """
 
-    position: list[int] = field(default_factory=list)
-    id: list[str | None] = field(default_factory=list)
-    side: list[str] = field(default_factory=list)
-    origin: list[str | None] = field(default_factory=list)
-    model: list[str | None] = field(default_factory=list)
-    created_us: list[int | None] = field(default_factory=list)
-    n_blocks: list[int] = field(default_factory=list)
-    text_chars: list[int] = field(default_factory=list)
-    usage: list[Usage | None] = field(default_factory=list)
-    status: list[str | None] = field(default_factory=list)
-    error: list[str | None] = field(default_factory=list)
-    source_id: list[str | None] = field(default_factory=list)
-    block_kinds: list[list[str]] = field(default_factory=list)
-    tool_events: list[tuple[int, list[Any]]] = field(default_factory=list)
+    row: list[int] = field(default_factory=list)
+    call: list[bool] = field(default_factory=list)
+    kind: list[str] = field(default_factory=list)
+    call_id: list[str] = field(default_factory=list)
+    name: list[str | None] = field(default_factory=list)
+    is_error: list[bool | None] = field(default_factory=list)
+    chars: list[int | None] = field(default_factory=list)
+    input_bytes: list[int | None] = field(default_factory=list)
+    inputs: list[Any] | None = None
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+@dataclass
+class EntryColumns:
+    """A chunk of entries as typed columns, in position order: what the frame builder reads.
+
+    The murmur source's native scan builds these directly; the entries of every other source
+    (and a reopened murmur record) are turned into the same columns by the frame builder, so
+    the tables and the tool pairing have one path.
+
+    Attributes:
+        position: the entries' positions (int64).
+        id: their ids (string).
+        side: their sides (string).
+        origin: who wrote each (string).
+        model: the model that produced each, when known (string).
+        created_at: creation times (timestamp[us, UTC]).
+        n_blocks: blocks per entry (int32).
+        text_chars: ``model.text_chars`` of each entry's blocks (int64).
+        status: each entry's status (string).
+        error: each entry's error (string).
+        source_id: each entry's source id (string).
+        block_kinds: each entry's block kinds (list<string>).
+        usage: each entry's usage, or ``None`` when no entry of the chunk has any.
+        events: the chunk's tool events.
+    """
+
+    position: pa.Array
+    id: pa.Array
+    side: pa.Array
+    origin: pa.Array
+    model: pa.Array
+    created_at: pa.Array
+    n_blocks: pa.Array
+    text_chars: pa.Array
+    status: pa.Array
+    error: pa.Array
+    source_id: pa.Array
+    block_kinds: pa.Array
+    usage: list[Usage | None] | None
+    events: ToolEvents
 
     def __len__(self) -> int:
         return len(self.position)
+
+
+def repeated(value: str, n: int) -> pa.Array:
+    """A string column holding ``value`` ``n`` times, built from buffers (no Python list)."""
+    data = value.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+#: The columns of a conversation's tool pairing (:attr:`Conversation.paired`).
+PAIRED = pa.schema(
+    [("call_id", pa.string()), ("tool_name", pa.string()), ("kind", pa.string()), ("called_seq", pa.int64()),
+     ("result_seq", pa.int64()), ("status", pa.string()), ("is_error", pa.bool_()), ("result_chars", pa.int64()),
+     ("input_bytes", pa.int64())]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """A conversation's tool pairing, as the assembly core's pairing walk left it.
+
+    Attributes:
+        rows: one row per call and per result with no call (:data:`PAIRED` columns).
+        made: calls made (rows with a call).
+        errors: calls whose result is an error.
+        dropped: the client orphan results assembly drops, by id, in the order met.
+    """
+
+    rows: pa.RecordBatch
+    made: int
+    errors: int
+    dropped: list[str]
 
 
 @dataclass
@@ -198,8 +268,12 @@ class Conversation:
             (litany commits); ``None`` means "assemble the entries". Rows with no ``step`` are
             the last state's, which ``conversations.orphans`` counts.
         truncated_dropped: messages retention removed before the oldest entry, if known.
-        columns: the entries decoded straight to columns, in position order, instead of
-            ``entries`` (see :class:`EntryColumns`); when set, the frame builder reads these.
+        columns: the entries as column chunks, in position order (see :class:`EntryColumns`);
+            when set, the frame builder reads these instead of ``entries``.
+        paired: the conversation's tool pairing when the assembly core's pairing walk already
+            ran over its events (the native scan runs it while it reads a record): columns
+            ``call_id, tool_name, kind, called_seq, result_seq, status, is_error, result_chars,
+            input_bytes``. ``None``: the frame builder walks the chunks' tool events.
         extra: anything else a source wants to keep (shown nowhere by default).
         part: what names this conversation inside ``path`` when that file or folder holds
             several (a branch of a repository, a row of a database); ``None`` when ``path``
@@ -227,6 +301,7 @@ class Conversation:
     columns: Iterable[EntryColumns] | None = None
     part: str | None = None
     skipped: bool = False
+    paired: Pairing | None = None
 
 
 class Source(ABC):

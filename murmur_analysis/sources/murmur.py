@@ -3,9 +3,9 @@
 murmur keeps one record per (record store, context id) at
 ``~/.murmur/conversations/<record>/<context-id>/conversation.jsonl``: one JSON message per line,
 appended by the runtime while it runs. This source finds records under a murmur home, its
-``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``,
-and decodes each one as a stream, with the cursor core's line rules (so its messages are
-exactly the ones :func:`~murmur_analysis.cursor.read_messages` pages):
+``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
+Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
+decision :func:`~murmur_analysis.cursor.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
   and reported with its 1-based line number; line 1 may be the ``murmur.record`` header (not a
@@ -13,14 +13,18 @@ exactly the ones :func:`~murmur_analysis.cursor.read_messages` pages):
 * an unterminated last line that is not JSON is a line still being written: it is no message
   and is reported (``partial_line``) only once the file has been still for ``settle_seconds``.
 
-Each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the line, so the
-cursor core lowers it exactly as murmur's host does). Token usage, tool timings, compactions and
-retention come from session traces (:mod:`.murmur_trace`); the join rules are in
-``docs/tokens.md`` (``## murmur``).
+For the tables, the records are scanned natively, many at once on every core
+(:func:`~.murmur_record.scan_records`): each message line becomes one row of typed columns and
+the record's tool events are paired by the assembly core's walk in the same pass. Reopened,
+each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the parsed line,
+so the cursor core lowers it exactly as murmur's host does). Token usage, tool timings,
+compactions and retention come from session traces (:mod:`.murmur_trace`); the join rules are
+in ``docs/tokens.md`` (``## murmur``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
@@ -30,36 +34,26 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import orjson
+import pyarrow as pa
 
-from ..assembly import ToolEvent
-from ..cursor import header_of, parse_line
 from ..identity import file_identity
-from ..model import (
-    Block,
-    Entry,
-    Text,
-    ToolResult,
-    ToolUse,
-    block_from_wire,
-    blocks_from_wire,
-    uuid7_datetime,
-)
+from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
 from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
 from .files import check_file, entry_is_dir, is_dir, listing, open_regular
-from .murmur_columns import TITLE_CHARS, Row, chunk, entry_columns, fast_columns
 from .murmur_join import Join, inference_row, ms_of
+from .murmur_record import header_of, message_values, scan_records, skipped_detail
+from .murmur_scan import ints, pairing, scanned_columns, strings
 from .murmur_trace import TraceIndex, discover, trace_files
 
 __all__ = ["MurmurSource"]
 
 RECORD_NAME = "conversation.jsonl"
 CONVERSATIONS = "conversations"
-_CHUNK = 8 << 20
+TITLE_CHARS = 80
 _PEEK = 1 << 20
-_ROWS = 65_536
-_loads = orjson.loads
-_JSONDecodeError = orjson.JSONDecodeError
-_NOT_JSON = object()
+# Records are scanned together (every core busy, one native call) in groups of about this size.
+_SCAN_BYTES = 256 << 20
+_STR = pa.string()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,32 +69,24 @@ class _Record:
         return f"{self.record}/{self.context_id}"
 
 
-def _blocks(content: Any) -> tuple[Block, ...]:
-    """``blocks_from_wire(content, "murmur")``, with the two commonest block shapes built directly.
+def _title(text: str) -> str:
+    """A conversation's title from its first user text that is not blank."""
+    return text.strip().splitlines()[0][:TITLE_CHARS]
 
-    A ``{"text", "type"}`` text block and a ``{"id", "input", "name", "type"}`` tool call with a
-    non-null input decode to exactly what :func:`~murmur_analysis.model.block_from_wire` gives;
-    every other block goes through it.
-    """
-    if type(content) is not list:
-        return blocks_from_wire(content, "murmur")
-    out: list[Block] = []
-    append = out.append
-    for block in content:
-        if type(block) is dict:
-            kind = block.get("type")
-            if kind == "text" and len(block) == 2:
-                value = block.get("text")
-                if type(value) is str:
-                    append(Text(value))
-                    continue
-            elif kind == "tool_call" and len(block) == 4:
-                call_id, name, args = block.get("id"), block.get("name"), block.get("input")
-                if type(call_id) is str and type(name) is str and args is not None:
-                    append(ToolUse(call_id, name, args))
-                    continue
-        append(block_from_wire(block, "murmur"))
-    return tuple(out)
+
+def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
+    """Records in order, in groups of about ``_SCAN_BYTES`` of files."""
+    group: list[_Record] = []
+    size = 0
+    for rec in records:
+        with contextlib.suppress(OSError):
+            size += rec.path.stat().st_size
+        group.append(rec)
+        if size >= _SCAN_BYTES:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
 
 
 def _visible_dirs(path: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
@@ -227,9 +213,11 @@ class MurmurSource(Source):
         by_context: dict[str, list[_Record]] = {}
         records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
-        for rec in records:
-            by_context.setdefault(rec.context_id, []).append(rec)
-            yield self._conversation(rec, index, diagnostics, columns=True)
+        for group in _groups(records):
+            scanned = scan_records([str(rec.path) for rec in group])
+            for rec, columns in zip(group, scanned, strict=True):
+                by_context.setdefault(rec.context_id, []).append(rec)
+                yield self._conversation(rec, index, diagnostics, columns)
         for event in index.retentions:
             if event.store not in (None, "records"):
                 continue
@@ -279,12 +267,6 @@ class MurmurSource(Source):
             self._traces_identity = [digest, newest]
         return [own, self._settled(Path(own[0][0])), self._traces_identity]
 
-    def _settled(self, path: Path) -> bool:
-        try:
-            return time.time() - path.stat().st_mtime >= self.settle_seconds
-        except OSError:
-            return False
-
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""
         assert isinstance(key, tuple) and len(key) == 3
@@ -293,9 +275,12 @@ class MurmurSource(Source):
         return self._conversation(_Record(Path(path), record, context_id), index, diagnostics)
 
     def _conversation(
-        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, columns: bool = False
+        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: dict[str, Any] | None = None
     ) -> Conversation:
-        header = self._peek_header(rec.path)
+        if scanned is None:
+            header = self._peek_header(rec.path)
+        else:
+            header = header_of(scanned["header"]) if scanned["header"] is not None else None
         marker = header.get("truncated") if header else None
         dropped: int | None = None
         cutoff: int | None = None
@@ -336,11 +321,13 @@ class MurmurSource(Source):
             summaries = [c.summary for t in tasks for c in t.compactions if c.summary is not None]
             if summaries:
                 conv.extra["compaction_summaries"] = summaries
-        # Two views of the same lines, each read on demand with a join of its own: the frame
-        # builder reads ``columns``; handles and tests read ``entries``. Read one of them.
-        conv.entries = self._stream(rec, conv, Join(tasks, cutoff) if join else None, diagnostics)
-        if columns:
-            conv.columns = self._columns(rec, conv, join, diagnostics)
+        # Two views of the same lines, each with a join of its own: the frame builder reads the
+        # scanned ``columns``; handles and tests read ``entries`` (decoded when iterated, and then
+        # reporting their lines only when they are the view asked for).
+        stream_diagnostics = Diagnostics(self.name) if scanned is not None else diagnostics
+        conv.entries = self._stream(rec, conv, Join(tasks, cutoff) if join else None, stream_diagnostics)
+        if scanned is not None:
+            conv.columns = [self._columns(rec, scanned, conv, join, diagnostics)]
         return conv
 
     @staticmethod
@@ -352,141 +339,83 @@ class MurmurSource(Source):
             return None
         if b"murmur.record" not in first:  # a header names its type; most records have none
             return None
+        return header_of(first)
+
+    def _settled(self, path: Path) -> bool:
         try:
-            return header_of(parse_line(first))
-        except ValueError:
-            return None
+            return time.time() - path.stat().st_mtime >= self.settle_seconds
+        except OSError:
+            return True
+
+    def _report(self, path: Path, skipped: list[tuple[int, str, str]], settled: bool, diagnostics: Diagnostics) -> None:
+        """Report skipped lines; an unterminated last line only once the file has settled."""
+        for line_no, kind, detail in skipped:
+            if kind.endswith("_partial") or kind == "partial_line":
+                if not settled:
+                    continue
+                kind = kind.removesuffix("_partial")
+            diagnostics.report(path, kind, detail, line_no)
 
     def _stream(
         self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
     ) -> Iterator[Entry]:
-        """The record's entries, one line dict alive at a time (see :meth:`_lines`)."""
-        entry_of = self._entry
-        path = rec.path
-        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
-            yield entry_of(value, position, line_no, conv, join, path, diagnostics)
+        """The record's entries, decided by the native line rules (read when iterated).
 
-    def _columns(
-        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
-    ) -> Iterator[EntryColumns]:
-        """The record's entries decoded straight to columns, in chunks of ``_ROWS`` entries.
-
-        The two commonest line shapes (text and ``tool_call`` blocks; a tool message of text
-        blocks) are decoded inline; any other line goes through :meth:`_entry` and the values
-        are read off the entry, so both paths give the same values (tested).
+        When the stream ends it hands the joined usage and compaction rows to ``conv``.
         """
         path = rec.path
-        rows: list[Row] = []
-        events: list[tuple[int, list[ToolEvent]]] = []
-        for position, (line_no, value) in enumerate(self._lines(rec, conv, join, diagnostics)):
-            decoded = fast_columns(value, position, conv, join)
-            if decoded is None:
-                decoded = entry_columns(self._entry(value, position, line_no, conv, join, path, diagnostics))
-            row, found = decoded
-            if found:
-                events.append((len(rows), found))
-            rows.append(row)
-            if len(rows) >= _ROWS:
-                yield chunk(rows, events)
-                rows, events = [], []
-        if rows:
-            yield chunk(rows, events)
-
-    def _lines(
-        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
-        """The record's message lines as ``(line number, parsed line)``, read in large chunks.
-
-        When the stream ends it hands the joined usage and compaction rows to ``conv`` (the
-        frame builder reads them after the entries).
-        """
-        path = rec.path
+        settled = self._settled(path)
         try:
-            f = open_regular(path)
+            with open_regular(path) as f:
+                data = f.read()
         except OSError as err:
-            diagnostics.report(path, "unreadable", f"could not open: {err.strerror or err}")
+            diagnostics.report(path, "unreadable", f"could not read: {err.strerror or err}")
             return
-        with f:
-            try:
-                st = os.fstat(f.fileno())
-            except OSError as err:
-                diagnostics.report(path, "unreadable", f"could not stat: {err.strerror or err}")
-                return
-            settled = time.time() - st.st_mtime >= self.settle_seconds
-            remaining = st.st_size
-            line_no = 0
-            carry = b""
-            loads = _loads
-            decode_error = _JSONDecodeError
-            while remaining > 0:
-                try:
-                    chunk = f.read(min(_CHUNK, remaining))
-                except OSError as err:
-                    diagnostics.report(path, "unreadable", f"read failed: {err.strerror or err}", line_no + 1)
-                    break
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-                data = carry + chunk if carry else chunk
-                lines = data.split(b"\n")
-                carry = lines.pop()
-                del data
-                for raw in lines:
-                    line_no += 1
-                    try:
-                        value = loads(raw)
-                    except decode_error:
-                        value = self._slow_line(raw, line_no, True, settled, path, diagnostics)
-                        if value is _NOT_JSON:
-                            continue
-                    if type(value) is dict and type(value.get("role")) is str:
-                        yield line_no, value
-                    elif not (line_no == 1 and header_of(value) is not None):
-                        diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped",
-                                           line_no)
-            if carry:
-                line_no += 1
-                value = self._slow_line(carry, line_no, False, settled, path, diagnostics)
-                if value is not _NOT_JSON:
-                    if isinstance(value, dict) and isinstance(value.get("role"), str):
-                        yield line_no, value
-                    elif not (line_no == 1 and header_of(value) is not None) and settled:
-                        diagnostics.report(path, "partial_line",
-                                           f"line {line_no} is not a message (an unterminated last line) and was "
-                                           "skipped", line_no)
+        values, skipped = message_values(data)
+        del data
+        entry_of = self._entry
+        done = 0  # skipped lines reported so far: reports come in line order
+        for position, (line_no, value) in enumerate(values):
+            ahead = done
+            while ahead < len(skipped) and skipped[ahead][0] < line_no:
+                ahead += 1
+            self._report(path, skipped[done:ahead], settled, diagnostics)
+            done = ahead
+            yield entry_of(value, position, line_no, conv, join, path, diagnostics)
+        self._report(path, skipped[done:], settled, diagnostics)
         if join is not None:
             conv.usage = join.usage_rows()
             conv.growth = join.growth_rows()
 
-    @staticmethod
-    def _slow_line(
-        raw: bytes, line_no: int, terminated: bool, settled: bool, path: Path, diagnostics: Diagnostics
-    ) -> Any:
-        """A line orjson refused: blank, CR-ended, wider-than-64-bit numbers, or not JSON.
-
-        Returns the parsed value, or ``_NOT_JSON`` for a line that is no JSON value (reported
-        unless blank, or unless it is an unterminated last line of a file still being written).
-        """
-        if terminated and raw.endswith(b"\r"):
-            raw = raw[:-1]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            if terminated or settled:
-                diagnostics.report(path, "bad_utf8", f"line {line_no} is not valid UTF-8 and was skipped", line_no)
-            return _NOT_JSON
-        if not text.strip():
-            return _NOT_JSON
-        try:
-            return parse_line(raw)
-        except ValueError:
-            if terminated:
-                diagnostics.report(path, "not_a_message", f"line {line_no} is not a message and was skipped", line_no)
-            elif settled:
-                diagnostics.report(path, "partial_line",
-                                   f"line {line_no} is not a message (an unterminated last line) and was skipped",
-                                   line_no)
-            return _NOT_JSON
+    def _columns(
+        self, rec: _Record, scanned: dict[str, Any], conv: Conversation, join: Join | None, diagnostics: Diagnostics
+    ) -> EntryColumns:
+        """The record's message rows as scanned by the native engine, joined to its traces."""
+        path = rec.path
+        if scanned["error"] is not None:
+            diagnostics.report(path, "unreadable", scanned["error"])
+        skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
+        self._report(path, skipped, self._settled(path), diagnostics)
+        n = scanned["rows"]
+        if scanned["title"] is not None and conv.title is None:
+            conv.title = _title(scanned["title"])
+        model: pa.Array = pa.nulls(n, _STR)
+        usage: list[Any] | None = None
+        if join is not None:
+            models: list[str | None] = []
+            usages: list[Any] = []
+            triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
+                          ints(scanned, "created_ms").to_pylist(), strict=True)
+            for position, (msg_id, side, ms) in enumerate(triples):
+                found = join.claim(position, msg_id, side, ms)
+                models.append(found.model if found is not None else None)
+                usages.append(found.usage if found is not None else None)
+            model = pa.array(models, _STR)
+            usage = usages if any(u is not None for u in usages) else None
+            conv.usage = join.usage_rows()
+            conv.growth = join.growth_rows()
+        conv.paired = pairing(scanned)
+        return scanned_columns(scanned, model, usage)
 
     @staticmethod
     def _entry(
@@ -505,7 +434,7 @@ class MurmurSource(Source):
         created = uuid7_datetime(msg_id) if msg_id is not None else None
         source_id = line.get("source_id")
         content = line.get("content")
-        blocks = _blocks(content) if content is not None else ()
+        blocks = blocks_from_wire(content, "murmur") if content is not None else ()
         call_id: str | None = None
         is_error: bool | None = None
         if role == "tool":
@@ -521,7 +450,7 @@ class MurmurSource(Source):
         elif conv.title is None and role == "user":
             for block in blocks:
                 if isinstance(block, Text) and block.text.strip():
-                    conv.title = block.text.strip().splitlines()[0][:TITLE_CHARS]
+                    conv.title = _title(block.text)
                     break
         usage = model = None
         if join is not None:

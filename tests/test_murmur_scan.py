@@ -1,4 +1,4 @@
-"""The murmur column path gives the same tables as the entry path, line shape by line shape."""
+"""The native scan (what load reads) gives the same tables as the entry path, line shape by line shape."""
 
 from __future__ import annotations
 

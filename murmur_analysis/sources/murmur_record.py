@@ -1,0 +1,179 @@
+"""murmur's line rules: the one place the toolkit decides what a record line is.
+
+murmur reads a record as one UTF-8 string, walks its lines, skips blank ones and keeps a line
+iff ``serde_json::from_str::<Value>(line)`` succeeds and the value is an object whose ``role``
+is a string. The toolkit does not re-implement that test: the native engine
+(``murmur_analysis._native``, built from ``native/``) runs serde_json itself, with the default
+features murmur builds it with. So every refusal (nesting deeper than 128, ``NaN``, a trailing
+comma, a lone surrogate, a byte-order mark, a control character in a string, content after
+the value, a number outside f64's range) is murmur's by construction, and a message's
+``content`` is lowered with serde_json's own ``to_string``.
+
+The cursor's :class:`~murmur_analysis.cursor.RecordReader`, the murmur source's entries and its
+table scan all call these functions; nothing else reads a record line.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from typing import Any, NamedTuple
+
+from .. import _native
+from ..model import murmur_block_rules
+
+__all__ = [
+    "HEADER_TYPE",
+    "LineKind",
+    "decide",
+    "header_of",
+    "index_lines",
+    "lower",
+    "lower_value",
+    "message_values",
+    "parse",
+    "scan_records",
+    "serde_text",
+    "skipped_detail",
+]
+
+HEADER_TYPE = "murmur.record"
+
+
+class LineKind(enum.IntEnum):
+    """What one record line is."""
+
+    BLANK = 0  #: empty or whitespace only: skipped silently
+    MESSAGE = 1  #: a JSON object with a string ``role``
+    HEADER = 2  #: line 1 only: the ``murmur.record`` header (not a message, not reported)
+    NOT_MESSAGE = 3  #: anything else: skipped and reported
+    BAD_UTF8 = 4  #: not UTF-8 (murmur's whole read of the record fails)
+
+
+# Codes of the lines a scan skips and reports, worded here.
+_NOT_MESSAGE, _PARTIAL_LINE, _BAD_UTF8, _BAD_UTF8_PARTIAL, _MISSING_CALL_ID = 1, 2, 3, 4, 5
+
+
+def decide(line: bytes, first: bool = False) -> LineKind:
+    r"""What one line is, by murmur's rule.
+
+    Args:
+        line: the line without its ``\\n`` (and without the ``\\r`` of a ``\\r\\n``).
+        first: whether it is line 1 (the only line that can be the header).
+    """
+    return LineKind(_native.decide_line(line, first))
+
+
+class LineIndex(NamedTuple):
+    """Where the message lines of a stretch of a record are (see :func:`index_lines`)."""
+
+    starts: bytes  #: absolute offsets of the message lines' starts, native int64
+    ends: bytes  #: and of their ends (without the ``\n`` or ``\r\n``)
+    skipped: list[tuple[int, bool]]  #: lines skipped and reported: (1-based line in the stretch, terminated)
+    header: tuple[int, int] | None  #: the header line's span within the stretch
+    lines: int  #: lines in the stretch
+    parsed_to: int  #: the absolute offset just past its last ``\n`` (``base`` without one)
+    bad_utf8: bool  #: a line is not UTF-8 (murmur's whole read fails)
+
+
+def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineIndex:
+    """Decide every line of ``data[:limit]`` (whole lines of a record at offset ``base``) on every core.
+
+    This is the record reader's index: which lines are messages, where they are, and which
+    lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
+    """
+    return LineIndex(*_native.index_lines(data, limit, base, first))
+
+
+def parse(line: bytes) -> Any:
+    """The line as serde_json reads it, as Python values.
+
+    Raises:
+        ValueError: serde_json refuses it.
+    """
+    return _native.parse(line)
+
+
+def lower(line: bytes) -> tuple[str, str, str | None, str | None]:
+    """The lifecycle ``message`` murmur hands a hook, from one message line.
+
+    Returns:
+        ``(role, content, id, source_id)``: ``content`` is serde_json's text of the line's
+        ``content`` (``""`` without one), or for a ``tool`` message of the envelope
+        ``{"__murmur_tool_msg__":true,"body":…,"is_error":…,"tool_call_id":…}``.
+
+    Raises:
+        ValueError: the line is not a message.
+    """
+    lowered: tuple[str, str, str | None, str | None] = _native.lower(line)
+    return lowered
+
+
+def lower_value(line: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
+    """:func:`lower` of a line already parsed (:func:`parse`).
+
+    Raises:
+        ValueError: the value is not a message.
+    """
+    lowered: tuple[str, str, str | None, str | None] = _native.lower_value(line)
+    return lowered
+
+
+def serde_text(value: Any) -> str:
+    """serde_json's ``to_string`` of a JSON value: compact, keys sorted (murmur's encoding).
+
+    Raises:
+        TypeError: the value holds something JSON cannot (a lone surrogate among them: a Rust
+            string, as serde_json writes, cannot hold one).
+    """
+    try:
+        text: str = _native.to_json(value)
+    except UnicodeEncodeError as err:
+        raise TypeError(f"not JSON text: {err.reason} ({err.object[err.start:err.end]!r})") from err
+    return text
+
+
+def header_of(line: bytes) -> dict[str, Any] | None:
+    """The record header a first line holds, or ``None``."""
+    if decide(line, first=True) is not LineKind.HEADER:
+        return None
+    header: dict[str, Any] = parse(line)
+    return header
+
+
+def message_values(data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str, str]]]:
+    """A whole record's message lines, parsed, and the lines it skips.
+
+    Args:
+        data: the record's bytes.
+
+    Returns:
+        ``([(line number, parsed line)], [(line number, kind, detail)])``; an unterminated last
+        line that is not a message is reported as ``partial_line`` (or ``bad_utf8_partial``).
+    """
+    values, codes = _native.messages(data, True)
+    return values, [skipped_detail(line, code) for line, code in codes]
+
+
+def scan_records(paths: list[str]) -> list[dict[str, Any]]:
+    """Every record decided and derived into Arrow buffers, all records and cores at once.
+
+    Each result holds, per message line, its line number, UUIDv7 time, id, role, source id,
+    block count, text characters and block kinds, and per tool block a call or result event
+    (row, id, name, error flag, text characters, input size), the lines skipped, the first user
+    text (for the title), the header line and an open or read error.
+    """
+    scanned: list[dict[str, Any]] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules())
+    return scanned
+
+
+def skipped_detail(line: int, code: int) -> tuple[int, str, str]:
+    """``(line, kind, detail)`` of a line a scan skipped and reports, from its code."""
+    if code == _NOT_MESSAGE:
+        return line, "not_a_message", f"line {line} is not a message and was skipped"
+    if code == _PARTIAL_LINE:
+        return line, "partial_line", f"line {line} is not a message (an unterminated last line) and was skipped"
+    if code in (_BAD_UTF8, _BAD_UTF8_PARTIAL):
+        kind = "bad_utf8" if code == _BAD_UTF8 else "bad_utf8_partial"
+        return line, kind, f"line {line} is not valid UTF-8 and was skipped"
+    return line, "missing_tool_call_id", f"line {line}: a tool message names no tool_call_id; kept as text"

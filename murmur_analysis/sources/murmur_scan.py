@@ -1,0 +1,80 @@
+"""The native scan's output for one record, as the columns and pairing the frame builder reads.
+
+:func:`~.murmur_record.scan_records` hands back, per record, Arrow buffers (validity bitmaps,
+offsets, values) built by the engine; this module wraps them into arrays without copying them
+through Python objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .base import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
+
+__all__ = ["ints", "pairing", "scanned_columns", "strings"]
+
+_STR = pa.string()
+_I64 = pa.int64()
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def strings(scanned: dict[str, Any], key: str, n: int | None = None) -> pa.Array:
+    """A string column of the scan (``n`` rows; the record's message rows by default)."""
+    valid, offsets, data = scanned[key]
+    rows = scanned["rows"] if n is None else n
+    return pa.Array.from_buffers(_STR, rows, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def ints(scanned: dict[str, Any], key: str, n: int | None = None, typ: pa.DataType = _I64) -> pa.Array:
+    """A nullable 64-bit column of the scan (``n`` rows; the record's message rows by default)."""
+    valid, values = scanned[key]
+    rows = scanned["rows"] if n is None else n
+    return pa.Array.from_buffers(typ, rows, [pa.py_buffer(valid), pa.py_buffer(values)])
+
+
+def pairing(scanned: dict[str, Any]) -> Pairing:
+    """The record's tool pairing, as the assembly core's walk left it in the scan."""
+    n = scanned["pairs"]
+    rows = pa.RecordBatch.from_arrays(
+        [
+            strings(scanned, "pair_call_id", n),
+            strings(scanned, "pair_tool_name", n),
+            repeated("client", n),  # murmur's dialect has client tools only
+            ints(scanned, "pair_called_seq", n),
+            ints(scanned, "pair_result_seq", n),
+            strings(scanned, "pair_status", n),
+            ints(scanned, "pair_is_error", n, pa.bool_()),
+            ints(scanned, "pair_result_chars", n),
+            ints(scanned, "pair_input_bytes", n),
+        ],
+        schema=PAIRED,
+    )
+    made, errors, dropped = scanned["pair_summary"]
+    return Pairing(rows, made, errors, dropped)
+
+
+def scanned_columns(scanned: dict[str, Any], model: pa.Array, usage: list[Any] | None) -> EntryColumns:
+    """The record's message rows as one chunk of columns (its tool events already paired)."""
+    n = scanned["rows"]
+    kinds_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])
+    kinds = strings(scanned, "kinds", (len(kinds_offsets) and kinds_offsets[-1].as_py()) or 0)
+    nulls = pa.nulls(n, _STR)
+    return EntryColumns(
+        position=pa.array(np.arange(n, dtype=np.int64), _I64),
+        id=strings(scanned, "id"),
+        side=strings(scanned, "role"),
+        origin=nulls,
+        model=model,
+        created_at=ints(scanned, "created_us", typ=_TIMESTAMP),
+        n_blocks=pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(scanned["n_blocks"])]),
+        text_chars=pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(scanned["text_chars"])]),
+        status=nulls,
+        error=nulls,
+        source_id=strings(scanned, "source_id"),
+        block_kinds=pa.ListArray.from_arrays(kinds_offsets, kinds),
+        usage=usage,
+        events=ToolEvents(),  # already paired by the scan: see pairing()
+    )

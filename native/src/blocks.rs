@@ -1,0 +1,166 @@
+//! What the tables derive from a message line's blocks: kinds, text characters, tool events.
+//!
+//! The block rules are not written here: they are the `murmur` dialect tables of
+//! `murmur_analysis/model.py` (`_TAGS`, `_SPECS`, the text kinds), handed over as a [`Spec`]
+//! when a scan starts. This module only interprets them the way `block_from_wire` does.
+
+use std::collections::HashMap;
+
+use crate::json::{Json, View};
+
+/// How a field of a modelled block is typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldType {
+    Any,
+    Str,
+}
+
+/// One modelled block kind.
+#[derive(Clone, Debug)]
+pub struct KindSpec {
+    pub name: String,
+    pub fields: Vec<(String, bool, FieldType)>,
+    pub counts_text: bool,
+}
+
+/// The block rules of one dialect, as `model.py` states them.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    /// wire tag -> index into `kinds`
+    pub tags: HashMap<String, usize>,
+    pub kinds: Vec<KindSpec>,
+    /// the kind of a bare string block (text)
+    pub string_kind: String,
+    /// the kind of a client tool call (its `id`, `name`, `input` make a call event)
+    pub call_kind: String,
+    /// the kind of a client tool result (decoded by its own rule)
+    pub result_kind: String,
+    /// the kind of a block not modelled
+    pub unknown_kind: String,
+}
+
+/// One tool event of a message, in block order.
+#[derive(Clone, Debug)]
+pub enum Event {
+    Call { id: String, name: String, input_bytes: Option<i64> },
+    Result { id: String, is_error: Option<bool>, chars: i64 },
+}
+
+/// One decoded block: its kind, text characters, and what a title or a pairing needs.
+pub struct Block<'a> {
+    pub kind: &'a str,
+    pub chars: i64,
+    /// a decoded text block's text
+    pub text: Option<&'a str>,
+    pub event: Option<Event>,
+}
+
+fn chars(s: &str) -> i64 {
+    s.chars().count() as i64
+}
+
+impl Spec {
+    fn unknown<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
+        let kind = value.field("type").and_then(View::text).unwrap_or(&self.unknown_kind);
+        Block { kind, chars: 0, text: None, event: None }
+    }
+
+    /// `model.block_from_wire(value, dialect)`, reduced to what the tables need.
+    pub fn block<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
+        match value {
+            Json::Str(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None },
+            Json::Object(_) => {}
+            _ => return self.unknown(value),
+        };
+        let tag = match value.field("type").and_then(View::text) {
+            Some(tag) => tag,
+            None => return self.unknown(value),
+        };
+        let decoded = match self.tags.get(tag) {
+            Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(value, None),
+            Some(&i) => self.modelled(&self.kinds[i], value),
+            None => None,
+        };
+        decoded.unwrap_or_else(|| self.unknown(value))
+    }
+
+    fn modelled<'a>(&'a self, spec: &'a KindSpec, map: &'a Json<'a>) -> Option<Block<'a>> {
+        let mut seen = 0usize;
+        for (key, value) in map.last_entries() {
+            if key == "type" {
+                continue;
+            }
+            let (required, typ) = match spec.fields.iter().find(|(name, _, _)| name == key) {
+                Some((_, required, typ)) => (required, typ),
+                None => continue, // an unmodelled key is kept as extra
+            };
+            if value.is_null() && !required {
+                continue; // an optional key written as null is kept as extra
+            }
+            if *typ == FieldType::Str && value.text().is_none() {
+                return None;
+            }
+            if *required {
+                seen += 1;
+            }
+        }
+        if seen != spec.fields.iter().filter(|f| f.1).count() {
+            return None;
+        }
+        let text = if spec.counts_text || spec.name == self.string_kind {
+            map.field("text").and_then(View::text)
+        } else {
+            None
+        };
+        let event = if spec.name == self.call_kind {
+            let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default().to_owned();
+            let input_bytes = match map.field("input") {
+                None | Some(Json::Null) => None,
+                Some(input) => Some(input.to_value().to_string().len() as i64),
+            };
+            Some(Event::Call { id: field("id"), name: field("name"), input_bytes })
+        } else {
+            None
+        };
+        Some(Block {
+            kind: &spec.name,
+            chars: if spec.counts_text { text.map_or(0, chars) } else { 0 },
+            text: if spec.name == self.string_kind { text } else { None },
+            event,
+        })
+    }
+
+    /// A client tool result (`model._decode_tool_result`); `fallback_error` is the message's own
+    /// flag, used when the block carries none.
+    pub fn tool_result<'a>(&'a self, map: &'a Json<'a>, fallback_error: Option<bool>) -> Option<Block<'a>> {
+        let id = map.field("tool_use_id")?.text()?;
+        let is_error = match map.field("is_error") {
+            None | Some(Json::Null) => None,
+            Some(Json::Bool(b)) => Some(*b),
+            Some(_) => return None,
+        };
+        let total = match map.field("content") {
+            None => 0,
+            Some(Json::Array(items)) => items.iter().map(|b| self.block(b).chars).sum(),
+            Some(v @ (Json::Str(_) | Json::Object(_))) => self.block(v).chars,
+            Some(_) => return None,
+        };
+        let event = Event::Result { id: id.to_owned(), is_error: is_error.or(fallback_error), chars: total };
+        Some(Block { kind: &self.result_kind, chars: total, text: None, event: Some(event) })
+    }
+
+    /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`.
+    pub fn content<'a>(&'a self, content: &'a Json<'a>) -> Vec<Block<'a>> {
+        match content {
+            Json::Array(items) => items.iter().map(|b| self.block(b)).collect(),
+            Json::Str(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None }],
+            other => vec![self.unknown(other)],
+        }
+    }
+}
+
+/// Python's `str.isspace` (what `str.strip()` removes), for the title rule.
+pub fn py_space(c: char) -> bool {
+    matches!(c, '\u{9}'..='\u{d}' | '\u{1c}'..='\u{20}' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+        | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
+}

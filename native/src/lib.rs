@@ -1,0 +1,472 @@
+//! `murmur_analysis._native`: the toolkit's decode engine.
+//!
+//! Every decision about a murmur record line is made here, by serde_json itself (the parser
+//! murmur reads its records with), so the cursor's pages and the loaded tables agree with murmur
+//! by construction. See `line.rs` for the rules and `scan.rs` for the multi-threaded scan.
+
+mod blocks;
+mod columns;
+mod json;
+mod line;
+mod pair;
+mod scan;
+mod uuid7;
+
+use std::collections::HashMap;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::exceptions::PyTypeError;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyLong, PyString, PyTuple};
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::blocks::{FieldType, KindSpec, Spec};
+use crate::columns::{bitmap, bytes_of, Ints, Strings};
+use crate::line::{decide, Kind};
+use crate::scan::Columns;
+
+/// Run `work` on a thread pool made for this call alone, so that no thread outlives it. A
+/// process forked after a load (multiprocessing, Dask's fork workers, a test dropping its
+/// privileges) then holds no global pool whose threads did not come along, which would hang.
+fn in_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    match rayon::ThreadPoolBuilder::new().build() {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    }
+}
+
+fn to_py(py: Python<'_>, value: &Value) -> PyObject {
+    match value {
+        Value::Null => py.None(),
+        Value::Bool(b) => b.into_py(py),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_py(py)
+            } else if let Some(u) = n.as_u64() {
+                u.into_py(py)
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_py(py)
+            }
+        }
+        Value::String(s) => s.into_py(py),
+        Value::Array(items) => PyList::new(py, items.iter().map(|v| to_py(py, v))).into_py(py),
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, to_py(py, v)).expect("a str key");
+            }
+            dict.into_py(py)
+        }
+    }
+}
+
+fn from_py(obj: &PyAny) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = obj.downcast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.downcast::<PyLong>().is_ok() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        // serde_json reads an integer beyond 64 bits as a double
+        return Ok(serde_json::Number::from_f64(obj.extract::<f64>()?).map_or(Value::Null, Value::Number));
+    }
+    if let Ok(f) = obj.downcast::<PyFloat>() {
+        return Ok(serde_json::Number::from_f64(f.value()).map_or(Value::Null, Value::Number));
+    }
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_owned()));
+    }
+    if let Ok(items) = obj.downcast::<PyList>() {
+        return items.iter().map(from_py).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    if let Ok(items) = obj.downcast::<PyTuple>() {
+        return items.iter().map(from_py).collect::<PyResult<Vec<_>>>().map(Value::Array);
+    }
+    if let Ok(dict) = obj.downcast::<PyDict>() {
+        let mut map = serde_json::Map::new();
+        for (k, v) in dict {
+            let key = k.downcast::<PyString>().map_err(|_| PyTypeError::new_err("a JSON object key must be a str"))?;
+            map.insert(key.to_str()?.to_owned(), from_py(v)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    Err(PyTypeError::new_err(format!("{} is not a JSON value", obj.get_type().name()?)))
+}
+
+/// to_json(value) -> str: serde_json's `to_string` of a JSON-shaped Python value (keys sorted,
+/// compact, numbers and escapes as serde_json writes them).
+///
+/// Raises:
+///     TypeError: the value holds something JSON cannot.
+#[pyfunction]
+fn to_json(value: &PyAny) -> PyResult<String> {
+    Ok(from_py(value)?.to_string())
+}
+
+/// lower_value(line) -> (role, content, id, source_id): `lower` of a line already parsed.
+#[pyfunction]
+fn lower_value(value: &PyDict) -> PyResult<(String, String, Option<String>, Option<String>)> {
+    match from_py(value)? {
+        Value::Object(map) if line::is_message(&Value::Object(map.clone())) => Ok(line::lower(&map)),
+        _ => Err(PyValueError::new_err("not a message")),
+    }
+}
+
+/// decide_line(line, first) -> int: what one record line is (0 blank, 1 message, 2 header,
+/// 3 not a message, 4 invalid UTF-8). `line` excludes its "\n" and the "\r" of a "\r\n";
+/// `first` is true for line 1 (the only line that can be the header).
+#[pyfunction]
+fn decide_line(line: &[u8], first: bool) -> u8 {
+    decide::<json::Json>(line, first).0 as u8
+}
+
+/// index_lines(data, limit, base, first) -> (starts, ends, skipped, header, lines, parsed_to,
+/// bad_utf8): the record reader's index of `data[..limit]` (whole lines of a record found at
+/// offset `base`): the
+/// absolute offsets of its message lines as int64 bytes, the lines skipped and reported as
+/// (1-based line within `data`, terminated), the header line's span, the number of lines,
+/// the offset just past the last "\n" (or `base`), and whether a line is not UTF-8.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn index_lines<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    limit: usize,
+    base: usize,
+    first: bool,
+) -> (&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool) {
+    let data = &data[..limit.min(data.len())];
+    let decided = py.allow_threads(|| in_pool(|| scan::decide_all(data, first)));
+    let (mut starts, mut ends, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut header, mut parsed_to, mut bad) = (None, base, false);
+    for (n, &(s, e, next, kind)) in decided.iter().enumerate() {
+        let terminated = next > e && data[next - 1] == b'\n';
+        if terminated {
+            parsed_to = base + next;
+        }
+        match kind {
+            Kind::Blank => {}
+            Kind::Message => {
+                starts.push((base + s) as i64);
+                ends.push((base + e) as i64);
+            }
+            Kind::Header => header = Some((s, e)),
+            Kind::NotMessage => skipped.push((n + 1, terminated)),
+            Kind::BadUtf8 => bad = true,
+        }
+    }
+    (
+        PyBytes::new(py, bytes_of(&starts)),
+        PyBytes::new(py, bytes_of(&ends)),
+        skipped,
+        header,
+        decided.len(),
+        parsed_to,
+        bad,
+    )
+}
+
+/// parse(line) -> object: the line as serde_json reads it, as Python values.
+///
+/// Raises:
+///     ValueError: serde_json refuses the line (or it is not UTF-8).
+#[pyfunction]
+fn parse(py: Python<'_>, line: &[u8]) -> PyResult<PyObject> {
+    let text = std::str::from_utf8(line).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(to_py(py, &value))
+}
+
+/// lower(line) -> (role, content, id, source_id): the lifecycle message murmur hands a hook.
+///
+/// Raises:
+///     ValueError: the line is not a message.
+#[pyfunction]
+fn lower(line: &[u8]) -> PyResult<(String, String, Option<String>, Option<String>)> {
+    match decide::<Value>(line, false) {
+        (Kind::Message, Some(Value::Object(map))) => Ok(line::lower(&map)),
+        _ => Err(PyValueError::new_err("not a message line")),
+    }
+}
+
+/// uuid7_ms(id) -> int | None: the Unix-ms mint time of the UUIDv7 ending `id`.
+#[pyfunction]
+fn uuid7_ms(id: &str) -> Option<u64> {
+    uuid7::uuid7_ms(id.as_bytes())
+}
+
+/// The block rules, as `model.py` hands them over: (tags {tag: kind}, fields {kind: [(name,
+/// required, is_str)]}, text kinds, string kind, call kind, result kind, unknown kind).
+type SpecArgs = (
+    HashMap<String, String>,
+    HashMap<String, Vec<(String, bool, bool)>>,
+    Vec<String>,
+    String,
+    String,
+    String,
+    String,
+);
+
+fn spec_of(args: SpecArgs) -> Spec {
+    let (tags, fields, text_kinds, string_kind, call_kind, result_kind, unknown_kind) = args;
+    let mut spec = Spec { string_kind, call_kind, result_kind, unknown_kind, ..Spec::default() };
+    let mut names: Vec<String> = tags.values().cloned().collect();
+    names.sort();
+    names.dedup();
+    for name in &names {
+        let f = fields.get(name).cloned().unwrap_or_default();
+        spec.kinds.push(KindSpec {
+            name: name.clone(),
+            fields: f
+                .into_iter()
+                .map(|(n, req, is_str)| (n, req, if is_str { FieldType::Str } else { FieldType::Any }))
+                .collect(),
+            counts_text: text_kinds.contains(name),
+        });
+    }
+    for (tag, kind) in tags {
+        let i = names.iter().position(|n| *n == kind).expect("a listed kind");
+        spec.tags.insert(tag, i);
+    }
+    spec
+}
+
+fn strings<'py>(py: Python<'py>, col: &Strings) -> (&'py PyBytes, &'py PyBytes, &'py PyBytes) {
+    (
+        PyBytes::new(py, &bitmap(&col.valid)),
+        PyBytes::new(py, bytes_of(&col.offsets_or_empty())),
+        PyBytes::new(py, &col.data),
+    )
+}
+
+fn ints<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
+    (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, bytes_of(&col.values)))
+}
+
+fn bools<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
+    let values: Vec<bool> = col.values.iter().map(|v| *v != 0).collect();
+    (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, &bitmap(&values)))
+}
+
+fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
+    let d = PyDict::new(py);
+    d.set_item("rows", c.line_no.len())?;
+    d.set_item("lines", c.lines)?;
+    d.set_item("line", PyBytes::new(py, bytes_of(&c.line_no)))?;
+    d.set_item("created_ms", ints(py, &c.created_ms))?;
+    let micros = Ints { values: c.created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: c.created_ms.valid.clone() };
+    d.set_item("created_us", ints(py, &micros))?;
+    d.set_item("id", strings(py, &c.id))?;
+    d.set_item("role", strings(py, &c.role))?;
+    d.set_item("source_id", strings(py, &c.source_id))?;
+    d.set_item("n_blocks", PyBytes::new(py, bytes_of(&c.n_blocks)))?;
+    d.set_item("text_chars", PyBytes::new(py, bytes_of(&c.text_chars)))?;
+    let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { c.kinds_offsets.clone() };
+    d.set_item("kinds_offsets", PyBytes::new(py, bytes_of(&offsets)))?;
+    d.set_item("kinds", strings(py, &c.kinds))?;
+    d.set_item("events", c.ev_row.len())?;
+    d.set_item("ev_row", PyBytes::new(py, bytes_of(&c.ev_row)))?;
+    d.set_item("ev_call", PyBytes::new(py, &c.ev_call))?;
+    d.set_item("ev_id", strings(py, &c.ev_id))?;
+    d.set_item("ev_name", strings(py, &c.ev_name))?;
+    d.set_item("ev_error", ints(py, &c.ev_error))?;
+    d.set_item("ev_chars", ints(py, &c.ev_chars))?;
+    d.set_item("ev_bytes", ints(py, &c.ev_bytes))?;
+    d.set_item("diagnostics", c.diags.clone())?;
+    d.set_item("title", c.title.clone())?;
+    d.set_item("header", c.header.as_ref().map(|h| PyBytes::new(py, h)))?;
+    d.set_item("error", c.error.clone())?;
+    let p = &c.pairs;
+    let mut call_id = Strings::default();
+    let mut name = Strings::default();
+    let mut status = Strings::default();
+    let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
+        (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
+    for i in 0..p.len() {
+        call_id.push(Some(&p.call_id[i]));
+        name.push(p.name[i].as_deref());
+        status.push(Some(pair::STATUSES[p.status[i] as usize]));
+        called.push(p.called_seq[i]);
+        result.push(p.result_seq[i]);
+        is_error.push(p.is_error[i].map(i64::from));
+        chars.push(p.result_chars[i]);
+        input_bytes.push(p.input_bytes[i]);
+    }
+    d.set_item("pairs", p.len())?;
+    d.set_item("pair_summary", c.pair_summary.clone())?;
+    d.set_item("pair_call_id", strings(py, &call_id))?;
+    d.set_item("pair_tool_name", strings(py, &name))?;
+    d.set_item("pair_status", strings(py, &status))?;
+    d.set_item("pair_called_seq", ints(py, &called))?;
+    d.set_item("pair_result_seq", ints(py, &result))?;
+    d.set_item("pair_is_error", bools(py, &is_error))?;
+    d.set_item("pair_result_chars", ints(py, &chars))?;
+    d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
+    Ok(d)
+}
+
+/// scan_records(paths, spec) -> list[dict]: every record decided and derived into columns, all records
+/// and all cores at once with the GIL released; one dict of Arrow buffers per path, in order.
+#[pyfunction]
+fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs) -> PyResult<Vec<PyObject>> {
+    use std::os::unix::ffi::OsStrExt;
+    let spec = spec_of(spec);
+    // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
+    let paths: Vec<std::path::PathBuf> =
+        paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
+    let out: Vec<Columns> =
+        py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p)).collect()));
+    out.iter().map(|c| columns_dict(py, c).map(|d| d.into_py(py))).collect()
+}
+
+/// messages(data, first) -> (list[(line, value)], list[(line, code)]): the message lines of
+/// `data` (whole lines of a record, from line 1 when `first`) parsed by serde_json as Python
+/// values, and the lines skipped and reported (the codes of `scan`).
+#[pyfunction]
+fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, Vec<(i64, u8)>) {
+    type Decided = (i64, Kind, Option<Value>, bool);
+    let decided: Vec<Decided> = py.allow_threads(|| in_pool(|| {
+        let pieces = scan::cut(data, data.len());
+        let per_piece: Vec<Vec<Decided>> = pieces
+            .par_iter()
+            .enumerate()
+            .map(|(i, &(s, e))| {
+                line::spans(&data[s..e])
+                    .enumerate()
+                    .map(|(n, span)| {
+                        let (kind, value) =
+                            decide::<Value>(&data[s + span.start..s + span.end], first && i == 0 && n == 0);
+                        (n as i64 + 1, kind, value, span.terminated)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut base = 0;
+        let mut out = Vec::new();
+        for piece in per_piece {
+            let lines = piece.len() as i64;
+            out.extend(piece.into_iter().map(|(n, k, v, t)| (n + base, k, v, t)));
+            base += lines;
+        }
+        out
+    }));
+    let mut values = Vec::new();
+    let mut diags = Vec::new();
+    for (n, kind, value, terminated) in decided {
+        match (kind, value) {
+            (Kind::Message, Some(v)) => values.push((n, to_py(py, &v))),
+            (Kind::NotMessage | Kind::BadUtf8, _) => diags.push((n, scan::skipped(kind, terminated))),
+            _ => {}
+        }
+    }
+    (values, diags)
+}
+
+/// The pairing walk of the assembly core, fed tool events as columns (see `pair.rs`).
+#[pyclass(name = "Pairer")]
+struct PyPairer {
+    inner: pair::Pairer,
+}
+
+#[pymethods]
+impl PyPairer {
+    #[new]
+    fn new() -> Self {
+        PyPairer { inner: pair::Pairer::new() }
+    }
+
+    /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs):
+    /// events in order, each with its entry's position and run (message) index; `kind` 0 is
+    /// client, 1 server; `inputs` the index of each call's kept input, if any.
+    #[allow(clippy::too_many_arguments)]
+    fn feed(
+        &mut self,
+        positions: Vec<i64>,
+        messages: Vec<i64>,
+        call: Vec<bool>,
+        kind: Vec<u8>,
+        ids: Vec<String>,
+        names: Vec<Option<String>>,
+        errors: Vec<Option<bool>>,
+        chars: Vec<Option<i64>>,
+        input_bytes: Vec<Option<i64>>,
+        inputs: Option<Vec<Option<i64>>>,
+    ) -> PyResult<()> {
+        let n = ids.len();
+        if [positions.len(), messages.len(), call.len(), kind.len(), names.len(), errors.len(), chars.len(),
+            input_bytes.len()]
+            .iter()
+            .any(|&m| m != n)
+        {
+            return Err(PyValueError::new_err("event columns of different lengths"));
+        }
+        for (i, id) in ids.into_iter().enumerate() {
+            let event = pair::Event {
+                position: positions[i],
+                call: call[i],
+                kind: kind[i],
+                id,
+                name: names[i].clone(),
+                is_error: errors[i],
+                chars: chars[i],
+                input_bytes: input_bytes[i],
+                input: inputs.as_ref().and_then(|v| v[i]),
+            };
+            self.inner.feed(messages[i], event);
+        }
+        Ok(())
+    }
+
+    /// The ids assembly would drop from what was fed so far, in the order met.
+    fn dropped_orphans(&self) -> Vec<String> {
+        self.inner.dropped_orphans()
+    }
+
+    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.inner.finish();
+        let summary = self.inner.summary();
+        let rows = &self.inner.rows;
+        let d = PyDict::new(py);
+        d.set_item("call_id", &rows.call_id)?;
+        d.set_item("tool_name", &rows.name)?;
+        let kinds: Vec<&str> = rows.kind.iter().map(|k| if *k == 0 { "client" } else { "server" }).collect();
+        d.set_item("kind", kinds)?;
+        d.set_item("called_seq", &rows.called_seq)?;
+        d.set_item("result_seq", &rows.result_seq)?;
+        d.set_item("called_message", &rows.called_message)?;
+        d.set_item("result_message", &rows.result_message)?;
+        let statuses: Vec<&str> = rows.status.iter().map(|s| pair::STATUSES[*s as usize]).collect();
+        d.set_item("status", statuses)?;
+        d.set_item("is_error", &rows.is_error)?;
+        d.set_item("input", &rows.input)?;
+        d.set_item("result_chars", &rows.result_chars)?;
+        d.set_item("input_bytes", &rows.input_bytes)?;
+        d.set_item("summary", summary)?;
+        Ok(d.into_py(py))
+    }
+}
+
+#[pymodule]
+fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(decide_line, m)?)?;
+    m.add_function(wrap_pyfunction!(index_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(parse, m)?)?;
+    m.add_function(wrap_pyfunction!(lower, m)?)?;
+    m.add_function(wrap_pyfunction!(uuid7_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(lower_value, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_records, m)?)?;
+    m.add_function(wrap_pyfunction!(messages, m)?)?;
+    m.add_class::<PyPairer>()?;
+    m.add("BLOCK", scan::BLOCK)?;
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! murmur's line rules, decided by serde_json itself.
+//!
+//! murmur reads a record with `read_to_string`, walks `str::lines()`, skips blank lines and keeps
+//! a line iff `serde_json::from_str::<Value>(line)` succeeds and the value is an object whose
+//! `role` is a string. This module is the only place the toolkit decides what a line is: the
+//! cursor's record reader and the bulk scan both call [`decide`].
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::json::View;
+
+/// What one line of a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Empty or whitespace only (`str::trim` is empty): skipped silently.
+    Blank = 0,
+    /// A JSON object with a string `role`.
+    Message = 1,
+    /// Line 1 only: the `murmur.record` header (not a message, not reported).
+    Header = 2,
+    /// Anything else serde_json reads or refuses: not a message, reported.
+    NotMessage = 3,
+    /// Not valid UTF-8 (murmur's `read_to_string` fails on the whole record).
+    BadUtf8 = 4,
+}
+
+/// The header line's `type`.
+pub const HEADER_TYPE: &str = "murmur.record";
+/// The marker key of the tool envelope murmur builds for a tool message.
+pub const TOOL_MARKER: &str = "__murmur_tool_msg__";
+
+/// The bytes of one line as murmur's `str::lines()` yields it: a terminated line loses a final
+/// `\r` (`"\r\n"` ends a line too); an unterminated last line is kept as it is.
+pub fn trim_line(line: &[u8], terminated: bool) -> &[u8] {
+    if terminated && line.last() == Some(&b'\r') {
+        &line[..line.len() - 1]
+    } else {
+        line
+    }
+}
+
+/// Whether a parsed value is the record header (line 1 only).
+pub fn is_header<V: View>(value: &V) -> bool {
+    value.is_object()
+        && value.field("type").and_then(View::text) == Some(HEADER_TYPE)
+        && !value.has("role")
+        && value.field("capsule").map_or(false, |v| v.text().is_some())
+        && value.field("created_ms").map_or(false, View::is_integer)
+}
+
+/// Whether a parsed value is a message: an object carrying a string `role`.
+pub fn is_message<V: View>(value: &V) -> bool {
+    value.is_object() && value.field("role").map_or(false, |v| v.text().is_some())
+}
+
+/// Decide one line (without its `\n`; see [`trim_line`]). A message or header comes back with
+/// its parsed value: a `serde_json::Value`, or a [`crate::json::Json`] that borrows from the
+/// line (the same parser decides either way).
+pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Kind, Option<V>) {
+    let text = match std::str::from_utf8(line) {
+        Ok(text) => text,
+        Err(_) => return (Kind::BadUtf8, None),
+    };
+    if text.trim().is_empty() {
+        return (Kind::Blank, None);
+    }
+    match serde_json::from_str::<V>(text) {
+        Ok(value) if is_message(&value) => (Kind::Message, Some(value)),
+        Ok(value) if first && is_header(&value) => (Kind::Header, Some(value)),
+        _ => (Kind::NotMessage, None),
+    }
+}
+
+/// The lifecycle `message` murmur hands a hook: `(role, content, id, source_id)`.
+///
+/// `content` is serde_json's `to_string` of the line's `content` (`""` without the key); for a
+/// `tool` message it is that of the envelope
+/// `{"__murmur_tool_msg__":true,"body":…,"is_error":…,"tool_call_id":…}`.
+pub fn lower(map: &Map<String, Value>) -> (String, String, Option<String>, Option<String>) {
+    let role = map.get("role").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let content = if role == "tool" {
+        let mut envelope = Map::new();
+        envelope.insert(TOOL_MARKER.to_owned(), Value::Bool(true));
+        envelope.insert("body".to_owned(), map.get("content").cloned().unwrap_or(Value::Null));
+        envelope.insert("is_error".to_owned(), map.get("is_error").cloned().unwrap_or(Value::Null));
+        envelope.insert("tool_call_id".to_owned(), map.get("tool_call_id").cloned().unwrap_or(Value::Null));
+        Value::Object(envelope).to_string()
+    } else {
+        map.get("content").map(Value::to_string).unwrap_or_default()
+    };
+    let string = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+    (role, content, string("id"), string("source_id"))
+}
+
+/// One line of a buffer: `[start, end)` without its `\n` (and without the `\r` of a `"\r\n"`).
+#[derive(Clone, Copy, Debug)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+    pub terminated: bool,
+}
+
+/// The lines of `buf`, in order. A final stretch with no `\n` is an unterminated line.
+pub fn spans(buf: &[u8]) -> impl Iterator<Item = Span> + '_ {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if pos >= buf.len() {
+            return None;
+        }
+        let start = pos;
+        match memchr::memchr(b'\n', &buf[pos..]) {
+            Some(i) => {
+                pos = start + i + 1;
+                let end = start + trim_line(&buf[start..start + i], true).len();
+                Some(Span { start, end, terminated: true })
+            }
+            None => {
+                pos = buf.len();
+                Some(Span { start, end: buf.len(), terminated: false })
+            }
+        }
+    })
+}

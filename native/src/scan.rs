@@ -1,0 +1,346 @@
+//! The bulk scan: many records at once, each read in blocks, each block decided line by line on
+//! every core, and every message line turned into one row of typed columns.
+
+use std::fs::File;
+use std::io::Read;
+
+use rayon::prelude::*;
+use crate::json::{Json, View};
+
+use crate::blocks::{py_space, Event, Spec};
+use crate::columns::{Ints, Strings};
+use crate::line::{decide, spans, Kind};
+use crate::pair;
+use crate::uuid7::uuid7_ms;
+
+/// Bytes read from a record per step; lines are decided in parallel within a step.
+pub const BLOCK: usize = 32 << 20;
+/// The smallest piece of a step handed to one thread.
+const PIECE: usize = 1 << 20;
+
+/// Diagnostic codes (the Python side words them).
+pub const NOT_MESSAGE: u8 = 1;
+pub const PARTIAL_LINE: u8 = 2;
+pub const BAD_UTF8: u8 = 3;
+pub const BAD_UTF8_PARTIAL: u8 = 4;
+pub const MISSING_CALL_ID: u8 = 5;
+
+/// One record's columns (or a piece of them, before pieces are joined in order).
+#[derive(Default)]
+pub struct Columns {
+    pub lines: i64,
+    pub line_no: Vec<i64>,
+    pub created_ms: Ints,
+    pub id: Strings,
+    pub role: Strings,
+    pub source_id: Strings,
+    pub n_blocks: Vec<i32>,
+    pub text_chars: Vec<i64>,
+    pub kinds_offsets: Vec<i32>,
+    pub kinds: Strings,
+    pub ev_row: Vec<i64>,
+    pub ev_call: Vec<u8>,
+    pub ev_id: Strings,
+    pub ev_name: Strings,
+    pub ev_error: Ints,
+    pub ev_chars: Ints,
+    pub ev_bytes: Ints,
+    pub diags: Vec<(i64, u8)>,
+    pub title: Option<String>,
+    pub header: Option<Vec<u8>>,
+    pub error: Option<String>,
+    /// the pairing of the record's tool events (the assembly core's walk), once read whole
+    pub pairs: pair::Rows,
+    /// calls made, calls in error, client orphans dropped (`pair::Pairer::summary`)
+    pub pair_summary: (usize, usize, Vec<String>),
+}
+
+impl Columns {
+    fn rows(&self) -> usize {
+        self.line_no.len()
+    }
+
+    /// Append the rows of the piece that follows this one.
+    fn join(&mut self, other: Columns) {
+        let rows = self.rows() as i64;
+        let lines = self.lines;
+        self.lines += other.lines;
+        self.line_no.extend(other.line_no.iter().map(|n| n + lines));
+        self.created_ms.extend(other.created_ms);
+        self.id.extend(other.id);
+        self.role.extend(other.role);
+        self.source_id.extend(other.source_id);
+        self.n_blocks.extend(other.n_blocks);
+        self.text_chars.extend(other.text_chars);
+        if self.kinds_offsets.is_empty() {
+            self.kinds_offsets.push(0);
+        }
+        let base = *self.kinds_offsets.last().unwrap();
+        self.kinds_offsets.extend(other.kinds_offsets.iter().skip(1).map(|o| o + base));
+        self.kinds.extend(other.kinds);
+        self.ev_row.extend(other.ev_row.iter().map(|r| r + rows));
+        self.ev_call.extend(other.ev_call);
+        self.ev_id.extend(other.ev_id);
+        self.ev_name.extend(other.ev_name);
+        self.ev_error.extend(other.ev_error);
+        self.ev_chars.extend(other.ev_chars);
+        self.ev_bytes.extend(other.ev_bytes);
+        self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
+        if self.title.is_none() {
+            self.title = other.title;
+        }
+        if self.header.is_none() {
+            self.header = other.header;
+        }
+    }
+
+    /// Walk the record's tool events through the pairing core: a message (run) is a stretch
+    /// of rows of the same role, and a row's position is its index.
+    fn pair(&mut self) {
+        let roles = &self.role;
+        let role = |i: usize| &roles.data[roles.offsets[i] as usize..roles.offsets[i + 1] as usize];
+        let mut runs = Vec::with_capacity(self.rows());
+        let mut run = -1i64;
+        for i in 0..self.rows() {
+            if i == 0 || role(i) != role(i - 1) {
+                run += 1;
+            }
+            runs.push(run);
+        }
+        let mut walk = pair::Pairer::new();
+        let text = |col: &Strings, i: usize| {
+            std::str::from_utf8(&col.data[col.offsets[i] as usize..col.offsets[i + 1] as usize]).unwrap().to_owned()
+        };
+        for (i, &row) in self.ev_row.iter().enumerate() {
+            let call = self.ev_call[i] == 1;
+            let event = pair::Event {
+                position: row,
+                call,
+                kind: 0,
+                id: text(&self.ev_id, i),
+                name: if call { Some(text(&self.ev_name, i)) } else { None },
+                is_error: self.ev_error.valid[i].then(|| self.ev_error.values[i] != 0),
+                chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
+                input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
+                input: None,
+            };
+            walk.feed(runs[row as usize], event);
+        }
+        walk.finish();
+        self.pair_summary = walk.summary();
+        self.pairs = std::mem::take(&mut walk.rows);
+    }
+
+    /// One message line's row and events.
+    fn message(&mut self, spec: &Spec, value: &Json<'_>, line_no: i64) {
+        let string = |key: &str| value.field(key).and_then(View::text);
+        let role = string("role").unwrap_or_default();
+        let id = string("id");
+        let row = self.rows() as i64;
+        self.line_no.push(line_no);
+        self.created_ms.push(id.and_then(|s| uuid7_ms(s.as_bytes())).map(|ms| ms as i64));
+        self.id.push(id);
+        self.role.push(Some(role));
+        self.source_id.push(string("source_id"));
+        if self.kinds_offsets.is_empty() {
+            self.kinds_offsets.push(0);
+        }
+        let content = value.field("content").filter(|c| !c.is_null());
+        let blocks = content.map(|c| spec.content(c)).unwrap_or_default();
+        let call_id = if role == "tool" { string("tool_call_id") } else { None };
+        let is_error = if role == "tool" { value.field("is_error").and_then(Json::as_bool) } else { None };
+        if role == "tool" && call_id.is_none() {
+            self.diags.push((line_no, MISSING_CALL_ID));
+        }
+        if let Some(call_id) = call_id {
+            // The tool body becomes one result block answering the call the line names.
+            let chars: i64 = blocks.iter().map(|b| b.chars).sum();
+            self.n_blocks.push(1);
+            self.text_chars.push(chars);
+            self.kinds.push(Some(&spec.result_kind));
+            self.event(row, Event::Result { id: call_id.to_owned(), is_error, chars });
+        } else {
+            self.n_blocks.push(blocks.len() as i32);
+            self.text_chars.push(blocks.iter().map(|b| b.chars).sum());
+            for block in &blocks {
+                self.kinds.push(Some(block.kind));
+            }
+            if role == "user" && self.title.is_none() {
+                self.title = blocks
+                    .iter()
+                    .filter_map(|b| b.text)
+                    .find(|t| t.chars().any(|c| !py_space(c)))
+                    .map(str::to_owned);
+            }
+            for block in blocks {
+                match block.event {
+                    Some(Event::Result { id, is_error: own, chars }) => {
+                        self.event(row, Event::Result { id, is_error: own.or(is_error), chars })
+                    }
+                    Some(event) => self.event(row, event),
+                    None => {}
+                }
+            }
+        }
+        self.kinds_offsets.push(self.kinds.len() as i32);
+    }
+
+    fn event(&mut self, row: i64, event: Event) {
+        self.ev_row.push(row);
+        match event {
+            Event::Call { id, name, input_bytes } => {
+                self.ev_call.push(1);
+                self.ev_id.push(Some(&id));
+                self.ev_name.push(Some(&name));
+                self.ev_error.push(None);
+                self.ev_chars.push(None);
+                self.ev_bytes.push(input_bytes);
+            }
+            Event::Result { id, is_error, chars } => {
+                self.ev_call.push(0);
+                self.ev_id.push(Some(&id));
+                self.ev_name.push(None);
+                self.ev_error.push(is_error.map(i64::from));
+                self.ev_chars.push(Some(chars));
+                self.ev_bytes.push(None);
+            }
+        }
+    }
+}
+
+/// Decide every line of `buf` (which holds whole lines; its last line is unterminated only at
+/// the end of the file) into a piece of columns. `first` says whether `buf` starts at line 1.
+fn piece(spec: &Spec, buf: &[u8], first: bool) -> Columns {
+    let mut out = Columns::default();
+    for span in spans(buf) {
+        out.lines += 1;
+        let n = out.lines;
+        let (kind, value) = decide::<Json>(&buf[span.start..span.end], first && n == 1);
+        match kind {
+            Kind::Blank => {}
+            Kind::Message => out.message(spec, value.as_ref().expect("a message has its value"), n),
+            Kind::Header => out.header = Some(buf[span.start..span.end].to_vec()),
+            Kind::NotMessage | Kind::BadUtf8 => out.diags.push((n, skipped(kind, span.terminated))),
+        }
+    }
+    out
+}
+
+/// The diagnostic code of a line that is skipped and reported.
+pub fn skipped(kind: Kind, terminated: bool) -> u8 {
+    match (kind, terminated) {
+        (Kind::BadUtf8, true) => BAD_UTF8,
+        (Kind::BadUtf8, false) => BAD_UTF8_PARTIAL,
+        (_, true) => NOT_MESSAGE,
+        (_, false) => PARTIAL_LINE,
+    }
+}
+
+/// `[start, end)` pieces of `buf[..len]` cut after a `\n`, about `PIECE` bytes or more each.
+pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
+    let threads = rayon::current_num_threads().max(1);
+    let target = (len / (threads * 4)).max(PIECE);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < len {
+        let mut end = (start + target).min(len);
+        if end < len {
+            end = match memchr::memchr(b'\n', &buf[end..len]) {
+                Some(i) => end + i + 1,
+                None => len,
+            };
+        }
+        out.push((start, end));
+        start = end;
+    }
+    out
+}
+
+/// One record, read in blocks; `None` for a file that could not be opened.
+pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
+    let mut out = Columns::default();
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(err) => {
+            out.error = Some(format!("could not open: {}", reason(&err)));
+            return out;
+        }
+    };
+    // Read up to the size seen now: a record the runtime appends to meanwhile is read as it was.
+    let mut remaining = file.metadata().map(|m| m.len() as usize).unwrap_or(usize::MAX);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut eof = false;
+    let mut first = true;
+    while !eof {
+        let have = buf.len();
+        buf.resize(have + remaining.min(BLOCK), 0);
+        let mut filled = have;
+        while filled < buf.len() {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    out.error = Some(format!("read failed: {}", reason(&err)));
+                    eof = true;
+                    break;
+                }
+            }
+        }
+        remaining -= filled - have;
+        if filled < buf.len() || remaining == 0 {
+            eof = true;
+        }
+        buf.truncate(filled);
+        let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        let pieces = cut(&buf, len);
+        let decided: Vec<Columns> = pieces
+            .par_iter()
+            .enumerate()
+            .map(|(i, &(s, e))| piece(spec, &buf[s..e], first && i == 0))
+            .collect();
+        for part in decided {
+            out.join(part);
+        }
+        if len > 0 {
+            first = false;
+        }
+        buf.drain(..len);
+    }
+    out.pair();
+    out
+}
+
+fn reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// Every line of `buf[..len]` as `(start, end, next, kind)`, decided in parallel: `end` excludes
+/// the `\n` (and the `\r` of a `"\r\n"`), `next` is where the following line starts. `first`
+/// says whether `buf` starts at line 1. The record reader's index is built from these.
+pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
+    let pieces = cut(buf, buf.len());
+    let decided: Vec<Vec<(usize, usize, usize, Kind)>> = pieces
+        .par_iter()
+        .enumerate()
+        .map(|(i, &(s, e))| {
+            spans(&buf[s..e])
+                .enumerate()
+                .map(|(n, span)| {
+                    let (kind, _) = decide::<Json>(&buf[s + span.start..s + span.end], first && i == 0 && n == 0);
+                    let next = if span.terminated {
+                        s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
+                    } else {
+                        e
+                    };
+                    (s + span.start, s + span.end, next, kind)
+                })
+                .collect()
+        })
+        .collect();
+    decided.into_iter().flatten().collect()
+}
