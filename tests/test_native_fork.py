@@ -19,7 +19,8 @@ import murmur_analysis as ma
 def test_a_process_forked_after_a_load_loads_and_pages(tmp_path: Path) -> None:
     h = tmp_path / "h"
     for ctx, n in (("a", 40), ("b", 30)):
-        record(h, "bot", ctx, [msg("user" if i % 2 == 0 else "assistant", T0 + i, text(f"m{i}"), n=i) for i in range(n)])
+        lines = [msg("user" if i % 2 == 0 else "assistant", T0 + i, text(f"m{i}"), n=i) for i in range(n)]
+        record(h, "bot", ctx, lines)
     parent = ma.load(h)  # the engine's parallel scan has run in this process
     pid = os.fork()
     if pid == 0:  # the child: exits 0 only if it loaded the same rows
