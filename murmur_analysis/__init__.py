@@ -61,8 +61,11 @@ def __getattr__(name: str) -> _types.ModuleType:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def sources() -> dict[str, str]:
-    """The registered sources, built-in and plugins, as ``name -> description``."""
+def list_sources() -> dict[str, str]:
+    """The registered sources, built-in and plugins, as ``name -> description``.
+
+    (Named so that it does not shadow the subpackage :mod:`murmur_analysis.sources`.)
+    """
     from .sources import registry
 
     return {name: cls.description for name, cls in registry().items()}
@@ -99,12 +102,12 @@ __all__ = [
     "drop_orphans",
     "export_parquet",
     "iter_batches",
+    "list_sources",
     "load",
     "pair_tools",
     "read_messages",
     "read_parquet",
     "sample_data",
-    "sources",
     "transcript",
     "walk",
 ]

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
-from . import __version__, load, metrics, read_messages, reports, sources
+from . import __version__, list_sources, load, metrics, read_messages, reports
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
 from .export import export
@@ -169,7 +169,7 @@ def cmd_page(args: argparse.Namespace) -> int:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """List the registered sources."""
-    for name, description in sources().items():
+    for name, description in list_sources().items():
         print(f"{name:10} {description}")
     return 0
 

@@ -73,9 +73,9 @@ class _Targets:
         if not found:
             if is_dir(path):
                 raise NoSourceError(f"no source recognises {path} or anything directly inside it",
-                                    hint="pass source= to force one; ma.sources() lists them")
+                                    hint="pass source= to force one; ma.list_sources() lists them")
             raise NoSourceError(f"no source recognises {path}",
-                                hint="pass source= to force one; ma.sources() lists them")
+                                hint="pass source= to force one; ma.list_sources() lists them")
         return found
 
 

@@ -36,7 +36,7 @@ def fake_distribution(root: Path, name: str, entry_points: str) -> None:
 
 
 def test_sources_lists_built_ins_and_the_installed_plugin() -> None:
-    listed = ma.sources()
+    listed = ma.list_sources()
     assert {"flexigpt", "dispatch"} <= set(listed)
     assert "plaintext" in listed, "the example plugin is not installed: pip install -e tests/plugins/<plugin>"
     assert all(isinstance(d, str) and d for d in listed.values())
@@ -75,7 +75,7 @@ def test_a_broken_plugin_is_a_warning_not_a_failed_import(
     assert {"flexigpt", "dispatch", "plaintext"} <= set(found)
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    code = "import murmur_analysis as ma; print(sorted(ma.sources()))"
+    code = "import murmur_analysis as ma; print(sorted(ma.list_sources()))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert "plaintext" in run.stdout and "PluginWarning" in run.stderr
 
@@ -122,3 +122,11 @@ def test_all_samples_load_at_once_into_one_corpus() -> None:
     assert by_source["flexigpt"] == 4 and by_source["dispatch"] == 5
     assert corpus.messages.groupby("source").size().to_dict()["flexigpt"] == 16
     assert corpus.tables["memory"].num_rows == 3
+
+
+def test_the_sources_subpackage_is_not_shadowed() -> None:
+    # `ma.sources()` used to be a function of the package, hiding the subpackage of that name.
+    code = ("import murmur_analysis.sources, murmur_analysis as ma; "
+            "print(sorted(murmur_analysis.sources.registry()) == sorted(ma.list_sources()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"

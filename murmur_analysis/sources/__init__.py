@@ -130,5 +130,5 @@ def detect(path: Path, options: Mapping[str, Mapping[str, Any]] | None = None) -
             return source
     raise NoSourceError(
         f"no source recognises {path}",
-        hint="pass source= to force one; ma.sources() lists them",
+        hint="pass source= to force one; ma.list_sources() lists them",
     )

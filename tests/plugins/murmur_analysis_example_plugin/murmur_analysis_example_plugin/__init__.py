@@ -6,7 +6,7 @@ tool call is written ``assistant: -> <call_id> <tool> <json input>`` and its res
 ``tool: <- <call_id> [error] <text>``.
 
 The package registers itself under the ``murmur_analysis.sources`` entry-point group, which is
-all a plugin needs: ``ma.sources()`` lists it and ``ma.load`` detects its files.
+all a plugin needs: ``ma.list_sources()`` lists it and ``ma.load`` detects its files.
 """
 
 from __future__ import annotations
