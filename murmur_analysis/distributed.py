@@ -1,9 +1,12 @@
-"""The same loaders on Dask: one task per conversation, one Dask DataFrame per table.
+"""The same loaders on Dask: conversations batched into tasks, one Dask DataFrame per table.
 
 Sources are opened in the client, which lists the conversations (for murmur, a listing and the
-session traces; the records themselves are not read there). Each conversation is then decoded
-and turned into rows by a Dask task running the very frame builder ``ma.load`` uses, so a
-table's partitions are exactly what ``ma.load`` would build for those conversations.
+session traces; the records themselves are not read there), through the same discovery as
+``ma.load``. The conversations are then cut into tasks of ``conversations_per_task`` each (a
+home of 100,000 small records is not 100,000 tasks); each task decodes its conversations and
+turns them into rows with the very frame builder ``ma.load`` uses, so a table's partitions are
+exactly what ``ma.load`` would build for those conversations. It runs on any Dask scheduler,
+a ``distributed`` cluster of worker processes included.
 
 Requires the ``dask`` extra (``pip install murmur-analysis[dask]``).
 """
@@ -25,14 +28,15 @@ from .sources.base import Diagnostics, Source
 __all__ = ["load_dask"]
 
 
-def _tables(source: Source, key: Hashable, conversation_id: str, prices: Prices | None) -> dict[str, pa.Table]:
-    """Decode one conversation, build its rows under the id the listing gave it, price them (a Dask task)."""
-    diagnostics = Diagnostics(source.name)
+def _tables(jobs: list[tuple[Source, Hashable, str]], prices: Prices | None) -> dict[str, pa.Table]:
+    """Decode some conversations, build their rows under the ids the listing gave them, price them (a task)."""
     builder = FrameBuilder()
-    conv = source.reopen(key, diagnostics)
-    conv.conversation_id = conversation_id
-    builder.add(printable(conv))
-    builder.add_diagnostics(diagnostics.rows)
+    for source, key, conversation_id in jobs:
+        diagnostics = Diagnostics(source.name)
+        conv = source.reopen(key, diagnostics)
+        conv.conversation_id = conversation_id
+        builder.add(printable(conv))
+        builder.add_diagnostics(diagnostics.rows)
     return price_tables(builder.finish(), prices)
 
 
@@ -45,14 +49,16 @@ def load_dask(
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     prices: Prices | None = None,
+    conversations_per_task: int = 64,
 ) -> dict[str, Any]:
-    """Every table as a Dask DataFrame, one partition per conversation.
+    """Every table as a Dask DataFrame, one partition per task of ``conversations_per_task`` conversations.
 
     Args:
         *paths: files or folders of any registered source (as for ``ma.load``).
         source: force this source for every path instead of detecting.
         options: per-source options by source name (as for ``ma.load``).
         prices: user prices (as for ``ma.load``).
+        conversations_per_task: how many conversations one task decodes (at least 1).
 
     Returns:
         ``{table name: dask.dataframe.DataFrame}`` for every table of ``docs/tables.md``;
@@ -62,6 +68,7 @@ def load_dask(
     Raises:
         NoSourceError: a path no source recognises.
         UnknownSourceError: a key of ``options`` names no registered source.
+        ValueError: ``conversations_per_task`` is below 1.
         FileNotFoundError: a path that does not exist.
 
     Example:
@@ -71,6 +78,8 @@ def load_dask(
     import dask.dataframe as dd
     from dask.delayed import delayed
 
+    if conversations_per_task < 1:
+        raise ValueError(f"conversations_per_task must be at least 1, not {conversations_per_task}")
     options = checked_options(options)
     jobs: list[tuple[Source, Hashable, str]] = []
     listing = FrameBuilder()
@@ -83,7 +92,8 @@ def load_dask(
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))
     listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
-    tasks = [delayed(_tables)(src, key, cid, prices) for src, key, cid in jobs]
+    batches = [jobs[i:i + conversations_per_task] for i in range(0, len(jobs), conversations_per_task)]
+    tasks = [delayed(_tables)(batch, prices) for batch in batches]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())

@@ -1,8 +1,9 @@
-"""The Dask loader builds the same rows as ma.load, one partition per conversation."""
+"""The Dask loader builds the same rows as ma.load, conversations batched into tasks, on any scheduler."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dask
 import pandas as pd
@@ -21,17 +22,45 @@ def normalized(frame: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
 def test_dask_tables_equal_the_eager_load(samples: Path, scheduler: str) -> None:
     eager = ma.load(samples)
-    frames = load_dask(samples)
+    frames = load_dask(samples, conversations_per_task=1)
     with dask.config.set(scheduler=scheduler):
-        for name in TABLES:
-            lazy = frames[name].compute()
-            assert list(lazy.columns) == list(eager.frame(name).columns), name
-            assert [str(t) for t in lazy.dtypes] == [str(t) for t in eager.frame(name).dtypes], name
-            if name == "diagnostics":
-                assert set(map(tuple, normalized(lazy).values)) == set(map(tuple, normalized(eager.frame(name)).values))
-            else:
-                pd.testing.assert_frame_equal(normalized(lazy), normalized(eager.frame(name)), check_dtype=False)
+        assert_same(frames, eager)
     assert frames["messages"].npartitions == len(eager.conversation_ids())
+
+
+def assert_same(frames: dict[str, Any], eager: ma.Corpus) -> None:
+    """Every table of ``frames``, computed, holds the rows and dtypes of the eager load."""
+    for name in TABLES:
+        lazy = frames[name].compute()
+        assert list(lazy.columns) == list(eager.frame(name).columns), name
+        assert [str(t) for t in lazy.dtypes] == [str(t) for t in eager.frame(name).dtypes], name
+        if name == "diagnostics":
+            assert set(map(tuple, normalized(lazy).values)) == set(map(tuple, normalized(eager.frame(name)).values))
+        else:
+            pd.testing.assert_frame_equal(normalized(lazy), normalized(eager.frame(name)), check_dtype=False)
+
+
+def test_conversations_are_batched_into_tasks(samples: Path) -> None:
+    eager = ma.load(samples)
+    n = len(eager.conversation_ids())
+    frames = load_dask(samples, conversations_per_task=5)
+    assert frames["messages"].npartitions == -(-n // 5) < n
+    with dask.config.set(scheduler="synchronous"):
+        assert_same(frames, eager)
+    with pytest.raises(ValueError, match="conversations_per_task"):
+        load_dask(samples, conversations_per_task=0)
+
+
+def test_a_local_cluster_of_worker_processes_builds_the_eager_tables(samples: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    eager = ma.load(samples)
+    frames = load_dask(samples, conversations_per_task=4)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        with dask.config.set(scheduler=client.get):
+            assert_same(frames, eager)
 
 
 def test_missing_path_is_refused(tmp_path: Path) -> None:
