@@ -279,22 +279,28 @@ def test_a_killed_export_leaves_the_previous_one_whole(tmp_path: Path) -> None:
     export(home, out=tmp_path / "reference")
     new = _snapshot(tmp_path / "reference")
     assert new != old
-    env = {**os.environ, "MURMUR_ANALYSIS_EXPORT_FILE_HOOK": "0.02"}
+    # The hook pauses the export after each file it writes, so the kill lands after exactly k
+    # staged files (k = 0: before the first), whatever the machine's speed; no timing decides it.
+    env = {**os.environ, "MURMUR_ANALYSIS_EXPORT_FILE_HOOK": "0.2"}
     outcomes: Counter[str] = Counter()
-    for delay in [0.1 * k for k in range(1, 40)]:
+    for k in (0, 1, 2, 3, 5, 8, 13, 1000):
         proc = subprocess.Popen(_export_command(home, out), env=env)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
+        staged: list[Path] = []
+        while proc.poll() is None:
+            staged = list((out / ".export").glob("staging-*/**/*.parquet"))
+            if len(staged) >= k and (k > 0 or list((out / ".export").glob("staging-*"))):
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.005)
         proc.wait()
-        staged = [p for p in (out / ".export").glob("staging-*/**/*.parquet")]
-        outcomes["killed while writing files"] += bool(staged)
+        outcomes["killed while writing files"] += proc.returncode == -signal.SIGKILL and bool(staged)
         seen = _snapshot(out)  # opens, and is one export or the other, never a mix
         assert seen in (old, new)
         outcomes["old" if seen == old else "new"] += 1
         if seen == new:
             break
     assert outcomes["killed while writing files"] >= 3, outcomes  # the kills landed mid-export
-    assert outcomes["old"] >= 3
+    assert outcomes["old"] >= 3 and outcomes["new"] == 1, outcomes  # the last export ran to its end
     export(home, out=out)  # the next export clears what killed ones left
     assert not [p for p in (out / ".export").iterdir() if p.name.startswith("staging-")]
     assert _snapshot(out) == new
