@@ -2,6 +2,7 @@
 #   make run    load the bundled samples, print a summary, page a record, export Parquet
 #   make test   lint, type-check and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
+#   make fuzz   the generated and fuzzed properties (serde_json oracle included), many more examples
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PLUGIN := tests/plugins/murmur_analysis_example_plugin
 
-.PHONY: setup run test lint typecheck bench samples clean
+.PHONY: setup run test fuzz lint typecheck bench samples clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,8 +38,11 @@ test: lint typecheck
 samples: setup
 	$(BIN)/python data/samples/make_samples.py
 
+fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -n 2 tests/test_serde_oracle.py tests/test_cursor_properties.py
+
 bench: setup
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache

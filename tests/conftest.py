@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ sys.path.insert(0, str(HERE))
 
 # Timing is not a property: no per-example deadline (CI machines are shared and slow).
 settings.register_profile("murmur-analysis", deadline=None, print_blob=True)
-settings.load_profile("murmur-analysis")
+# `make fuzz` (HYPOTHESIS_PROFILE=fuzz): the same properties, many more examples.
+settings.register_profile("fuzz", parent=settings.get_profile("murmur-analysis"), max_examples=20_000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "murmur-analysis"))
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +28,17 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def samples() -> Path:
     return REPO / "data" / "samples"
+
+
+@pytest.fixture(scope="session")
+def serde_oracle() -> Iterator[object]:
+    """The serde_json oracle (tests/serde_oracle), built once per session; a missing toolchain fails."""
+    from serde_oracle_client import Oracle, build
+
+    try:
+        binary = build()
+    except RuntimeError as err:
+        pytest.fail(str(err), pytrace=False)
+    oracle = Oracle(binary)
+    yield oracle
+    oracle.close()
