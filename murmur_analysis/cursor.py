@@ -18,10 +18,9 @@ from __future__ import annotations
 import os
 import re
 import threading
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
@@ -29,6 +28,8 @@ import orjson
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
+from .record_index import IndexStore, classify, probe
+from .record_index import LineIndex as _Snapshot
 
 __all__ = [
     "MAX_LIMIT",
@@ -49,6 +50,7 @@ MAX_LIMIT = 100
 TOOL_MARKER = "__murmur_tool_msg__"
 HEADER_TYPE = "murmur.record"
 _CHUNK = 64 << 20
+_DEFAULT_STORE = IndexStore()
 # Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
 _CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
 _USIZE_MAX = (1 << 64) - 1
@@ -243,45 +245,50 @@ def header_of(value: Any) -> dict[str, Any] | None:
     return None
 
 
-@dataclass
-class _Snapshot:
-    """The parsed state of one record file: where its message lines are."""
-
-    path: str
-    dev: int
-    ino: int
-    size: int
-    parsed_to: int = 0  # offset just past the last newline-terminated line parsed
-    lines_before: int = 0  # lines wholly before parsed_to
-    starts: array[int] = field(default_factory=lambda: array("q"))
-    ends: array[int] = field(default_factory=lambda: array("q"))
-    skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (line, kind, detail)
-    header: dict[str, Any] | None = None
-    tail_start: int = 0  # a message parsed from an unterminated last line sits here
-    dropped_before: int | None = None  # the header's dropped count of the snapshot this replaced
-
-
 class RecordReader:
     """One reader of murmur records: a parse cache and a memory of what it has reported.
 
     Re-reading for each page would make a walk quadratic, so a reader keeps, per record, the
-    byte offsets of its message lines, keyed on the file's device, inode and size. A record that
-    only grew is read from where the last parse stopped; one that was replaced or shrank (a
-    retention rewrite) is parsed again from the start. Every skipped line, and a truncation
-    marker, is reported once per reader in :attr:`Page.reports` and kept in
-    :attr:`diagnostics`.
+    byte offsets of its message lines and the identity of the file they came from (device,
+    inode, size, modification time in nanoseconds, checksums of its first and last bytes; see
+    :mod:`murmur_analysis.record_index`). A record that only grew is read from where the last
+    parse stopped; one that was replaced (a retention rewrite, even one that reuses the inode
+    and is larger) is parsed again from the start. The offsets of a big record are also kept in
+    the cache folder, so a fresh process serves its first page without parsing it.
+
+    Every skipped line, and a truncation marker, is reported once per reader in
+    :attr:`Page.reports` and kept in :attr:`diagnostics`. What a long-lived reader remembers is
+    bounded: :attr:`diagnostics` keeps the newest ``max_diagnostics`` rows, and the memory of
+    what was reported covers the ``max_remembered`` records read most recently (a record read
+    again after that is reported again).
 
     Args:
-        max_records: how many records' offsets to keep (least recently used go first).
+        max_records: how many records' offsets to keep in memory (least recently used go first).
+        index: where persisted line indexes are kept; ``None`` keeps none. By default the
+            cache folder (:func:`murmur_analysis.cache.cache_dir`), for records of 1 MiB or more.
+        max_diagnostics: how many rows :attr:`diagnostics` keeps.
+        max_remembered: how many records' reports (and retention counts) are remembered.
     """
 
-    def __init__(self, max_records: int = 16) -> None:
+    def __init__(
+        self,
+        max_records: int = 16,
+        *,
+        index: IndexStore | None = _DEFAULT_STORE,
+        max_diagnostics: int = 10_000,
+        max_remembered: int = 4096,
+    ) -> None:
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
-        self._reported: set[tuple[str, int | None, str, str]] = set()
+        self._reported: OrderedDict[str, set[tuple[int | None, str, str]]] = OrderedDict()
+        self._served: OrderedDict[str, int] = OrderedDict()  # retention's dropped count when last served
         self._max = max_records
+        self._max_diagnostics = max_diagnostics
+        self._max_remembered = max_remembered
+        self._store = index
         self._lock = threading.Lock()
         self.diagnostics: list[Diagnostic] = []
-        self.reads = 0  # file reads that reached the filesystem; what pins a walk's cost
+        self.reads = 0  # parses that reached the record file; what pins a walk's cost
+        self.parsed_lines = 0  # record lines parsed; a persisted index saves a fresh reader all of them
 
     def read_messages(
         self,
@@ -311,17 +318,7 @@ class RecordReader:
             finally:
                 os.close(fd)
             messages = tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
-            reports = self._report(snap)
-            shifted = (_dropped(snap.header) or 0) - (snap.dropped_before or 0)
-            if cursor is not None and snap.dropped_before is not None and shifted > 0:
-                # murmur serves the page anyway; a reader that can tell says the cursor moved.
-                reports += (
-                    Diagnostic(
-                        "murmur", path, None, "cursor_shifted",
-                        f"retention dropped {shifted} more message(s) since the cursor {cursor} was minted: "
-                        "it now counts from a different oldest message, so this walk may skip messages",
-                    ),
-                )
+            reports = self._report(snap) + self._shift(path, snap, cursor)
             return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
 
     def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -352,26 +349,56 @@ class RecordReader:
     def _refresh(self, path: str, fd: int) -> _Snapshot:
         st = os.fstat(fd)
         snap = self._snapshots.get(path)
-        if snap is not None and (snap.dev, snap.ino) == (st.st_dev, st.st_ino) and snap.size == st.st_size:
-            self._snapshots.move_to_end(path)
+        if snap is None and self._store is not None:
+            snap = self._store.load(path)
+        verdict = classify(snap, fd, st)
+        if verdict == "same" and snap is not None:
+            self._keep(path, snap)
             return snap
-        if snap is None or (snap.dev, snap.ino) != (st.st_dev, st.st_ino) or st.st_size < snap.size:
-            before = (_dropped(snap.header) or 0) if snap is not None else None
-            snap = _Snapshot(path, st.st_dev, st.st_ino, st.st_size)
-            snap.dropped_before = before
+        if verdict == "grew" and snap is not None:
+            snap.forget_tail()  # what came from an unterminated last line is read again
         else:
-            # The record grew: forget what came from an unterminated last line, then read on.
-            del snap.starts[snap.tail_start :]
-            del snap.ends[snap.tail_start :]
-            snap.skipped = [s for s in snap.skipped if s[0] <= snap.lines_before]
-            snap.size = st.st_size
+            snap = _Snapshot(path, st.st_dev, st.st_ino, 0)
+        snap.size, snap.mtime_ns = st.st_size, st.st_mtime_ns
         self._snapshots.pop(path, None)
         self.reads += 1
+        before = snap.lines_before
         _parse_from(fd, snap)
+        self.parsed_lines += snap.lines_before - before + (snap.parsed_to < snap.size)
+        snap.head, snap.tail = probe(fd, snap.size)
+        if self._store is not None and self._store.due(snap):
+            self._store.save(snap)
+        self._keep(path, snap)
+        return snap
+
+    def _keep(self, path: str, snap: _Snapshot) -> None:
         self._snapshots[path] = snap
+        self._snapshots.move_to_end(path)
         while len(self._snapshots) > self._max:
             self._snapshots.popitem(last=False)
-        return snap
+
+    def _remember(self, table: OrderedDict[str, Any], path: str, value: Any) -> None:
+        table[path] = value
+        table.move_to_end(path)
+        while len(table) > self._max_remembered:
+            table.popitem(last=False)
+
+    def _shift(self, path: str, snap: _Snapshot, cursor: str | None) -> tuple[Diagnostic, ...]:
+        """A ``cursor_shifted`` report when retention dropped messages since this reader last served the record."""
+        dropped = _dropped(snap.header) or 0
+        before = self._served.get(path)
+        self._remember(self._served, path, dropped)
+        if cursor is None or before is None or dropped <= before:
+            return ()
+        # murmur serves the page anyway; a reader that can tell says the cursor moved.
+        shifted = dropped - before
+        return (
+            Diagnostic(
+                "murmur", path, None, "cursor_shifted",
+                f"retention dropped {shifted} more message(s) since the cursor {cursor} was minted: it now "
+                f"counts from a newer oldest message, so this walk returns up to {shifted} message(s) again",
+            ),
+        )
 
     def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
         fresh: list[Diagnostic] = []
@@ -388,14 +415,20 @@ class RecordReader:
                     "conversation",
                 )
             )
+        reported = self._reported.get(snap.path)
+        if reported is None:
+            reported = set()
+        self._remember(self._reported, snap.path, reported)
         for line, kind, detail in found:
-            key = (snap.path, line, kind, detail if kind == "truncated_record" else "")
-            if key in self._reported:
+            key = (line, kind, detail if kind == "truncated_record" else "")
+            if key in reported:
                 continue
-            self._reported.add(key)
+            reported.add(key)
             diag = Diagnostic("murmur", snap.path, line, kind, detail)
             fresh.append(diag)
             self.diagnostics.append(diag)
+        if len(self.diagnostics) > self._max_diagnostics:
+            del self.diagnostics[: len(self.diagnostics) - self._max_diagnostics]
         return tuple(fresh)
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,9 @@ from hypothesis import settings
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+
+# Persisted record indexes go to a folder of this test run, never the user's cache.
+os.environ["MURMUR_ANALYSIS_CACHE"] = tempfile.mkdtemp(prefix="murmur-analysis-cache-")
 
 # Timing is not a property: no per-example deadline (CI machines are shared and slow).
 settings.register_profile("murmur-analysis", deadline=None, print_blob=True)

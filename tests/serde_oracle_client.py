@@ -153,7 +153,8 @@ def loaded_view(path: Path) -> tuple[list[tuple[str, str | None]], list[int]]:
     """``ma.load`` of one record: its messages' ``(role, id)`` in order and the lines it reported skipped."""
     corpus = ma.load(path, source="murmur", options={"murmur": {"settle_seconds": 0, "discover_sessions": False}})
     frame = corpus.messages.sort_values("seq")
-    messages = [(str(r), None if pd.isna(i) else str(i)) for r, i in zip(frame["role"], frame["message_id"], strict=True)]
+    pairs = zip(frame["role"], frame["message_id"], strict=True)
+    messages = [(str(r), None if pd.isna(i) else str(i)) for r, i in pairs]
     diags = corpus.diagnostics
     skipped = sorted(int(x) for x, k in zip(diags["line"], diags["kind"], strict=True) if k in SKIPPED_KINDS)
     return messages, skipped

@@ -30,7 +30,8 @@ def _record(root: Path, data: bytes) -> Path:
 
 
 def _msg(content: str, role: str = '"user"', extra: str = "") -> bytes:
-    return ('{"content":' + content + ',"id":"msg_0190a1b2c3d47000a1b2c3d4e5f60718","role":' + role + extra + "}").encode()
+    text = '{"content":' + content + ',"id":"msg_0190a1b2c3d47000a1b2c3d4e5f60718","role":' + role + extra + "}"
+    return text.encode()
 
 
 def _nest(depth: int) -> str:
@@ -59,11 +60,14 @@ EDGE_CASES: dict[str, bytes] = {
     "u64 max": _msg("[18446744073709551615,18446744073709551616]") + b"\n",
     "i64 min": _msg("[-9223372036854775808,-9223372036854775809]") + b"\n",
     "huge int": _msg("123456789012345678901234567890123456789") + b"\n",
-    "long mantissa": _msg("[0.1234567890123456789012345,3.141592653589793238462643383279,1.00000000000000011102230246251565]")
+    "long mantissa": _msg(
+        "[0.1234567890123456789012345,3.141592653589793238462643383279,1.00000000000000011102230246251565]"
+    ) + b"\n",
+    "round-trip hard floats": _msg(
+        "[2.2250738585072011e-308,9007199254740993,9007199254740993.0,4.35e-15,1.2345678901234567e-30]"
+    ) + b"\n",
+    "many digits then exponent": _msg("[123456789012345678901234567890e-20,0.000000000000000000000000000012345e40]")
     + b"\n",
-    "round-trip hard floats": _msg("[2.2250738585072011e-308,9007199254740993,9007199254740993.0,4.35e-15,1.2345678901234567e-30]")
-    + b"\n",
-    "many digits then exponent": _msg("[123456789012345678901234567890e-20,0.000000000000000000000000000012345e40]") + b"\n",
     "lone high surrogate": _msg('"\\ud800"') + b"\n",
     "lone low surrogate": _msg('"\\udc00"') + b"\n",
     "surrogate pair": _msg('"\\ud83d\\ude00"') + b"\n",
@@ -97,14 +101,18 @@ EDGE_CASES: dict[str, bytes] = {
     "tool envelope": b'{"role":"tool","content":[{"text":"ok","type":"text"}],"tool_call_id":"c1","is_error":false}\n',
     "tool no fields": b'{"role":"tool"}\n',
     "tool odd fields": b'{"role":"tool","content":1e21,"tool_call_id":7,"is_error":"yes"}\n',
-    "id and source_id types": b'{"role":"user","content":1,"id":5,"source_id":"s"}\n{"role":"user","content":1,"id":"x","source_id":[1]}\n',
-    "key order": b'{"z":1,"role":"user","content":{"zeta":1,"alpha":2,"\xc3\xa9":3,"Z":4,"a":5,"\xf0\x9f\x98\x80":6,"\xef\xbf\xbf":7}}\n',
+    "id and source_id types": b'{"role":"user","content":1,"id":5,"source_id":"s"}\n'
+    b'{"role":"user","content":1,"id":"x","source_id":[1]}\n',
+    "key order": b'{"z":1,"role":"user","content":{"zeta":1,"alpha":2,"\xc3\xa9":3,"Z":4,"a":5,'
+    b'"\xf0\x9f\x98\x80":6,"\xef\xbf\xbf":7}}\n',
     "CRLF": _msg("1") + b"\r\n" + _msg("2") + b"\r\n",
     "CR CR LF": _msg("1") + b"\r\r\n",
     "bare CR inside": _msg("1") + b"\r" + _msg("2") + b"\n",
     "CR only last": _msg("1") + b"\r",
     "whitespace lines": b"\n \n\t\n\r\n\x0b\n\x0c\n" + _msg("1") + b"\n",
-    "unicode whitespace lines": "\u00a0\n\u2028\n\u3000\n\u0085\n\x1c\n\x1f\n\u180e\n\ufeff\n".encode() + _msg("1") + b"\n",
+    "unicode whitespace lines": "\u00a0\n\u2028\n\u3000\n\u0085\n\x1c\n\x1f\n\u180e\n\ufeff\n".encode()
+    + _msg("1")
+    + b"\n",
     "empty file": b"",
     "only newlines": b"\n\n\n",
     "unterminated last message": _msg("1") + b"\n" + _msg("2"),
@@ -121,11 +129,15 @@ EDGE_CASES: dict[str, bytes] = {
     "header created_ms negative": b'{"capsule":"c","created_ms":-1,"type":"murmur.record"}\n' + _msg("1") + b"\n",
     "header created_ms float": b'{"capsule":"c","created_ms":1.0,"type":"murmur.record"}\n' + _msg("1") + b"\n",
     "header as array": b'["murmur.record","c",1]\n' + _msg("1") + b"\n",
-    "header bad marker": b'{"capsule":"c","created_ms":1,"truncated":{"dropped":5},"type":"murmur.record"}\n' + _msg("1") + b"\n",
+    "header bad marker": b'{"capsule":"c","created_ms":1,"truncated":{"dropped":5},"type":"murmur.record"}\n'
+    + _msg("1")
+    + b"\n",
     "header on line 2": _msg("1") + b'\n{"capsule":"c","created_ms":1,"type":"murmur.record"}\n',
     "header after blank line": b'\n{"capsule":"c","created_ms":1,"type":"murmur.record"}\n' + _msg("1") + b"\n",
     "header with role": b'{"capsule":"c","created_ms":1,"role":"user","type":"murmur.record"}\n',
-    "header duplicate field": b'{"capsule":"c","capsule":"d","created_ms":1,"type":"murmur.record"}\n' + _msg("1") + b"\n",
+    "header duplicate field": b'{"capsule":"c","capsule":"d","created_ms":1,"type":"murmur.record"}\n'
+    + _msg("1")
+    + b"\n",
     "comment": b"// hi\n" + _msg("1") + b"\n",
     "single quotes": b"{'role':'user','content':1}\n",
     "leading zero": _msg("01") + b"\n",
@@ -235,7 +247,9 @@ def _record_bytes(draw: st.DrawFn) -> bytes:
     return data
 
 
-_SETTINGS = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], max_examples=150)
+_SETTINGS = settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], max_examples=150
+)
 
 
 @_SETTINGS
@@ -253,10 +267,12 @@ def test_generated_records_load_as_serde_json_reads_them(data: bytes, serde_orac
 
 
 _SEEDS = [
-    b'{"content":[{"text":"Summarize today\'s changes.","type":"text"}],"id":"msg_01a04900754b7183b66c11e744612e2d","role":"user"}',
+    b'{"content":[{"text":"Summarize today\'s changes.","type":"text"}],'
+    b'"id":"msg_01a04900754b7183b66c11e744612e2d","role":"user"}',
     b'{"content":[{"text":"Looking.","type":"text"},{"id":"call_1","input":{"path":".","n":1.5e-7},"name":"ls",'
     b'"type":"tool_call"}],"id":"msg_01a0490075617000a1b2c3d4e5f60718","role":"assistant"}',
-    b'{"content":[{"text":"a.txt\\nb.txt \\u00e9\\ud83d\\ude00","type":"text"}],"id":"msg_01a04900758c7000a1b2c3d4e5f60719",'
+    b'{"content":[{"text":"a.txt\\nb.txt \\u00e9\\ud83d\\ude00","type":"text"}],'
+    b'"id":"msg_01a04900758c7000a1b2c3d4e5f60719",'
     b'"is_error":false,"role":"tool","tool_call_id":"call_1"}',
     b'{"capsule":"c","created_ms":1756400000000,"truncated":{"at_ms":1,"dropped":5,"last_dropped_id":"msg_1",'
     b'"oldest_surviving_id":"msg_2"},"type":"murmur.record"}',
