@@ -15,6 +15,7 @@ file's identity and size, reading only the appended tail when the file grows;
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -54,6 +55,17 @@ _DEFAULT_STORE = IndexStore()
 # Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
 _CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
 _USIZE_MAX = (1 << 64) - 1
+_U64_MAX = (1 << 64) - 1
+_I64_MIN = -(1 << 63)
+# What Rust's str::trim strips (Unicode White_Space); Python's str.strip also strips \x1c-\x1f.
+_RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+)
+# serde_json refuses a value nested this deep (its recursion limit).
+_SERDE_DEPTH = 128
+# A "-0" number token, and (with strings matched first, so they are skipped) a signed exponent.
+_NEGATIVE_ZERO = re.compile(rb"-0(?![0-9.eE])")
+_EXPONENT_PLUS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(?<=[0-9])e\+')
 
 T = TypeVar("T")
 
@@ -149,8 +161,15 @@ def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T
 
 
 def _dumps(value: Any) -> str:
-    """serde_json's compact, key-sorted encoding (murmur's ``Value::to_string``)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    """serde_json's compact, key-sorted encoding (murmur's ``Value::to_string``).
+
+    orjson writes floats as serde does (shortest round trip, ryu's layout) except that it signs a
+    positive exponent (``1e+21``, serde ``1e21``); that ``+`` is dropped outside strings.
+    """
+    out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    if b"e+" in out:
+        out = _EXPONENT_PLUS.sub(lambda m: m[0] if m[0][:1] == b'"' else b"e", out)
+    return out.decode()
 
 
 def lifecycle_message(line: dict[str, Any]) -> PageMessage:
@@ -222,9 +241,38 @@ def parse_line(line: bytes) -> Any:
 
     Both are strict RFC 8259 parsers: both refuse a byte-order mark, a lone surrogate escape
     and a number out of the double range, and both read an integer wider than 64 bits as a
-    double (``orjson.JSONDecodeError`` is a ``ValueError``).
+    double (``orjson.JSONDecodeError`` is a ``ValueError``). Two serde rules orjson lacks are
+    added: nesting deeper than serde's recursion limit is refused, and ``-0`` is the double
+    ``-0.0`` (orjson reads the integer 0).
     """
-    return orjson.loads(line)
+    value = orjson.loads(line)
+    if line.count(b"[") + line.count(b"{") >= _SERDE_DEPTH and _too_deep(value):
+        raise ValueError(f"nested deeper than serde_json's recursion limit ({_SERDE_DEPTH})")
+    if _NEGATIVE_ZERO.search(line):
+        value = json.loads(line, parse_int=_serde_int)
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests arrays and objects ``_SERDE_DEPTH`` deep (the outermost counts 1)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth >= _SERDE_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _serde_int(text: str) -> int | float:
+    """An integer token as serde_json reads it: ``-0`` and anything beyond i64/u64 are doubles."""
+    number = int(text)
+    if text == "-0" or not _I64_MIN <= number <= _U64_MAX:
+        return float(text)
+    return number
 
 
 def is_message(value: Any) -> bool:
@@ -507,7 +555,7 @@ def _take_line(snap: _Snapshot, data: bytes, pos: int, stop: int, base: int, lin
     except UnicodeDecodeError as err:
         # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
         raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8") from err
-    if not text.strip():
+    if not text.strip(_RUST_WHITESPACE):
         return
     try:
         value = parse_line(raw)
