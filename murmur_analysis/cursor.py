@@ -65,6 +65,8 @@ _RUST_WHITESPACE = (
 _SERDE_DEPTH = 128
 # A "-0" number token, and (with strings matched first, so they are skipped) a signed exponent.
 _NEGATIVE_ZERO = re.compile(rb"-0(?![0-9.eE])")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _EXPONENT_PLUS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(?<=[0-9])e\+')
 
 T = TypeVar("T")
@@ -246,24 +248,25 @@ def parse_line(line: bytes) -> Any:
     ``-0.0`` (orjson reads the integer 0).
     """
     value = orjson.loads(line)
-    if line.count(b"[") + line.count(b"{") >= _SERDE_DEPTH and _too_deep(value):
+    if line.count(b"[") + line.count(b"{") >= _SERDE_DEPTH and _too_deep(line):
         raise ValueError(f"nested deeper than serde_json's recursion limit ({_SERDE_DEPTH})")
     if _NEGATIVE_ZERO.search(line):
         value = json.loads(line, parse_int=_serde_int)
     return value
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests arrays and objects ``_SERDE_DEPTH`` deep (the outermost counts 1)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
+def _too_deep(line: bytes) -> bool:
+    """Whether a line (already valid JSON) opens arrays and objects ``_SERDE_DEPTH`` deep.
+
+    Read from the text, not the value: serde's limit holds while parsing, so a deep value that a
+    later duplicate key replaces still fails the line.
+    """
+    brackets = _STRING.sub(b"", line).translate(None, _NOT_BRACKET)
+    depth = 0
+    for byte in brackets:
+        depth += 1 if byte in b"[{" else -1
         if depth >= _SERDE_DEPTH:
             return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return False
 
 
