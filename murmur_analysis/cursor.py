@@ -15,7 +15,6 @@ file's identity and size, reading only the appended tail when the file grows;
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from . import serde_numbers
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
@@ -55,18 +55,16 @@ _DEFAULT_STORE = IndexStore()
 # Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
 _CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
 _USIZE_MAX = (1 << 64) - 1
-_U64_MAX = (1 << 64) - 1
-_I64_MIN = -(1 << 63)
 # What Rust's str::trim strips (Unicode White_Space); Python's str.strip also strips \x1c-\x1f.
 _RUST_WHITESPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
 )
 # serde_json refuses a value nested this deep (its recursion limit).
 _SERDE_DEPTH = 128
-# A "-0" number token, and (with strings matched first, so they are skipped) a signed exponent.
-_NEGATIVE_ZERO = re.compile(rb"-0(?![0-9.eE])")
+# A JSON string (skipped when the brackets of a line are counted).
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+# A JSON string (matched first, so it is left alone) or the "+" of a signed exponent.
 _EXPONENT_PLUS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|(?<=[0-9])e\+')
 
 T = TypeVar("T")
@@ -244,14 +242,15 @@ def parse_line(line: bytes) -> Any:
     Both are strict RFC 8259 parsers: both refuse a byte-order mark, a lone surrogate escape
     and a number out of the double range, and both read an integer wider than 64 bits as a
     double (``orjson.JSONDecodeError`` is a ``ValueError``). Two serde rules orjson lacks are
-    added: nesting deeper than serde's recursion limit is refused, and ``-0`` is the double
-    ``-0.0`` (orjson reads the integer 0).
+    added: nesting deeper than serde's recursion limit is refused, and a line whose numbers
+    serde may read differently (``-0``, an exponent, 16 or more digits) is read again with
+    serde's number rules (:mod:`murmur_analysis.serde_numbers`).
     """
     value = orjson.loads(line)
     if line.count(b"[") + line.count(b"{") >= _SERDE_DEPTH and _too_deep(line):
         raise ValueError(f"nested deeper than serde_json's recursion limit ({_SERDE_DEPTH})")
-    if _NEGATIVE_ZERO.search(line):
-        value = json.loads(line, parse_int=_serde_int)
+    if serde_numbers.RISKY.search(line):
+        value = serde_numbers.loads(line)
     return value
 
 
@@ -268,14 +267,6 @@ def _too_deep(line: bytes) -> bool:
         if depth >= _SERDE_DEPTH:
             return True
     return False
-
-
-def _serde_int(text: str) -> int | float:
-    """An integer token as serde_json reads it: ``-0`` and anything beyond i64/u64 are doubles."""
-    number = int(text)
-    if text == "-0" or not _I64_MIN <= number <= _U64_MAX:
-        return float(text)
-    return number
 
 
 def is_message(value: Any) -> bool:

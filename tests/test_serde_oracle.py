@@ -68,6 +68,10 @@ EDGE_CASES: dict[str, bytes] = {
     ) + b"\n",
     "many digits then exponent": _msg("[123456789012345678901234567890e-20,0.000000000000000000000000000012345e40]")
     + b"\n",
+    "long integer, then a fraction": _msg("[18446744073709551617.5,18446744073709551617.6,1844674407370955161.5]")
+    + b"\n",
+    "long integer, then a bare dot": _msg("123456789012345678901234.") + b"\n",
+    "exponent overflow": _msg("[0e2147483648,1e-2147483649,-0e99999999999]") + b"\n" + _msg("1e2147483648") + b"\n",
     "lone high surrogate": _msg('"\\ud800"') + b"\n",
     "lone low surrogate": _msg('"\\udc00"') + b"\n",
     "surrogate pair": _msg('"\\ud83d\\ude00"') + b"\n",
@@ -247,8 +251,27 @@ def _record_bytes(draw: st.DrawFn) -> bytes:
     return data
 
 
+def _scaled(examples: int) -> int:
+    """``examples`` for ``make test``; the profile's (larger) count under ``make fuzz``."""
+    return max(examples, settings.default.max_examples)
+
+
+_TOKENS = st.one_of(
+    st.from_regex(r"\A-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,4})?\Z"),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.integers(-(2**80), 2**80).map(str),
+)
+
+
+@settings(max_examples=_scaled(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=st.lists(_TOKENS, min_size=1, max_size=40))
+def test_numbers_read_and_written_as_serde_json_does(tokens: list[str], serde_oracle: Oracle, tmp_path: Path) -> None:
+    path = _record(tmp_path, b"".join(_msg(t) + b"\n" for t in tokens))
+    assert compare(serde_oracle, path, load=False) == []
+
+
 _SETTINGS = settings(
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], max_examples=150
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow], max_examples=_scaled(150)
 )
 
 
