@@ -8,8 +8,9 @@ The arithmetic is murmur's host's (``murmur:conversation/read@0.1.0``)::
 
 A cursor counts from the *oldest* message, so appends between pages neither repeat nor skip a
 message. :func:`paginate` is that arithmetic over any sequence; :class:`RecordReader` applies
-it to a murmur ``conversation.jsonl`` with murmur's line rules and a parse cache keyed on the
-file's identity and size, reading only the appended tail when the file grows;
+it to a murmur ``conversation.jsonl`` with murmur's line rules and a line index keyed on the
+file's identity (:mod:`murmur_analysis.record_index`), reading only the appended tail when the
+file grows;
 :func:`entries_page` applies it to any source's ordered entries.
 """
 
@@ -236,7 +237,7 @@ def entries_page(entries: Sequence[Entry], cursor: str | None = None, limit: int
     return Page(tuple(entry_message(e) for e in page), next_cursor, total)
 
 
-def parse_line(line: bytes) -> Any:
+def parse_line(line: bytes, *, exact_numbers: bool = True) -> Any:
     """Parse one record line as JSON the way serde_json does, or raise ``ValueError``.
 
     Both are strict RFC 8259 parsers: both refuse a byte-order mark, a lone surrogate escape
@@ -244,12 +245,14 @@ def parse_line(line: bytes) -> Any:
     double (``orjson.JSONDecodeError`` is a ``ValueError``). Two serde rules orjson lacks are
     added: nesting deeper than serde's recursion limit is refused, and a line whose numbers
     serde may read differently (``-0``, an exponent, 16 or more digits) is read again with
-    serde's number rules (:mod:`murmur_analysis.serde_numbers`).
+    serde's number rules (:mod:`murmur_analysis.serde_numbers`). With ``exact_numbers=False``
+    (when only whether the line is a message matters) only a line with a number serde may
+    refuse is read again.
     """
     value = orjson.loads(line)
     if line.count(b"[") + line.count(b"{") >= _SERDE_DEPTH and _too_deep(line):
         raise ValueError(f"nested deeper than serde_json's recursion limit ({_SERDE_DEPTH})")
-    if serde_numbers.RISKY.search(line):
+    if serde_numbers.risky(line) if exact_numbers else serde_numbers.may_refuse(line):
         value = serde_numbers.loads(line)
     return value
 
@@ -552,7 +555,7 @@ def _take_line(snap: _Snapshot, data: bytes, pos: int, stop: int, base: int, lin
     if not text.strip(_RUST_WHITESPACE):
         return
     try:
-        value = parse_line(raw)
+        value = parse_line(raw, exact_numbers=False)
     except ValueError:
         value = None
     if is_message(value):

@@ -8,7 +8,7 @@ correctly rounded, as orjson's is; otherwise the two can differ in the last bit,
 orjson reads serde refuses (``18446744073709551617.5``). An integer token is a ``u64`` or an
 ``i64`` when it fits, ``-0`` is the double ``-0.0``, and anything wider is a double.
 
-:func:`loads` re-reads a line whose numbers could differ (:data:`RISKY` finds them) with this
+:func:`loads` re-reads a line whose numbers could differ (:func:`risky` finds them) with this
 module's :func:`number`, a port of serde_json's ``parse_integer``/``parse_decimal``/
 ``parse_exponent``/``f64_from_parts``. ``tests/test_serde_oracle.py`` checks it against serde_json.
 """
@@ -19,16 +19,44 @@ import json
 import re
 from typing import Any
 
-__all__ = ["RISKY", "loads", "number"]
+__all__ = ["loads", "may_refuse", "number", "risky"]
 
 _U64_MAX = (1 << 64) - 1
+_DIGITS = frozenset(b"0123456789")
 _I32_MAX = (1 << 31) - 1
 _POW10 = [float(f"1e{i}") for i in range(309)]  # correctly rounded, as serde's table literals
 
-#: A number token that serde may read differently from a correctly rounding parser: ``-0``, one
-#: with an exponent, or one of 16 or more digits. Found right after ``:``, ``[`` or ``,``, so the
-#: hex digits of an id string do not count; a string that looks like this only costs a re-read.
-RISKY = re.compile(rb"[:\[,]\s*(?:-0(?![0-9.eE])|-?[0-9]+(?:\.[0-9]+)?[eE]|-?(?:[0-9]\.?){16})")
+#: Where a number token may start: right after ``:``, ``[`` or ``,`` (so the hex digits of an id
+#: string do not count; text that looks like this only costs a look at the token).
+_SHAPE = bytes.maketrans(b"123456789,[", b"000000000::")
+_TWENTY_DIGITS = b":" + b"0" * 20
+_TOKEN = re.compile(rb"[:\[,][ \t\r\n]*(-?[0-9][0-9.eE+-]*)")
+
+
+def may_refuse(line: bytes) -> bool:
+    """Whether ``line`` may hold a number serde refuses though a correct parser reads it.
+
+    Only a number whose integer part overflows a ``u64`` (20 or more digits) followed by a
+    fraction can be (see :func:`number`); 20 digits right after ``:``, ``[`` or ``,`` (whitespace
+    and ``-`` between do not count) are the cheap test for it.
+    """
+    return _TWENTY_DIGITS in line.translate(_SHAPE, b" \t\r\n-")
+
+
+def risky(line: bytes) -> bool:
+    """Whether ``line`` holds a number serde may read differently from a correctly rounding parser.
+
+    That is ``-0``, a number with an exponent, or one of 16 or more digits: below that the
+    digits fit in 53 bits and the power of ten is exact, so serde's result is correctly rounded.
+    """
+    # A cheap first look: every digit a 0, every ",[" a ":", no whitespace or "-". No ":0", no number.
+    if b":0" not in line.translate(_SHAPE, b" \t\r\n-"):
+        return False
+    for match in _TOKEN.finditer(line):
+        token = match[1]
+        if token == b"-0" or b"e" in token or b"E" in token or sum(c in _DIGITS for c in token) >= 16:
+            return True
+    return False
 
 
 def _overflows(significand: int, digit: int, limit: int) -> bool:
