@@ -20,7 +20,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -355,16 +355,28 @@ class RecordReader:
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
-                snap = self._refresh(path, fd)
-                start, end = window(len(snap.starts), cursor, limit)
-                lines = _read_lines(fd, snap, start, end)
+                snap, (start, messages) = self._serve(path, fd, lambda snap: self._page(fd, snap, cursor, limit))
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
                 os.close(fd)
-            messages = tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
             reports = self._report(snap) + self._shift(path, snap, cursor)
             return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
+
+    def _page(self, fd: int, snap: _Snapshot, cursor: str | None, limit: int) -> tuple[int, tuple[PageMessage, ...]]:
+        start, end = window(len(snap.starts), cursor, limit)
+        lines = _read_lines(fd, snap, start, end)
+        return start, tuple(lifecycle_message(parse_line(raw)) for raw in reversed(lines))
+
+    def _serve(self, path: str, fd: int, read: Callable[[_Snapshot], T]) -> tuple[_Snapshot, T]:
+        """``read`` applied to the record's index; a line the index misplaced means reading the record whole."""
+        for force in (False, True):
+            snap = self._refresh(path, fd, force=force)
+            try:
+                return snap, read(snap)
+            except (ValueError, KeyError, TypeError):
+                continue  # the offsets do not fit this file: it changed in a way its identity missed
+        raise ReadMessagesError("unavailable", "the record changed while it was read")
 
     def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every message line of a record, oldest first, as parsed JSON objects."""
@@ -377,8 +389,9 @@ class RecordReader:
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
-                snap = self._refresh(path, fd)
-                out = [parse_line(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                snap, out = self._serve(
+                    path, fd, lambda snap: [parse_line(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                )
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
@@ -391,12 +404,12 @@ class RecordReader:
         snap = self._snapshots.get(os.fspath(record))
         return snap.header if snap else None
 
-    def _refresh(self, path: str, fd: int) -> _Snapshot:
+    def _refresh(self, path: str, fd: int, *, force: bool = False) -> _Snapshot:
         st = os.fstat(fd)
         snap = self._snapshots.get(path)
         if snap is None and self._store is not None:
             snap = self._store.load(path)
-        verdict = classify(snap, fd, st)
+        verdict = "replaced" if force else classify(snap, fd, st)
         if verdict == "same" and snap is not None:
             self._keep(path, snap)
             return snap

@@ -142,6 +142,9 @@ def paged_view(path: Path, limit: int = 100) -> View:
     except ma.ReadMessagesError as err:
         view.error = str(err)
         return view
+    except Exception as err:  # noqa: BLE001 - anything else a walk raises is itself the finding
+        view.error = f"raised {type(err).__name__}: {err}"
+        return view
     newest_first = [m for messages in pages for m in messages]
     view.messages = [(m.role, m.content, m.id, m.source_id) for m in reversed(newest_first)]
     view.skipped.sort()

@@ -187,6 +187,23 @@ def test_a_damaged_or_foreign_index_is_ignored(record: Path, store: IndexStore, 
     assert ma.RecordReader(index=store).read_messages(record).total == 60  # rewritten whole, then trusted
 
 
+def test_an_index_that_misplaces_lines_is_dropped_and_the_record_read_whole(record: Path, store: IndexStore) -> None:
+    """Offsets that passed the identity check but do not fit the file (a rewrite it could not see)."""
+    write(record, range(0, 50))
+    ma.RecordReader(index=store).read_messages(record)
+    index = store.load(str(record))
+    assert index is not None
+    for n in range(len(index.starts)):
+        index.starts[n] += 3  # every line now starts mid-line
+    index.saved_size = 0
+    assert store.save(index)
+    fresh = ma.RecordReader(index=store)
+    page = fresh.read_messages(record, None, 4)
+    assert ids(page) == [id_at(n) for n in range(49, 45, -1)]
+    assert fresh.parsed_lines == 50
+    assert [m["id"] for m in ma.RecordReader(index=store).messages(record)][:2] == [id_at(0), id_at(1)]
+
+
 def test_the_index_keeps_the_header_and_skipped_lines(record: Path, store: IndexStore) -> None:
     header = {"capsule": "c", "created_ms": 1, "type": "murmur.record",
               "truncated": {"at_ms": 2, "dropped": 3, "last_dropped_id": id_at(2), "oldest_surviving_id": id_at(3)}}
