@@ -47,11 +47,12 @@ def build() -> Path:
             "Install Rust (rustup or Debian's cargo) and `apt-get install librust-serde-json-dev` (see .ci/run)."
         )
     registry = Path("/usr/share/cargo/registry")
-    if not any(registry.glob("serde_json-*")):
-        raise RuntimeError(
-            f"serde_json is not in {registry}: `apt-get install librust-serde-json-dev` (see .ci/run); "
-            "the oracle builds offline against Debian's packaged crates."
-        )
+    for crate, package in (("serde_json", "librust-serde-json-dev"), ("serde_derive", "librust-serde-derive-dev")):
+        if not any(registry.glob(f"{crate}-*")):
+            raise RuntimeError(
+                f"{crate} is not in {registry}: `apt-get install {package}` (see .ci/run); "
+                "the oracle builds offline against Debian's packaged crates."
+            )
     proc = subprocess.run(
         [cargo, "build", "--release", "--quiet", "--target-dir", str(TARGET)],
         cwd=CRATE,  # so the repository's .cargo/config.toml (offline, Debian registry) applies
