@@ -16,6 +16,7 @@ file grows;
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -395,7 +396,9 @@ def _open(path: str) -> int | None:
     except FileNotFoundError:
         return None
     except NotRegularFile as err:
-        raise ReadMessagesError("unavailable", f"{err.kind}, not a regular file") from err
+        # A folder fails murmur's read as reading it does; anything else is refused unread.
+        reason = os.strerror(errno.EISDIR) if err.kind == "folder" else f"a {err.kind}, not a regular file"
+        raise ReadMessagesError("unavailable", reason) from err
     except OSError as err:
         raise ReadMessagesError("unavailable", _reason(err)) from err
     with fh:

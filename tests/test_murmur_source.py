@@ -309,13 +309,19 @@ def test_entries_equal_the_record_readers_messages(tmp_path: Path) -> None:
     assert [e.raw for e in entries] == RecordReader().messages(path)
 
 
-def test_invalid_utf8_line_is_reported_not_fatal(tmp_path: Path) -> None:
+def test_a_record_with_invalid_utf8_anywhere_reads_as_murmur_reads_it_nothing(tmp_path: Path) -> None:
+    """murmur reads a record as one UTF-8 string: one bad byte and it serves no message of it."""
     path = record(tmp_path, "r", "c", [msg("user", T0)])
     with path.open("ab") as f:
         f.write(b'{"role":"user","content":[{"type":"text","text":"\xff"}]}\n')
         f.write((line(msg("assistant", T0 + 1)) + "\n").encode())
+        f.write(b"not json\n")
     corpus = _load(tmp_path)
-    assert len(corpus.messages) == 2 and _diags(corpus) == [("bad_utf8", 2)]
+    assert len(corpus.messages) == 0 and _diags(corpus) == [("bad_utf8", 2)]
+    (row,) = corpus.diagnostics.itertuples()
+    assert "murmur reads nothing from this record" in row.detail
+    with pytest.raises(ma.ReadMessagesError, match="valid UTF-8"):
+        ma.read_messages(path, reader=RecordReader())
 
 
 # ------------------------------------------------------------------------------------ traces
