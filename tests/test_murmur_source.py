@@ -545,3 +545,14 @@ def test_serde_json_decides_every_line_for_pages_and_tables(tmp_path: Path) -> N
     assert page.messages[0].content == '[1e21,-0.0,1.2345678901234568e29,{"a":2,"b":3}]'
     handle = corpus.conversation("r/c")
     assert handle.read_messages(limit=1).messages[0].content == page.messages[0].content
+
+
+def test_a_reopened_record_reads_its_header_as_murmur_does(tmp_path: Path) -> None:
+    """Reopening decides line 1 as the load does: serde reads the escaped type as murmur.record."""
+    marker = {"at_ms": T0, "dropped": 3, "last_dropped_id": mid(T0 - 5), "oldest_surviving_id": mid(T0)}
+    path = record(tmp_path, "r", "c", [header(marker), msg("user", T0)])
+    path.write_bytes(path.read_bytes().replace(b'"murmur.record"', b'"murmur\\u002erecord"', 1))
+    source = MurmurSource()
+    conv = next(iter(source.open(tmp_path, Diagnostics("murmur"))))
+    again = source.reopen(conv.key, Diagnostics("murmur"))
+    assert conv.truncated_dropped == again.truncated_dropped == 3
