@@ -3,7 +3,7 @@
 #   make report execute the notebooks on the samples (or DATA=path) into build/report/*.html
 #   make test   lint, type-check and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
-#   make fuzz   the property and fuzz tests with many more examples (minutes)
+#   make fuzz   the property and fuzz tests (serde_json oracle included) with many more examples (minutes)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -45,7 +45,7 @@ test: lint typecheck
 
 fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests/test_fuzz_decoders.py \
-		tests/test_assembly_properties.py tests/test_cursor_properties.py \
+		tests/test_assembly_properties.py tests/test_cursor_properties.py tests/test_serde_oracle.py \
 		tests/test_export.py::test_incremental_exports_equal_a_fresh_load_after_any_changes
 
 samples: setup

@@ -43,8 +43,19 @@ def toolkit_load(path: str, tables: list[str], source: str | None = None) -> Tim
     return run
 
 
-def toolkit_first_page(record: str) -> Timed:
-    """``ma.read_messages(record, limit=100)`` in a fresh process: the cold first page."""
+def toolkit_first_page(record: str, index: bool = False) -> Timed:
+    """``ma.read_messages(record, limit=100)`` in a fresh process: the cold first page.
+
+    The process gets a cache folder of its own: empty (no persisted line index, so the record is
+    parsed), or, with ``index``, holding the index an earlier process left (a current index).
+    """
+    import sys
+    import tempfile
+
+    os.environ["MURMUR_ANALYSIS_CACHE"] = tempfile.mkdtemp(prefix="bench-cache-")
+    if index:
+        subprocess.run([sys.executable, "-c", "import sys, murmur_analysis as ma; ma.read_messages(sys.argv[1])",
+                        record], check=True)
     import murmur_analysis as ma
 
     def run() -> Summary:

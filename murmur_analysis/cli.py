@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
-from . import __version__, list_sources, load, metrics, read_messages, reports
+from . import __version__, cache, list_sources, load, metrics, read_messages, reports
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
 from .export import export
@@ -167,6 +167,21 @@ def cmd_page(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    """Show or clear the cache folder."""
+    if args.action == "path":
+        print(cache.cache_dir())
+    elif args.action == "info":
+        info = cache.cache_info()
+        print(f"path     {info.path}")
+        print(f"indexes  {info.indexes}")
+        print(f"bytes    {info.bytes}")
+    else:
+        removed = cache.clear_cache()
+        print(f"removed {removed} file(s) from {cache.cache_dir()}")
+    return 0
+
+
 def cmd_sources(args: argparse.Namespace) -> int:
     """List the registered sources."""
     for name, description in list_sources().items():
@@ -244,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=100, help="messages per page, clamped to 1..100 (default 100)")
     p.add_argument("--json", action="store_true", help="print the page as JSON")
     p.set_defaults(func=cmd_page)
+
+    p = sub.add_parser("cache", help="show or clear the cache of record line indexes",
+                       description="The cache folder keeps the line index of each big murmur record, so a fresh "
+                       "process pages it without parsing it all. It is $MURMUR_ANALYSIS_CACHE, or the user cache "
+                       "folder (e.g. ~/.cache/murmur-analysis). Everything in it is safe to delete.")
+    p.add_argument("action", choices=["path", "info", "clear"],
+                   help="path: print the folder; info: count the indexes and their bytes; clear: delete them")
+    p.set_defaults(func=cmd_cache)
 
     p = sub.add_parser("sources", help="list the registered sources, built-in and plugins",
                        description="List every registered source.")

@@ -8,26 +8,30 @@ The arithmetic is murmur's host's (``murmur:conversation/read@0.1.0``)::
 
 A cursor counts from the *oldest* message, so appends between pages neither repeat nor skip a
 message. :func:`paginate` is that arithmetic over any sequence; :class:`RecordReader` applies
-it to a murmur ``conversation.jsonl`` with murmur's line rules and a parse cache keyed on the
-file's identity and size, reading only the appended tail when the file grows;
+it to a murmur ``conversation.jsonl`` with murmur's line rules and a line index keyed on the
+file's identity (:mod:`murmur_analysis.record_index`), reading only the appended tail when the
+file grows;
 :func:`entries_page` applies it to any source's ordered entries.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
-from array import array
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
-from .sources.murmur_record import index_lines, lower, lower_value, parse, serde_text
+from .record_index import IndexStore, classify, probe
+from .record_index import LineIndex as _Snapshot
+from .sources.files import NotRegularFile, open_regular
+from .sources.murmur_record import header_of, index_lines, lower, lower_value, parse, serde_text
 
 __all__ = [
     "MAX_LIMIT",
@@ -47,6 +51,7 @@ CURSOR_PREFIX = "mc_"
 MAX_LIMIT = 100
 TOOL_MARKER = "__murmur_tool_msg__"
 _CHUNK = 64 << 20
+_DEFAULT_STORE = IndexStore()
 # Rust's `str::parse::<usize>` accepts ASCII digits with one optional leading '+'.
 _CURSOR_NUMBER = re.compile(r"\+?[0-9]+")
 _USIZE_MAX = (1 << 64) - 1
@@ -189,45 +194,49 @@ def entries_page(entries: Sequence[Entry], cursor: str | None = None, limit: int
     return Page(tuple(entry_message(e) for e in page), next_cursor, total)
 
 
-@dataclass
-class _Snapshot:
-    """The parsed state of one record file: where its message lines are."""
-
-    path: str
-    dev: int
-    ino: int
-    size: int
-    parsed_to: int = 0  # offset just past the last newline-terminated line parsed
-    lines_before: int = 0  # lines wholly before parsed_to
-    starts: array[int] = field(default_factory=lambda: array("q"))
-    ends: array[int] = field(default_factory=lambda: array("q"))
-    skipped: list[tuple[int, str, str]] = field(default_factory=list)  # (line, kind, detail)
-    header: dict[str, Any] | None = None
-    tail_start: int = 0  # a message parsed from an unterminated last line sits here
-    dropped_before: int | None = None  # the header's dropped count of the snapshot this replaced
-
-
 class RecordReader:
     """One reader of murmur records: a parse cache and a memory of what it has reported.
 
     Re-reading for each page would make a walk quadratic, so a reader keeps, per record, the
-    byte offsets of its message lines, keyed on the file's device, inode and size. A record that
-    only grew is read from where the last parse stopped; one that was replaced or shrank (a
-    retention rewrite) is parsed again from the start. Every skipped line, and a truncation
-    marker, is reported once per reader in :attr:`Page.reports` and kept in
-    :attr:`diagnostics`.
+    byte offsets of its message lines and the identity of the file they came from (see
+    :mod:`murmur_analysis.identity`). A record that only grew is read from where the last parse
+    stopped; one that was replaced (a retention rewrite, even one that reuses the inode and is
+    larger) is parsed again from the start. The offsets of a big record are also kept in the
+    cache folder, so a fresh process serves its first page without parsing it.
+
+    Every skipped line, and a truncation marker, is reported once per reader in
+    :attr:`Page.reports` and kept in :attr:`diagnostics`. What a long-lived reader remembers is
+    bounded: :attr:`diagnostics` keeps the newest ``max_diagnostics`` rows, and the memory of
+    what was reported covers the ``max_remembered`` records read most recently (a record read
+    again after that is reported again).
 
     Args:
-        max_records: how many records' offsets to keep (least recently used go first).
+        max_records: how many records' offsets to keep in memory (least recently used go first).
+        index: where persisted line indexes are kept; ``None`` keeps none. By default the
+            cache folder (:func:`murmur_analysis.cache.cache_dir`), for records of 1 MiB or more.
+        max_diagnostics: how many rows :attr:`diagnostics` keeps.
+        max_remembered: how many records' reports (and retention counts) are remembered.
     """
 
-    def __init__(self, max_records: int = 16) -> None:
+    def __init__(
+        self,
+        max_records: int = 16,
+        *,
+        index: IndexStore | None = _DEFAULT_STORE,
+        max_diagnostics: int = 10_000,
+        max_remembered: int = 4096,
+    ) -> None:
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
-        self._reported: set[tuple[str, int | None, str, str]] = set()
+        self._reported: OrderedDict[str, set[tuple[int | None, str, str]]] = OrderedDict()
+        self._served: OrderedDict[str, int] = OrderedDict()  # retention's dropped count when last served
         self._max = max_records
+        self._max_diagnostics = max_diagnostics
+        self._max_remembered = max_remembered
+        self._store = index
         self._lock = threading.Lock()
         self.diagnostics: list[Diagnostic] = []
-        self.reads = 0  # file reads that reached the filesystem; what pins a walk's cost
+        self.reads = 0  # parses that reached the record file; what pins a walk's cost
+        self.parsed_lines = 0  # record lines parsed; a persisted index saves a fresh reader all of them
 
     def read_messages(
         self,
@@ -242,47 +251,39 @@ class RecordReader:
             raise ReadMessagesError("not-granted")
         path = os.fspath(record)
         with self._lock:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
+            fd = _open(path)
+            if fd is None:
                 return Page((), None, 0)
-            except OSError as err:
-                raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
-                snap = self._refresh(path, fd)
-                start, end = window(len(snap.starts), cursor, limit)
-                lines = _read_lines(fd, snap, start, end)
+                snap, (start, messages) = self._serve(path, fd, lambda snap: _page(fd, snap, cursor, limit))
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
                 os.close(fd)
-            messages = tuple(PageMessage(*lower(raw)) for raw in reversed(lines))
-            reports = self._report(snap)
-            shifted = (_dropped(snap.header) or 0) - (snap.dropped_before or 0)
-            if cursor is not None and snap.dropped_before is not None and shifted > 0:
-                # murmur serves the page anyway; a reader that can tell says the cursor moved.
-                reports += (
-                    Diagnostic(
-                        "murmur", path, None, "cursor_shifted",
-                        f"retention dropped {shifted} more message(s) since the cursor {cursor} was minted: "
-                        "it now counts from a different oldest message, so this walk may skip messages",
-                    ),
-                )
+            reports = self._report(snap) + self._shift(path, snap, cursor)
             return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
+
+    def _serve(self, path: str, fd: int, read: Callable[[_Snapshot], T]) -> tuple[_Snapshot, T]:
+        """``read`` applied to the record's index; a line the index misplaced means reading the record whole."""
+        for force in (False, True):
+            snap = self._refresh(path, fd, force=force)
+            try:
+                return snap, read(snap)
+            except (ValueError, KeyError, TypeError):
+                continue  # the offsets do not fit this file: it changed in a way its identity missed
+        raise ReadMessagesError("unavailable", "the record changed while it was read")
 
     def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every message line of a record, oldest first, as parsed JSON objects."""
         path = os.fspath(record)
         with self._lock:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
+            fd = _open(path)
+            if fd is None:
                 return []
-            except OSError as err:
-                raise ReadMessagesError("unavailable", _reason(err)) from err
             try:
-                snap = self._refresh(path, fd)
-                out = [parse(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                snap, out = self._serve(
+                    path, fd, lambda snap: [parse(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                )
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
@@ -295,29 +296,59 @@ class RecordReader:
         snap = self._snapshots.get(os.fspath(record))
         return snap.header if snap else None
 
-    def _refresh(self, path: str, fd: int) -> _Snapshot:
+    def _refresh(self, path: str, fd: int, *, force: bool = False) -> _Snapshot:
         st = os.fstat(fd)
         snap = self._snapshots.get(path)
-        if snap is not None and (snap.dev, snap.ino) == (st.st_dev, st.st_ino) and snap.size == st.st_size:
-            self._snapshots.move_to_end(path)
+        if snap is None and self._store is not None:
+            snap = self._store.load(path)
+        verdict = "replaced" if force else classify(snap, fd, st)
+        if verdict == "same" and snap is not None:
+            self._keep(path, snap)
             return snap
-        if snap is None or (snap.dev, snap.ino) != (st.st_dev, st.st_ino) or st.st_size < snap.size:
-            before = (_dropped(snap.header) or 0) if snap is not None else None
-            snap = _Snapshot(path, st.st_dev, st.st_ino, st.st_size)
-            snap.dropped_before = before
+        if verdict == "grew" and snap is not None:
+            snap.forget_tail()  # what came from an unterminated last line is read again
         else:
-            # The record grew: forget what came from an unterminated last line, then read on.
-            del snap.starts[snap.tail_start :]
-            del snap.ends[snap.tail_start :]
-            snap.skipped = [s for s in snap.skipped if s[0] <= snap.lines_before]
-            snap.size = st.st_size
+            snap = _Snapshot(path, st.st_dev, st.st_ino, 0)
+        snap.size, snap.mtime_ns = st.st_size, st.st_mtime_ns
         self._snapshots.pop(path, None)
         self.reads += 1
+        before = snap.lines_before
         _parse_from(fd, snap)
+        self.parsed_lines += snap.lines_before - before + (snap.parsed_to < snap.size)
+        snap.head, snap.tail = probe(fd, snap.size)
+        if self._store is not None and self._store.due(snap):
+            self._store.save(snap)
+        self._keep(path, snap)
+        return snap
+
+    def _keep(self, path: str, snap: _Snapshot) -> None:
         self._snapshots[path] = snap
+        self._snapshots.move_to_end(path)
         while len(self._snapshots) > self._max:
             self._snapshots.popitem(last=False)
-        return snap
+
+    def _remember(self, table: OrderedDict[str, Any], path: str, value: Any) -> None:
+        table[path] = value
+        table.move_to_end(path)
+        while len(table) > self._max_remembered:
+            table.popitem(last=False)
+
+    def _shift(self, path: str, snap: _Snapshot, cursor: str | None) -> tuple[Diagnostic, ...]:
+        """A ``cursor_shifted`` report when retention dropped messages since this reader last served the record."""
+        dropped = _dropped(snap.header) or 0
+        before = self._served.get(path)
+        self._remember(self._served, path, dropped)
+        if cursor is None or before is None or dropped <= before:
+            return ()
+        # murmur serves the page anyway; a reader that can tell says the cursor moved.
+        shifted = dropped - before
+        return (
+            Diagnostic(
+                "murmur", path, None, "cursor_shifted",
+                f"retention dropped {shifted} more message(s) since the cursor {cursor} was minted: it now "
+                f"counts from a newer oldest message, so this walk returns up to {shifted} message(s) again",
+            ),
+        )
 
     def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
         fresh: list[Diagnostic] = []
@@ -334,15 +365,51 @@ class RecordReader:
                     "conversation",
                 )
             )
+        reported = self._reported.get(snap.path)
+        if reported is None:
+            reported = set()
+        self._remember(self._reported, snap.path, reported)
         for line, kind, detail in found:
-            key = (snap.path, line, kind, detail if kind == "truncated_record" else "")
-            if key in self._reported:
+            key = (line, kind, detail if kind == "truncated_record" else "")
+            if key in reported:
                 continue
-            self._reported.add(key)
+            reported.add(key)
             diag = Diagnostic("murmur", snap.path, line, kind, detail)
             fresh.append(diag)
             self.diagnostics.append(diag)
+        if len(self.diagnostics) > self._max_diagnostics:
+            del self.diagnostics[: len(self.diagnostics) - self._max_diagnostics]
         return tuple(fresh)
+
+
+def _open(path: str) -> int | None:
+    """An open descriptor of the record at ``path``, or ``None`` when there is none.
+
+    Opened without blocking (:func:`~murmur_analysis.sources.files.open_regular`): a FIFO or a
+    device where the record should be is refused as ``unavailable`` instead of hanging the read.
+
+    Raises:
+        ReadMessagesError: ``unavailable`` when it is not a regular file or cannot be opened.
+    """
+    try:
+        fh = open_regular(path)
+    except FileNotFoundError:
+        return None
+    except NotRegularFile as err:
+        # A folder fails murmur's read as reading it does; anything else is refused unread.
+        reason = os.strerror(errno.EISDIR) if err.kind == "folder" else f"a {err.kind}, not a regular file"
+        raise ReadMessagesError("unavailable", reason) from err
+    except OSError as err:
+        raise ReadMessagesError("unavailable", _reason(err)) from err
+    with fh:
+        return os.dup(fh.fileno())
+
+
+def _page(fd: int, snap: _Snapshot, cursor: str | None, limit: int) -> tuple[int, tuple[PageMessage, ...]]:
+    """The ``[start, …)`` window a page serves and its messages, newest first."""
+    start, end = window(len(snap.starts), cursor, limit)
+    lines = _read_lines(fd, snap, start, end)
+    return start, tuple(PageMessage(*lower(raw)) for raw in reversed(lines))
 
 
 def _read_lines(fd: int, snap: _Snapshot, start: int, end: int) -> list[bytes]:
@@ -399,7 +466,7 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
         snap.starts.frombytes(found.starts)
         snap.ends.frombytes(found.ends)
         if found.header is not None:
-            snap.header = parse(data[found.header[0] : found.header[1]])
+            snap.header = header_of(data[found.header[0] : found.header[1]])
         for n, terminated in found.skipped:
             snap.skipped.append(_skipped(line_no + n, terminated))
         if found.parsed_to > snap.parsed_to:

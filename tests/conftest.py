@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,9 @@ from hypothesis import settings
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
+
+# Persisted record indexes go to a folder of this test run, never the user's cache.
+os.environ["MURMUR_ANALYSIS_CACHE"] = tempfile.mkdtemp(prefix="murmur-analysis-cache-")
 
 # Timing is not a property: no per-example deadline (CI machines are shared and slow).
 settings.register_profile("murmur-analysis", deadline=None, print_blob=True)
@@ -27,3 +32,17 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def samples() -> Path:
     return REPO / "data" / "samples"
+
+
+@pytest.fixture(scope="session")
+def serde_oracle() -> Iterator[object]:
+    """The serde_json oracle (tests/serde_oracle), built once per session; a missing toolchain fails."""
+    from serde_oracle_client import Oracle, build
+
+    try:
+        binary = build()
+    except RuntimeError as err:
+        pytest.fail(str(err), pytrace=False)
+    oracle = Oracle(binary)
+    yield oracle
+    oracle.close()

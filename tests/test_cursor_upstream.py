@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,30 @@ def test_an_unreadable_record_is_unavailable_with_a_reason(tmp_path: Path) -> No
         ma.read_messages(path, reader=RecordReader())
     assert str(err.value).startswith("unavailable: ")
     assert err.value.code == "unavailable"
+
+
+def test_a_fifo_named_as_the_record_is_unavailable_and_never_blocks(tmp_path: Path) -> None:
+    path = record(tmp_path)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)  # no writer ever opens it: a blocking open or read would hang here
+
+    class Hung(BaseException):  # not an OSError: nothing on the way may take it for a read error
+        pass
+
+    def hung(signum: int, frame: object) -> None:
+        raise Hung("read_messages blocked on a FIFO")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)  # a regression fails after 5 s instead of hanging the run
+    try:
+        with pytest.raises(ma.ReadMessagesError) as err:
+            ma.read_messages(path, reader=RecordReader())
+        with pytest.raises(ma.ReadMessagesError):
+            RecordReader().messages(path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert str(err.value) == "unavailable: a FIFO, not a regular file"
 
 
 def test_invalid_utf8_is_unavailable_as_a_whole_string_read_is(tmp_path: Path) -> None:
@@ -292,7 +318,7 @@ def test_lines_serde_json_refuses_are_not_messages(tmp_path: Path) -> None:
     page = ma.read_messages(path, reader=RecordReader())
     assert page.total == 2
     assert [r.line for r in page.reports] == [2, 3, 4]
-    assert page.messages[0].content == "[1.2345678901234568e29]"
+    assert page.messages[0].content == "[1.2345678901234568e29]"  # serde writes no "+" in an exponent
 
 
 def test_a_walk_across_a_retention_rewrite_says_its_cursor_moved(tmp_path: Path) -> None:

@@ -309,13 +309,19 @@ def test_entries_equal_the_record_readers_messages(tmp_path: Path) -> None:
     assert [e.raw for e in entries] == RecordReader().messages(path)
 
 
-def test_invalid_utf8_line_is_reported_not_fatal(tmp_path: Path) -> None:
+def test_a_record_with_invalid_utf8_anywhere_reads_as_murmur_reads_it_nothing(tmp_path: Path) -> None:
+    """murmur reads a record as one UTF-8 string: one bad byte and it serves no message of it."""
     path = record(tmp_path, "r", "c", [msg("user", T0)])
     with path.open("ab") as f:
         f.write(b'{"role":"user","content":[{"type":"text","text":"\xff"}]}\n')
         f.write((line(msg("assistant", T0 + 1)) + "\n").encode())
+        f.write(b"not json\n")
     corpus = _load(tmp_path)
-    assert len(corpus.messages) == 2 and _diags(corpus) == [("bad_utf8", 2)]
+    assert len(corpus.messages) == 0 and _diags(corpus) == [("bad_utf8", 2)]
+    (row,) = corpus.diagnostics.itertuples()
+    assert "murmur reads nothing from this record" in row.detail
+    with pytest.raises(ma.ReadMessagesError, match="valid UTF-8"):
+        ma.read_messages(path, reader=RecordReader())
 
 
 # ------------------------------------------------------------------------------------ traces
@@ -539,3 +545,14 @@ def test_serde_json_decides_every_line_for_pages_and_tables(tmp_path: Path) -> N
     assert page.messages[0].content == '[1e21,-0.0,1.2345678901234568e29,{"a":2,"b":3}]'
     handle = corpus.conversation("r/c")
     assert handle.read_messages(limit=1).messages[0].content == page.messages[0].content
+
+
+def test_a_reopened_record_reads_its_header_as_murmur_does(tmp_path: Path) -> None:
+    """Reopening decides line 1 as the load does: serde reads the escaped type as murmur.record."""
+    marker = {"at_ms": T0, "dropped": 3, "last_dropped_id": mid(T0 - 5), "oldest_surviving_id": mid(T0)}
+    path = record(tmp_path, "r", "c", [header(marker), msg("user", T0)])
+    path.write_bytes(path.read_bytes().replace(b'"murmur.record"', b'"murmur\\u002erecord"', 1))
+    source = MurmurSource()
+    conv = next(iter(source.open(tmp_path, Diagnostics("murmur"))))
+    again = source.reopen(conv.key, Diagnostics("murmur"))
+    assert conv.truncated_dropped == again.truncated_dropped == 3

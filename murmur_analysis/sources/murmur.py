@@ -41,7 +41,7 @@ from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
 from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
 from .files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .murmur_join import Join, inference_row, ms_of
-from .murmur_record import header_of, message_values, scan_records, skipped_detail
+from .murmur_record import header_of, message_values, scan_records, skipped_detail, unreadable
 from .murmur_scan import ints, pairing, scanned_columns, strings
 from .murmur_trace import TraceIndex, discover, trace_files
 
@@ -277,6 +277,13 @@ class MurmurSource(Source):
     def _conversation(
         self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: dict[str, Any] | None = None
     ) -> Conversation:
+        if scanned is not None:
+            skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
+            bad = unreadable(skipped, self._settled(rec.path))
+            if bad is not None:
+                diagnostics.report(rec.path, bad[1], bad[2], bad[0])
+                return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(),
+                                    key=(str(rec.path), rec.record, rec.context_id), path=str(rec.path))
         if scanned is None:
             header = self._peek_header(rec.path)
         else:
@@ -337,9 +344,7 @@ class MurmurSource(Source):
                 first = f.readline(_PEEK).rstrip(b"\n")
         except OSError:
             return None
-        if b"murmur.record" not in first:  # a header names its type; most records have none
-            return None
-        return header_of(first)
+        return header_of(first)  # its type may be written with escapes: serde decides
 
     def _settled(self, path: Path) -> bool:
         try:
@@ -373,6 +378,10 @@ class MurmurSource(Source):
             return
         values, skipped = message_values(data)
         del data
+        bad = unreadable(skipped, settled)
+        if bad is not None:
+            diagnostics.report(path, bad[1], bad[2], bad[0])
+            return
         entry_of = self._entry
         done = 0  # skipped lines reported so far: reports come in line order
         for position, (line_no, value) in enumerate(values):

@@ -35,6 +35,7 @@ __all__ = [
     "scan_records",
     "serde_text",
     "skipped_detail",
+    "unreadable",
 ]
 
 HEADER_TYPE = "murmur.record"
@@ -134,10 +135,14 @@ def serde_text(value: Any) -> str:
 
 
 def header_of(line: bytes) -> dict[str, Any] | None:
-    """The record header a first line holds, or ``None``."""
-    if decide(line, first=True) is not LineKind.HEADER:
-        return None
-    header: dict[str, Any] = parse(line)
+    """The record header line 1 holds, as murmur reads it into its header struct, or ``None``.
+
+    murmur reads the header with serde's derive into ``RecordHeader`` (``type``, ``capsule``,
+    ``created_ms`` a u64, an optional ``truncated`` marker of four typed fields): the array form
+    is a header too, a duplicate field or a negative ``created_ms`` is not. The dict returned is
+    that struct written back (``truncated`` only when there is a marker).
+    """
+    header: dict[str, Any] | None = _native.header(line)
     return header
 
 
@@ -177,3 +182,24 @@ def skipped_detail(line: int, code: int) -> tuple[int, str, str]:
         kind = "bad_utf8" if code == _BAD_UTF8 else "bad_utf8_partial"
         return line, kind, f"line {line} is not valid UTF-8 and was skipped"
     return line, "missing_tool_call_id", f"line {line}: a tool message names no tool_call_id; kept as text"
+
+
+def unreadable(skipped: list[tuple[int, str, str]], settled: bool) -> tuple[int, str, str] | None:
+    """Why murmur reads nothing from a record, given the lines a read of it skipped, or ``None``.
+
+    murmur reads a record as one UTF-8 string (``read_to_string``): one byte that is not UTF-8,
+    on any line, fails the whole read, so murmur serves no message of it, and neither does the
+    toolkit (``read_messages`` raises ``unavailable``; ``load`` reads no message of it and reports
+    this one diagnostics row, at the first such line). An unterminated last line counts only
+    once the record has ``settled``: until then it may be a write in progress.
+
+    Returns:
+        ``(line, "bad_utf8", detail)``, or ``None`` when the record is readable.
+    """
+    for line, kind, _ in skipped:
+        if kind == "bad_utf8" or (kind == "bad_utf8_partial" and settled):
+            return line, "bad_utf8", (
+                f"line {line} is not valid UTF-8: murmur reads nothing from this record (its read "
+                "fails), so no line of it was read"
+            )
+    return None

@@ -185,6 +185,15 @@ fn parse(py: Python<'_>, line: &[u8]) -> PyResult<PyObject> {
     Ok(to_py(py, &value))
 }
 
+/// header(line) -> dict | None: line 1 as murmur reads its record header (its struct, written
+/// back with serde: `type`, `capsule`, `created_ms` and `truncated` when there is a marker), or
+/// None when murmur would not read it as one.
+#[pyfunction]
+fn header(py: Python<'_>, line: &[u8]) -> Option<PyObject> {
+    let found = line::header(std::str::from_utf8(line).ok()?)?;
+    serde_json::to_value(found).ok().map(|v| to_py(py, &v))
+}
+
 /// lower(line) -> (role, content, id, source_id): the lifecycle message murmur hands a hook.
 ///
 /// Raises:
@@ -458,6 +467,7 @@ impl PyPairer {
 #[pymodule]
 fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide_line, m)?)?;
+    m.add_function(wrap_pyfunction!(header, m)?)?;
     m.add_function(wrap_pyfunction!(index_lines, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;

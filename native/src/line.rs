@@ -40,13 +40,39 @@ pub fn trim_line(line: &[u8], terminated: bool) -> &[u8] {
     }
 }
 
-/// Whether a parsed value is the record header (line 1 only).
-pub fn is_header<V: View>(value: &V) -> bool {
-    value.is_object()
-        && value.field("type").and_then(View::text) == Some(HEADER_TYPE)
-        && !value.has("role")
-        && value.field("capsule").map_or(false, |v| v.text().is_some())
-        && value.field("created_ms").map_or(false, View::is_integer)
+/// murmur's truncation marker (`capsule-runtime`'s `TruncationMarker`), field for field.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct TruncationMarker {
+    pub dropped: u64,
+    pub oldest_surviving_id: String,
+    pub last_dropped_id: String,
+    pub at_ms: u64,
+}
+
+/// murmur's record header (`capsule-runtime`'s `RecordHeader`), field for field. murmur reads
+/// line 1 into this struct with serde's derive, so whatever derive accepts is a header (unknown
+/// fields ignored, the array form `["murmur.record","c",1]`, a `null` marker) and whatever it
+/// refuses is not (a duplicate field, a negative or fractional `created_ms`, a marker missing a
+/// field), exactly as murmur decides.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RecordHeader {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub capsule: String,
+    pub created_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<TruncationMarker>,
+}
+
+/// Line 1 read as murmur reads its header: `Some` iff serde's derive reads it into
+/// [`RecordHeader`] and its `type` is `murmur.record`.
+pub fn header(text: &str) -> Option<RecordHeader> {
+    let header: RecordHeader = serde_json::from_str(text).ok()?;
+    if header.kind == HEADER_TYPE {
+        Some(header)
+    } else {
+        None
+    }
 }
 
 /// Whether a parsed value is a message: an object carrying a string `role`.
@@ -67,7 +93,7 @@ pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Ki
     }
     match serde_json::from_str::<V>(text) {
         Ok(value) if is_message(&value) => (Kind::Message, Some(value)),
-        Ok(value) if first && is_header(&value) => (Kind::Header, Some(value)),
+        Ok(value) if first && header(text).is_some() => (Kind::Header, Some(value)),
         _ => (Kind::NotMessage, None),
     }
 }
