@@ -18,7 +18,7 @@ import typing as _typing
 
 from .assembly import Assembled, ToolCall, assemble, drop_orphans, pair_tools, transcript
 from .corpus import ConversationHandle, Corpus, load
-from .cursor import Page, PageMessage, RecordReader, read_messages, walk
+from .cursor import Page, PageMessage
 from .diagnostics import Diagnostic
 from .errors import (
     ExportError,
@@ -39,6 +39,7 @@ from .model import Entry, Message, Usage
 from .samples import data_paths, sample_data
 from .sources.base import Source
 from .sources.litany import assemble_commit
+from .sources.murmur_reader import RecordReader, read_messages, walk
 
 if _typing.TYPE_CHECKING:
     from . import figures as figures

@@ -92,8 +92,8 @@ def test_the_record_readers_index_is_the_same_at_any_read_size(lines: list[bytes
 
     import pytest
 
-    from murmur_analysis import cursor
     from murmur_analysis.errors import ReadMessagesError
+    from murmur_analysis.sources import murmur_reader
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "conversation.jsonl"
@@ -101,12 +101,12 @@ def test_the_record_readers_index_is_the_same_at_any_read_size(lines: list[bytes
 
         def page() -> Any:
             try:
-                got = cursor.RecordReader().read_messages(path, limit=100)
+                got = murmur_reader.RecordReader().read_messages(path, limit=100)
             except ReadMessagesError as err:
                 return str(err)
             return got.total, got.messages, [(r.line, r.kind) for r in got.reports]
 
         whole = page()
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(cursor, "_CHUNK", chunk)
+            patch.setattr(murmur_reader, "_CHUNK", chunk)
             assert page() == whole

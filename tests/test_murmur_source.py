@@ -28,11 +28,11 @@ from murmur_home import (
 from murmur_lines import line
 
 import murmur_analysis as ma
-from murmur_analysis.cursor import RecordReader, walk
 from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
 from murmur_analysis.schema import TABLES, schema
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
+from murmur_analysis.sources.murmur_reader import RecordReader, walk
 
 BILLING = "support-bot/ctx-billing"
 REFUND = "support-bot/ctx-refund"

@@ -5,7 +5,7 @@ murmur keeps one record per (record store, context id) at
 appended by the runtime while it runs. This source finds records under a murmur home, its
 ``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
 Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
-decision :func:`~murmur_analysis.cursor.read_messages` pages by):
+decision :func:`~murmur_analysis.sources.murmur_reader.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
   and reported with its 1-based line number; line 1 may be the ``murmur.record`` header (not a
