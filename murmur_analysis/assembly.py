@@ -28,8 +28,8 @@ from .model import (
     ServerToolUse,
     ToolResult,
     ToolUse,
-    sorted_entries,
     message_text,
+    sorted_entries,
     text_chars,
 )
 from .sources.base import ToolEvents
@@ -193,8 +193,10 @@ ToolEvent = tuple[Any, ...]
 
 
 def input_text(value: Any) -> str | None:
-    """A tool input as JSON text (``tool_calls.input``): serde_json's compact text, as murmur
-    writes it; ``None`` for no input (or one JSON cannot hold)."""
+    """A tool input as JSON text (``tool_calls.input``), serde_json's compact text as murmur writes it.
+
+    ``None`` for no input (or one JSON cannot hold).
+    """
     if value is None:
         return None
     try:

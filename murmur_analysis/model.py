@@ -51,8 +51,8 @@ __all__ = [
     "joined_text",
     "message_text",
     "murmur_block_rules",
-    "reasoning_text",
     "read_counter",
+    "reasoning_text",
     "text_chars",
     "uuid7_datetime",
     "uuid7_ms",
@@ -476,14 +476,15 @@ def joined_text(texts: Iterable[str]) -> str | None:
 
 
 def message_text(blocks: Iterable[Block]) -> str | None:
-    """The text of the :class:`Text` blocks among ``blocks`` (``messages.text``, and a tool
-    result's text), joined with newlines; ``None`` when there is no text block."""
+    """The text of the :class:`Text` blocks among ``blocks``, joined with newlines.
+
+    This is ``messages.text`` and a tool result's text; ``None`` when there is no text block.
+    """
     return joined_text(b.text for b in blocks if type(b) is Text)
 
 
 def reasoning_text(blocks: Iterable[Block]) -> str | None:
-    """The text of the :class:`Thinking` blocks among ``blocks``, joined with newlines;
-    ``None`` when there is none."""
+    """The text of the :class:`Thinking` blocks among ``blocks``, joined with newlines (or ``None``)."""
     return joined_text(b.text for b in blocks if type(b) is Thinking)
 
 
