@@ -25,10 +25,12 @@ from .sources.base import Diagnostics, Source
 __all__ = ["load_dask"]
 
 
-def _tables(source: Source, key: Hashable, conversation_id: str, prices: Prices | None) -> dict[str, pa.Table]:
+def _tables(
+    source: Source, key: Hashable, conversation_id: str, prices: Prices | None, text: bool
+) -> dict[str, pa.Table]:
     """Decode one conversation, build its rows under the id the listing gave it, price them (a Dask task)."""
     diagnostics = Diagnostics(source.name)
-    builder = FrameBuilder()
+    builder = FrameBuilder(text=text)
     conv = source.reopen(key, diagnostics)
     conv.conversation_id = conversation_id
     builder.add(printable(conv))
@@ -45,6 +47,7 @@ def load_dask(
     source: str | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     prices: Prices | None = None,
+    text: bool = True,
 ) -> dict[str, Any]:
     """Every table as a Dask DataFrame, one partition per conversation.
 
@@ -53,6 +56,7 @@ def load_dask(
         source: force this source for every path instead of detecting.
         options: per-source options by source name (as for ``ma.load``).
         prices: user prices (as for ``ma.load``).
+        text: fill the text columns (as for ``ma.load``).
 
     Returns:
         ``{table name: dask.dataframe.DataFrame}`` for every table of ``docs/tables.md``;
@@ -76,6 +80,7 @@ def load_dask(
     listing = FrameBuilder()
     discovery = Discovery(source, options)
     for src, target in discovery.targets(paths):
+        src.text = text
         diagnostics = Diagnostics(src.name)
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if discovery.admit(conv, diagnostics):
@@ -83,7 +88,7 @@ def load_dask(
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))
     listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
-    tasks = [delayed(_tables)(src, key, cid, prices) for src, key, cid in jobs]
+    tasks = [delayed(_tables)(src, key, cid, prices, text) for src, key, cid in jobs]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())

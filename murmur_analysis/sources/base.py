@@ -321,6 +321,9 @@ class Source(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    #: Whether the load fills the text columns (the load plan sets it before ``open``); a
+    #: source that builds its own columns leaves their texts null when false.
+    text: bool = True
 
     def __init__(self, **options: Any) -> None:
         """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).
