@@ -164,6 +164,9 @@ class ToolCall:
             inputs).
         result_chars: characters of text in the result.
         input_bytes: size of the call's input as compact JSON, ``None`` without an input.
+        input_text: the call's input as JSON text (:func:`input_text`), ``None`` without one.
+        result_text: the result's text (``model.message_text`` of its content), ``None``
+            when it has no text block or there is no result.
     """
 
     call_id: str
@@ -178,6 +181,8 @@ class ToolCall:
     input: object = None
     result_chars: int | None = None
     input_bytes: int | None = None
+    input_text: str | None = None
+    result_text: str | None = None
 
 
 def _status(is_error: bool | None) -> ToolStatus:

@@ -207,7 +207,7 @@ def export(
             if unpriced.builders["diagnostics"].num_rows:
                 writer.write({"diagnostics": unpriced.finish()["diagnostics"]}, None)
             writer.complete(current if incremental else None)
-            manifest = writer.manifest(current.name if current else None)
+            manifest = {**writer.manifest(current.name if current else None), "text": text}
             staged.write(manifest, writer.state.to_doc())
             final = output.switch(staged, list(manifest["tables"]))
     return ExportResult(
