@@ -281,6 +281,7 @@ class FrameBuilder:
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
+                        pa.nulls(n, _STR),
                     ]
                 )
             count += n
@@ -311,7 +312,7 @@ class FrameBuilder:
         for g in conv.growth or ():
             growth.append(
                 (*key, g.position, g.at, g.event, g.commit, g.messages, g.chars, g.context_tokens, g.orphans,
-                 g.tokens_before, g.tokens_after)
+                 g.tokens_before, g.tokens_after, g.summary if self.text else None)
             )
         for st in conv.steps:
             self.builders["steps"].append(

@@ -143,6 +143,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("tokens_before", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt before "
                                       "it (not a provider count)"),
         Column("tokens_after", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt after it"),
+        Column("summary", _STR, "for a murmur compaction: the summary text that replaced the history "
+                                "(out/compaction-summaries.jsonl), as written; null when none was written or "
+                                "the load left text out (text=False)"),
     ),
     "steps": (
         *_KEY,

@@ -106,6 +106,7 @@ class GrowthRow:
     commit: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
