@@ -172,19 +172,24 @@ impl Spec {
     }
 }
 
-/// The present texts joined with newlines (`model.joined_text`); `None` when there are none.
-pub fn joined<'a>(texts: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
-    let mut out: Option<String> = None;
+/// Append the present texts to `out` joined with newlines (`model.joined_text`); whether there
+/// were any.
+pub fn join_into<'a>(out: &mut Vec<u8>, texts: impl Iterator<Item = Option<&'a str>>) -> bool {
+    let mut any = false;
     for text in texts.flatten() {
-        match out.as_mut() {
-            Some(s) => {
-                s.push('\n');
-                s.push_str(text);
-            }
-            None => out = Some(text.to_owned()),
+        if any {
+            out.push(b'\n');
         }
+        out.extend_from_slice(text.as_bytes());
+        any = true;
     }
-    out
+    any
+}
+
+/// The present texts joined with newlines; `None` when there are none.
+pub fn joined<'a>(texts: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
+    let mut out = Vec::new();
+    join_into(&mut out, texts).then(|| String::from_utf8(out).expect("joined UTF-8 texts"))
 }
 
 /// Python's `str.isspace` (what `str.strip()` removes), for the title rule.

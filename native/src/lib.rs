@@ -305,8 +305,8 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
         is_error.push(p.is_error[i].map(i64::from));
         chars.push(p.result_chars[i]);
         input_bytes.push(p.input_bytes[i]);
-        input_text.push(p.input_text[i].as_deref());
-        result_text.push(p.result_text[i].as_deref());
+        input_text.push(p.input_text[i].and_then(|j| c.ev_text.get(j as usize)));
+        result_text.push(p.result_text[i].and_then(|j| c.ev_text.get(j as usize)));
     }
     d.set_item("pairs", p.len())?;
     d.set_item("pair_summary", c.pair_summary.clone())?;
@@ -385,13 +385,15 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
 #[pyclass(name = "Pairer")]
 struct PyPairer {
     inner: pair::Pairer,
+    /// the events' kept texts, indexed by `pair::Event::text`
+    texts: Vec<Option<String>>,
 }
 
 #[pymethods]
 impl PyPairer {
     #[new]
     fn new() -> Self {
-        PyPairer { inner: pair::Pairer::new() }
+        PyPairer { inner: pair::Pairer::new(), texts: Vec::new() }
     }
 
     /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs, texts):
@@ -432,7 +434,13 @@ impl PyPairer {
                 chars: chars[i],
                 input_bytes: input_bytes[i],
                 input: inputs.as_ref().and_then(|v| v[i]),
-                text: texts.as_ref().and_then(|v| v[i].clone()),
+                text: match texts.as_ref().and_then(|v| v[i].clone()) {
+                    Some(t) => {
+                        self.texts.push(Some(t));
+                        Some(self.texts.len() as i64 - 1)
+                    }
+                    None => None,
+                },
             };
             self.inner.feed(messages[i], event);
         }
@@ -464,8 +472,9 @@ impl PyPairer {
         d.set_item("input", &rows.input)?;
         d.set_item("result_chars", &rows.result_chars)?;
         d.set_item("input_bytes", &rows.input_bytes)?;
-        d.set_item("input_text", &rows.input_text)?;
-        d.set_item("result_text", &rows.result_text)?;
+        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
+        d.set_item("input_text", rows.input_text.iter().map(text).collect::<Vec<_>>())?;
+        d.set_item("result_text", rows.result_text.iter().map(text).collect::<Vec<_>>())?;
         d.set_item("summary", summary)?;
         Ok(d.into_py(py))
     }

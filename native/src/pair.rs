@@ -36,8 +36,9 @@ pub struct Event {
     pub input_bytes: Option<i64>,
     /// the index of the call's kept input (the caller keeps the inputs)
     pub input: Option<i64>,
-    /// a call's input as JSON text, a result's text (when kept)
-    pub text: Option<String>,
+    /// the index of the event's kept text (a call's input as JSON text, a result's text) in
+    /// the caller's store
+    pub text: Option<i64>,
 }
 
 /// One pairing row (the `ToolCall` fields).
@@ -55,10 +56,10 @@ pub struct Rows {
     pub input: Vec<Option<i64>>,
     pub result_chars: Vec<Option<i64>>,
     pub input_bytes: Vec<Option<i64>>,
-    /// the call's input as JSON text (`tool_calls.input`)
-    pub input_text: Vec<Option<String>>,
-    /// the result's text (`tool_calls.result_text`)
-    pub result_text: Vec<Option<String>>,
+    /// the call's kept input text, by its index in the caller's store (`tool_calls.input`)
+    pub input_text: Vec<Option<i64>>,
+    /// the result's kept text, by its index in the caller's store (`tool_calls.result_text`)
+    pub result_text: Vec<Option<i64>>,
 }
 
 impl Rows {
@@ -152,7 +153,7 @@ impl Pairer {
             rows.input.push(e.input);
             rows.result_chars.push(None);
             rows.input_bytes.push(e.input_bytes);
-            rows.input_text.push(e.text.clone());
+            rows.input_text.push(e.text);
             rows.result_text.push(None);
         }
         for e in run.into_iter().filter(|e| !e.call) {

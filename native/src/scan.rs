@@ -120,7 +120,6 @@ impl Columns {
         let text = |col: &Strings, i: usize| {
             std::str::from_utf8(&col.data[col.offsets[i] as usize..col.offsets[i + 1] as usize]).unwrap().to_owned()
         };
-        let kept = |col: &Strings, i: usize| col.valid[i].then(|| text(col, i));
         for (i, &row) in self.ev_row.iter().enumerate() {
             let call = self.ev_call[i] == 1;
             let event = pair::Event {
@@ -133,7 +132,7 @@ impl Columns {
                 chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
                 input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
                 input: None,
-                text: kept(&self.ev_text, i),
+                text: self.ev_text.valid[i].then_some(i as i64),
             };
             walk.feed(runs[row as usize], event);
         }
@@ -180,8 +179,8 @@ impl Columns {
                 self.kinds.push(Some(block.kind));
             }
             if spec.keep_text {
-                self.text.push(joined(blocks.iter().map(|b| b.text)).as_deref());
-                self.reasoning.push(joined(blocks.iter().map(|b| b.reasoning)).as_deref());
+                self.text.push_joined(blocks.iter().map(|b| b.text));
+                self.reasoning.push_joined(blocks.iter().map(|b| b.reasoning));
             } else {
                 self.text.push(None);
                 self.reasoning.push(None);
