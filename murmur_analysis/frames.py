@@ -119,6 +119,7 @@ class _Walk:
     first_at: datetime | None
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
+    chars_at: dict[int, int]  # characters up to each position a source's compaction row names
 
 
 def _derive_growth(conv: Conversation) -> bool:
@@ -216,6 +217,9 @@ class FrameBuilder:
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
+        # A compaction row stands at a message: it has the size of the conversation there.
+        compacted = np.array(sorted({g.position for g in conv.growth or () if g.event == "compaction"}), np.int64)
+        chars_at: dict[int, int] = {}
         message = -1
         previous_side: str | None = None
         for chunk in chunks:
@@ -265,6 +269,9 @@ class FrameBuilder:
                         context = context_tokens(u, context)
                     contexts.append(context)
             chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
+            if len(compacted):
+                for at in np.flatnonzero(np.isin(positions_all, compacted)):
+                    chars_at[int(positions_all[at])] = int(chars[at])
             if derive_growth:
                 self.builders["growth"].append_batch(
                     [
@@ -287,7 +294,7 @@ class FrameBuilder:
             count += n
             chars_total = int(chars[-1])
         calls = conv.paired if conv.paired is not None else _paired(pairer)
-        return _Walk(calls, usage_rows, count, first_at, last_at, bare)
+        return _Walk(calls, usage_rows, count, first_at, last_at, bare, chars_at)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -310,8 +317,9 @@ class FrameBuilder:
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
         for g in conv.growth or ():
+            chars = g.chars if g.chars is not None or g.event != "compaction" else walk.chars_at.get(g.position)
             growth.append(
-                (*key, g.position, g.at, g.event, g.commit, g.messages, g.chars, g.context_tokens, g.orphans,
+                (*key, g.position, g.at, g.event, g.commit, g.messages, chars, g.context_tokens, g.orphans,
                  g.tokens_before, g.tokens_after, g.summary if self.text else None)
             )
         for st in conv.steps:

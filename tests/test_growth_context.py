@@ -1,4 +1,4 @@
-"""litany growth rows carry context tokens from the steps' responses where the entries hold none."""
+"""Growth rows agree with the rest: litany context tokens from the steps' responses, murmur compaction sizes."""
 
 from __future__ import annotations
 
@@ -31,3 +31,11 @@ def test_every_litany_state_with_a_response_has_context() -> None:
                 g["position"] for g in corpus.tables["growth"].to_pylist()
                 if g["conversation_id"] == r["conversation_id"]):
             assert r["context_tokens"] is not None, r
+
+
+def test_a_murmur_compaction_row_has_the_size_at_its_message() -> None:
+    corpus = ma.load(SAMPLES / "murmur")
+    rows = [r for r in corpus.tables["growth"].to_pylist() if r["conversation_id"] == "support-bot/ctx-billing"]
+    [compaction] = [r for r in rows if r["event"] == "compaction"]
+    [at] = [r for r in rows if r["event"] == "message" and r["position"] == compaction["position"]]
+    assert (compaction["messages"], compaction["chars"]) == (at["messages"], at["chars"]) == (7, 421)
