@@ -142,3 +142,28 @@ def test_engine_and_entries_give_the_same_text(values: list[dict[str, Any]]) -> 
                      if isinstance(b, str) or (b.get("type") == "text" and isinstance(b.get("text"), str))]
             expected = "\n".join(texts) if texts and value["role"] != "tool" else None
             assert got == expected
+
+
+def test_export_without_text_writes_null_text_and_reads_again_when_text_is_asked(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    lean = ma.export_parquet(SAMPLES / "dispatch", out=out, text=False)
+    assert lean.conversations_read > 0
+    messages = ma.read_parquet(out).tables["messages"]
+    assert messages.num_rows and messages.column("text").null_count == messages.num_rows
+    assert json.loads((out / "manifest.json").read_text())["text"] is False
+    full = ma.export_parquet(SAMPLES / "dispatch", out=out)  # rows made without text are made again
+    assert full.conversations_read == lean.conversations_read and full.conversations_kept == 0
+    messages = ma.read_parquet(out).tables["messages"]
+    assert messages.column("text").null_count < messages.num_rows
+
+
+def test_the_command_line_leaves_text_out_with_no_text(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    for flag, nulls in (([], False), (["--no-text"], True)):
+        out = tmp_path / ("lean" if flag else "full")
+        subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "export", str(SAMPLES / "flexigpt"), "--out",
+                        str(out), "-q", *flag], check=True, capture_output=True)
+        calls = ma.read_parquet(out).tables["tool_calls"]
+        assert (calls.column("input").null_count == calls.num_rows) is nulls
