@@ -119,7 +119,20 @@ class _Walk:
     first_at: datetime | None
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
-    chars_at: dict[int, int]  # characters up to each position a source's compaction row names
+    sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
+
+
+def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
+    """The characters of the conversation up to the entry at ``position``, ``None`` when no row has it.
+
+    A compaction row's size is the conversation's at the message it stands at.
+    """
+    for positions, chars in sizes:
+        found = np.flatnonzero(positions.to_numpy(zero_copy_only=False) == position)
+        if len(found):
+            value: int = chars[int(found[-1])].as_py()
+            return value
+    return None
 
 
 def _derive_growth(conv: Conversation) -> bool:
@@ -217,9 +230,7 @@ class FrameBuilder:
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
-        # A compaction row stands at a message: it has the size of the conversation there.
-        compacted = np.array(sorted({g.position for g in conv.growth or () if g.event == "compaction"}), np.int64)
-        chars_at: dict[int, int] = {}
+        sizes: list[tuple[pa.Array, pa.Array]] = []
         message = -1
         previous_side: str | None = None
         for chunk in chunks:
@@ -269,10 +280,8 @@ class FrameBuilder:
                         context = context_tokens(u, context)
                     contexts.append(context)
             chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
-            if len(compacted):
-                for at in np.flatnonzero(np.isin(positions_all, compacted)):
-                    chars_at[int(positions_all[at])] = int(chars[at])
             if derive_growth:
+                sizes.append((chunk.position, pa.array(chars, _I64)))
                 self.builders["growth"].append_batch(
                     [
                         source,
@@ -282,7 +291,7 @@ class FrameBuilder:
                         repeated("message", n),
                         pa.nulls(n, _STR),
                         pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
-                        pa.array(chars, _I64),
+                        sizes[-1][1],
                         pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
                         if usages or context is not None else pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
@@ -294,7 +303,7 @@ class FrameBuilder:
             count += n
             chars_total = int(chars[-1])
         calls = conv.paired if conv.paired is not None else _paired(pairer)
-        return _Walk(calls, usage_rows, count, first_at, last_at, bare, chars_at)
+        return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -317,7 +326,7 @@ class FrameBuilder:
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
         for g in conv.growth or ():
-            chars = g.chars if g.chars is not None or g.event != "compaction" else walk.chars_at.get(g.position)
+            chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
             growth.append(
                 (*key, g.position, g.at, g.event, g.commit, g.messages, chars, g.context_tokens, g.orphans,
                  g.tokens_before, g.tokens_after, g.summary if self.text else None)
