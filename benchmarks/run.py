@@ -124,6 +124,12 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
     ]
     engine_scan = lambda files: Tool(ENGINE, "scenarios:engine_scan", {"files": files}, needs="murmur",  # noqa: E731
                                      note="the native scan alone (lines decided, columns derived)")
+    lean_load = lambda home: Tool(f"{TOOLKIT} (text=False)", "scenarios:toolkit_load",  # noqa: E731
+                                  {"path": str(home), "tables": ["messages", "tool_calls"], "text": False},
+                                  needs="murmur", note="ma.load(home, text=False).tables: no text columns")
+    lean_scan = lambda files: Tool(f"{ENGINE} (text=False)", "scenarios:engine_scan",  # noqa: E731
+                                   {"files": files, "text": False}, needs="murmur",
+                                   note="the native scan alone, text columns left out")
     engine_index = lambda: Tool(ENGINE, "scenarios:engine_index", {"record": str(p.big)},  # noqa: E731
                                 needs="murmur", note="the native line decision alone, over the whole record")
     litany_tables = ["messages", "tool_calls", "growth", "steps"]
@@ -133,7 +139,9 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      Tool(TOOLKIT, "scenarios:toolkit_load",
                           {"path": str(p.big_home), "tables": ["messages", "tool_calls"]}, toolkit=True, needs="murmur",
                           note="ma.load(home).tables"),
+                     lean_load(p.big_home),
                      engine_scan(big),
+                     lean_scan(big),
                      *json_baselines(big),
                      *filter(None, [_pandas(big, [str(p.big_slice)], big_bytes, pandas_mode)]),
                  ]),
@@ -141,7 +149,9 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                  f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes, [
                      Tool(TOOLKIT, "scenarios:toolkit_load", {"path": str(p.small_home), "tables": ["messages",
                           "tool_calls"]}, toolkit=True, needs="murmur", note="ma.load(home).tables"),
+                     lean_load(p.small_home),
                      engine_scan(small),
+                     lean_scan(small),
                      *json_baselines(small),
                      *filter(None, [_pandas(small, record_files(str(p.small_home), 0.1), small_bytes, pandas_mode)]),
                  ]),

@@ -32,12 +32,12 @@ def record_files(home: str, limit_fraction: float = 1.0) -> list[str]:
 # murmur-analysis, through the public API only
 
 
-def toolkit_load(path: str, tables: list[str], source: str | None = None) -> Timed:
-    """``ma.load(path).tables[...]``: the whole pipeline to Arrow tables."""
+def toolkit_load(path: str, tables: list[str], source: str | None = None, text: bool = True) -> Timed:
+    """``ma.load(path).tables[...]``: the whole pipeline to Arrow tables (``text=False``: lean)."""
     import murmur_analysis as ma
 
     def run() -> Summary:
-        corpus = ma.load(path, source=source)
+        corpus = ma.load(path, source=source, text=text)
         return {name: corpus.tables[name].num_rows for name in tables}
 
     return run
@@ -172,12 +172,12 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
 # The toolkit's native engine alone: what the toolkit's own Python work adds is the difference
 
 
-def engine_scan(files: list[str]) -> Timed:
+def engine_scan(files: list[str], text: bool = True) -> Timed:
     """The native scan behind ``ma.load``: every record decided and derived into columns."""
     from murmur_analysis.sources.murmur_record import scan_records
 
     def run() -> Summary:
-        scanned = scan_records(files)
+        scanned = scan_records(files, text)
         return {"rows": sum(s["rows"] for s in scanned), "events": sum(s["events"] for s in scanned)}
 
     return run

@@ -28,6 +28,7 @@ from .model import (
     ServerToolUse,
     ToolResult,
     ToolUse,
+    message_text,
     sorted_entries,
     text_chars,
 )
@@ -163,6 +164,9 @@ class ToolCall:
             inputs).
         result_chars: characters of text in the result.
         input_bytes: size of the call's input as compact JSON, ``None`` without an input.
+        input_text: the call's input as JSON text (:func:`input_text`), ``None`` without one.
+        result_text: the result's text (``model.message_text`` of its content), ``None``
+            when it has no text block or there is no result.
     """
 
     call_id: str
@@ -177,6 +181,8 @@ class ToolCall:
     input: object = None
     result_chars: int | None = None
     input_bytes: int | None = None
+    input_text: str | None = None
+    result_text: str | None = None
 
 
 def _status(is_error: bool | None) -> ToolStatus:
@@ -186,18 +192,28 @@ def _status(is_error: bool | None) -> ToolStatus:
 _TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
 
 #: A tool event of one entry, what the pairing walk reads:
-#: ``("call", kind, id, name, input, input_bytes)`` or ``("result", kind, id, is_error, chars)``.
+#: ``("call", kind, id, name, input, input_bytes, input_text)`` or
+#: ``("result", kind, id, is_error, chars, text)``.
 ToolEvent = tuple[Any, ...]
+
+
+def input_text(value: Any) -> str | None:
+    """A tool input as JSON text (``tool_calls.input``), serde_json's compact text as murmur writes it.
+
+    ``None`` for no input (or one JSON cannot hold).
+    """
+    if value is None:
+        return None
+    try:
+        return serde_text(value)
+    except TypeError:
+        return None
 
 
 def input_size(value: Any) -> int | None:
     """Size of a tool input as compact JSON, ``None`` for no input (or one JSON cannot hold)."""
-    if value is None:
-        return None
-    try:
-        return len(serde_text(value).encode())
-    except TypeError:
-        return None
+    text = input_text(value)
+    return None if text is None else len(text.encode())
 
 
 def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
@@ -216,24 +232,28 @@ def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
         if kind is ToolUse or kind is ServerToolUse:
             side = "client" if kind is ToolUse else "server"
             value = block.input  # type: ignore[union-attr]
+            text = input_text(value)
             events.append(
-                ("call", side, block.id, block.name, value if keep_inputs else None, input_size(value))  # type: ignore[union-attr]
+                ("call", side, block.id, block.name, value if keep_inputs else None,  # type: ignore[union-attr]
+                 None if text is None else len(text.encode()), text)
             )
         elif kind is ToolResult:
             is_error = block.is_error if block.is_error is not None else entry.is_error  # type: ignore[union-attr]
-            events.append(("result", "client", block.tool_use_id, is_error, text_chars(block.content or ())))  # type: ignore[union-attr]
+            content = block.content or ()  # type: ignore[union-attr]
+            events.append(("result", "client", block.tool_use_id, is_error, text_chars(content),  # type: ignore[union-attr]
+                           message_text(content)))
         elif kind is ServerToolResult:
-            events.append(("result", "server", block.tool_use_id, block.is_error, None))  # type: ignore[union-attr]
+            events.append(("result", "server", block.tool_use_id, block.is_error, None, None))  # type: ignore[union-attr]
     return events
 
 
-def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> ToolEvents:
+def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False, text: bool = True) -> ToolEvents:
     """The tool events of a chunk of entries as the columns the pairing walk reads.
 
     This is how an entry-decoded source feeds the pairing: the same arrays a columnar decoder
-    builds, row ``i`` being ``entries[i]``.
+    builds, row ``i`` being ``entries[i]``. ``text`` keeps each event's input or result text.
     """
-    out = ToolEvents(inputs=[] if keep_inputs else None)
+    out = ToolEvents(inputs=[] if keep_inputs else None, texts=[] if text else None)
     for i, entry in enumerate(entries):
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
@@ -252,6 +272,8 @@ def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> T
                 out.input_bytes.append(event[5])
                 if out.inputs is not None:
                     out.inputs.append(event[4])
+                if out.texts is not None:
+                    out.texts.append(event[6])
             else:
                 out.call.append(False)
                 out.name.append(None)
@@ -260,6 +282,8 @@ def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False) -> T
                 out.input_bytes.append(None)
                 if out.inputs is not None:
                     out.inputs.append(None)
+                if out.texts is not None:
+                    out.texts.append(event[5])
     return out
 
 
@@ -305,7 +329,8 @@ class Pairer:
 
     def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
         """Take one entry's tool events (:func:`tool_events`), with its message (run) index."""
-        columns = ToolEvents(inputs=[] if self.keep_inputs else None)
+        texts: list[str | None] = []
+        columns = ToolEvents(inputs=[] if self.keep_inputs else None, texts=texts)
         for event in events:
             columns.row.append(0)
             columns.kind.append(event[1])
@@ -318,6 +343,7 @@ class Pairer:
             columns.input_bytes.append(event[5] if call else None)
             if columns.inputs is not None:
                 columns.inputs.append(event[4] if call else None)
+            texts.append(event[6] if call else event[5])
         self.feed_columns([position] * len(events), [message] * len(events), columns)
 
     def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
@@ -337,7 +363,7 @@ class Pairer:
                     self._inputs.append(value)
         kinds = [0 if k == "client" else 1 for k in events.kind]
         self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
-                        events.is_error, events.chars, events.input_bytes, inputs)
+                        events.is_error, events.chars, events.input_bytes, inputs, events.texts)
         if len(positions):
             self._last = positions[-1]
 

@@ -36,7 +36,8 @@ def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
         options["murmur"] = {"sessions": args.sessions}
     bar = None if args.quiet else ProgressBar(args.paths, disable=None)
     try:
-        yield {"source": args.source, "options": options, "progress": bar, "prices": args.prices}
+        yield {"source": args.source, "options": options, "progress": bar, "prices": args.prices,
+               "text": not args.no_text}
     finally:
         if bar is not None:
             bar.close()
@@ -206,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--prices", metavar="CSV",
                        help="your own prices: columns model, input_mtok, output_mtok, cache_read_mtok, "
                             "cache_write_mtok (USD per million tokens)")
+        p.add_argument("--no-text", action="store_true",
+                       help="leave the text columns null (messages.text, tool_calls.input, ...): a leaner load")
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
         p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
 

@@ -205,6 +205,7 @@ def load(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     progress: Progress | bool | None = None,
     prices: Prices | None = None,
+    text: bool = True,
 ) -> Corpus:
     """Load conversations from any number of paths into one corpus.
 
@@ -218,6 +219,9 @@ def load(
             called as work advances (see :data:`Progress`).
         prices: the user's own prices, a mapping or a CSV path, over genai-prices' table
             (:mod:`murmur_analysis.pricing`).
+        text: fill the text columns (``messages.text`` and ``reasoning_text``,
+            ``tool_calls.input`` and ``result_text``, ``growth.summary``); ``False`` leaves them
+            null, with the same schema, for a lean load.
 
     Returns:
         The corpus: every table, and a handle per conversation.
@@ -241,7 +245,7 @@ def load(
         progress = bar = ProgressBar(paths)
     try:
         with cyclic_gc_paused():
-            corpus = _load(paths, source, options, progress or None)
+            corpus = _load(paths, source, options, progress or None, text)
     finally:
         if bar is not None:
             bar.close()
@@ -255,8 +259,9 @@ def _load(
     source: str | None,
     options: Mapping[str, Mapping[str, Any]] | None,
     progress: Progress | None,
+    text: bool = True,
 ) -> Corpus:
-    plan = LoadPlan(paths, source, options, progress)
+    plan = LoadPlan(paths, source, options, progress, text)
     handles: dict[tuple[str, str], ConversationHandle] = {}
     extra: dict[str, pa.Table] = {}
     for event in plan.events():

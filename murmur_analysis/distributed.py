@@ -28,9 +28,9 @@ from .sources.base import Diagnostics, Source
 __all__ = ["load_dask"]
 
 
-def _tables(jobs: list[tuple[Source, Hashable, str]], prices: Prices | None) -> dict[str, pa.Table]:
+def _tables(jobs: list[tuple[Source, Hashable, str]], prices: Prices | None, text: bool) -> dict[str, pa.Table]:
     """Decode some conversations, build their rows under the ids the listing gave them, price them (a task)."""
-    builder = FrameBuilder()
+    builder = FrameBuilder(text=text)
     for source, key, conversation_id in jobs:
         diagnostics = Diagnostics(source.name)
         conv = source.reopen(key, diagnostics)
@@ -50,6 +50,7 @@ def load_dask(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     prices: Prices | None = None,
     conversations_per_task: int = 64,
+    text: bool = True,
 ) -> dict[str, Any]:
     """Every table as a Dask DataFrame, one partition per task of ``conversations_per_task`` conversations.
 
@@ -59,6 +60,7 @@ def load_dask(
         options: per-source options by source name (as for ``ma.load``).
         prices: user prices (as for ``ma.load``).
         conversations_per_task: how many conversations one task decodes (at least 1).
+        text: fill the text columns (as for ``ma.load``).
 
     Returns:
         ``{table name: dask.dataframe.DataFrame}`` for every table of ``docs/tables.md``;
@@ -85,6 +87,7 @@ def load_dask(
     listing = FrameBuilder()
     discovery = Discovery(source, options)
     for src, target in discovery.targets(paths):
+        src.text = text
         diagnostics = Diagnostics(src.name)
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if discovery.admit(conv, diagnostics):
@@ -93,7 +96,7 @@ def load_dask(
     listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()["diagnostics"]
     batches = [jobs[i:i + conversations_per_task] for i in range(0, len(jobs), conversations_per_task)]
-    tasks = [delayed(_tables)(batch, prices) for batch in batches]
+    tasks = [delayed(_tables)(batch, prices, text) for batch in batches]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
-from .model import Entry, Usage, block_kind, context_tokens, sorted_entries, text_chars
+from .model import Entry, Usage, block_kind, context_tokens, message_text, reasoning_text, sorted_entries, text_chars
 from .schema import TABLES, built_schema, schema
 from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, Pairing, ToolMeta, UsageRow, repeated
 from .sources.files import display, raw_name
@@ -119,6 +119,20 @@ class _Walk:
     first_at: datetime | None
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
+    sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
+
+
+def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
+    """The characters of the conversation up to the entry at ``position``, ``None`` when no row has it.
+
+    A compaction row's size is the conversation's at the message it stands at.
+    """
+    for positions, chars in sizes:
+        found = np.flatnonzero(positions.to_numpy(zero_copy_only=False) == position)
+        if len(found):
+            value: int = chars[int(found[-1])].as_py()
+            return value
+    return None
 
 
 def _derive_growth(conv: Conversation) -> bool:
@@ -131,20 +145,24 @@ def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
     return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
 
 
-def entry_chunks(entries: Iterable[Entry], rows: int = BATCH_ROWS) -> Iterator[EntryColumns]:
-    """Entries (in position order) turned into the column chunks a columnar decoder builds."""
+def entry_chunks(entries: Iterable[Entry], rows: int = BATCH_ROWS, text: bool = True) -> Iterator[EntryColumns]:
+    """Entries (in position order) turned into the column chunks a columnar decoder builds.
+
+    ``text`` computes the text columns (else they are null), by the rules the engine follows.
+    """
     chunk: list[Entry] = []
     for entry in entries:
         chunk.append(entry)
         if len(chunk) >= rows:
-            yield _entry_chunk(chunk)
+            yield _entry_chunk(chunk, text)
             chunk = []
     if chunk:
-        yield _entry_chunk(chunk)
+        yield _entry_chunk(chunk, text)
 
 
-def _entry_chunk(entries: list[Entry]) -> EntryColumns:
+def _entry_chunk(entries: list[Entry], text: bool) -> EntryColumns:
     usage = [e.usage for e in entries]
+    n = len(entries)
     return EntryColumns(
         position=pa.array([e.position for e in entries], _I64),
         id=pa.array([e.id for e in entries], _STR),
@@ -158,8 +176,10 @@ def _entry_chunk(entries: list[Entry]) -> EntryColumns:
         error=pa.array([e.error for e in entries], _STR),
         source_id=pa.array([e.source_id for e in entries], _STR),
         block_kinds=pa.array([[block_kind(b) for b in e.blocks] for e in entries], pa.list_(_STR)),
+        text=pa.array([message_text(e.blocks) for e in entries], _STR) if text else pa.nulls(n, _STR),
+        reasoning_text=pa.array([reasoning_text(e.blocks) for e in entries], _STR) if text else pa.nulls(n, _STR),
         usage=usage if any(u is not None for u in usage) else None,
-        events=tool_event_columns(entries),
+        events=tool_event_columns(entries, text=text),
     )
 
 
@@ -171,9 +191,16 @@ def _paired(pairer: Pairer) -> Pairing:
 
 
 class FrameBuilder:
-    """Every table, fed one decoded conversation at a time."""
+    """Every table, fed one decoded conversation at a time.
 
-    def __init__(self) -> None:
+    Args:
+        text: fill the text columns (``messages.text``, ``messages.reasoning_text``,
+            ``tool_calls.input``, ``tool_calls.result_text``, ``growth.summary``); ``False``
+            leaves them null (same schema) for a lean load.
+    """
+
+    def __init__(self, text: bool = True) -> None:
+        self.text = text
         self.builders = {name: TableBuilder(name) for name in TABLES}
 
     def add(self, conv: Conversation) -> None:
@@ -190,7 +217,7 @@ class FrameBuilder:
             entries: Iterable[Entry] = conv.entries
             if isinstance(entries, list):
                 entries = sorted_entries(entries)
-            chunks = entry_chunks(entries)
+            chunks = entry_chunks(entries, text=self.text)
         self._finish(conv, self._walk(conv, chunks))
 
     def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns]) -> _Walk:
@@ -203,6 +230,7 @@ class FrameBuilder:
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
+        sizes: list[tuple[pa.Array, pa.Array]] = []
         message = -1
         previous_side: str | None = None
         for chunk in chunks:
@@ -224,7 +252,7 @@ class FrameBuilder:
             self.builders["messages"].append_batch(
                 [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
                  chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
-                 chunk.block_kinds]
+                 chunk.block_kinds, *self._texts(chunk.text, chunk.reasoning_text)]
             )
             if conv.paired is None:
                 # Message (run) index of each entry: a new run at every change of side.
@@ -253,6 +281,7 @@ class FrameBuilder:
                     contexts.append(context)
             chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
             if derive_growth:
+                sizes.append((chunk.position, pa.array(chars, _I64)))
                 self.builders["growth"].append_batch(
                     [
                         source,
@@ -262,18 +291,19 @@ class FrameBuilder:
                         repeated("message", n),
                         pa.nulls(n, _STR),
                         pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
-                        pa.array(chars, _I64),
+                        sizes[-1][1],
                         pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
                         if usages or context is not None else pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
+                        pa.nulls(n, _STR),
                     ]
                 )
             count += n
             chars_total = int(chars[-1])
         calls = conv.paired if conv.paired is not None else _paired(pairer)
-        return _Walk(calls, usage_rows, count, first_at, last_at, bare)
+        return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes)
 
     def _finish(self, conv: Conversation, walk: _Walk) -> None:
         key = (conv.source, conv.conversation_id)
@@ -296,9 +326,10 @@ class FrameBuilder:
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
         for g in conv.growth or ():
+            chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
             growth.append(
-                (*key, g.position, g.at, g.event, g.commit, g.messages, g.chars, g.context_tokens, g.orphans,
-                 g.tokens_before, g.tokens_after)
+                (*key, g.position, g.at, g.event, g.commit, g.messages, chars, g.context_tokens, g.orphans,
+                 g.tokens_before, g.tokens_after, g.summary if self.text else None)
             )
         for st in conv.steps:
             self.builders["steps"].append(
@@ -359,8 +390,13 @@ class FrameBuilder:
                 output,
                 calls.column("result_chars"),
                 exit_code,
+                *self._texts(calls.column("input_text"), calls.column("result_text")),
             ]
         )
+
+    def _texts(self, *columns: pa.Array) -> list[pa.Array]:
+        """Text columns as given, or null ones when the load leaves text out."""
+        return [c if self.text else pa.nulls(len(c), _STR) for c in columns]
 
     def _usage(self, key: tuple[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
         """Write the usage rows; return the spend they report and how many report nothing."""

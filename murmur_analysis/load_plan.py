@@ -121,6 +121,7 @@ class LoadPlan:
     Attributes:
         builder: where the next conversation's rows are added.
         discovery: which source reads which path; each conversation admitted once.
+        text: whether the text columns are filled (each source is told, as ``Source.text``).
 
     Raises:
         UnknownSourceError: ``source`` or a key of ``options`` names no registered source.
@@ -132,13 +133,19 @@ class LoadPlan:
         source: str | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
         progress: Progress | None = None,
+        text: bool = True,
     ) -> None:
         self.paths = list(paths)
+        self.text = text
         self.source = source
         self.options = checked_options(options)
         self.progress = progress
-        self.builder = FrameBuilder()
+        self.builder = self.new_builder()
         self.discovery = Discovery(source, self.options)
+
+    def new_builder(self) -> FrameBuilder:
+        """An empty frame builder for this plan (text columns filled or left out as asked)."""
+        return FrameBuilder(text=self.text)
 
     def _counts(self) -> dict[str, int]:
         return {name: b.num_rows for name, b in self.builder.builders.items()}
@@ -156,6 +163,7 @@ class LoadPlan:
         """
         progress, discovery = self.progress, self.discovery
         for src, target in discovery.targets(self.paths):
+            src.text = self.text
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
@@ -242,6 +250,7 @@ def iter_batches(
     prices: Prices | None = None,
     batch_conversations: int = 256,
     batch_rows: int = 262_144,
+    text: bool = True,
 ) -> Iterator[Batch]:
     """Load ``paths`` as :func:`~murmur_analysis.corpus.load` does, a batch of conversations at a time.
 
@@ -259,11 +268,12 @@ def iter_batches(
             columns are filled, and the unpriced models are reported once, in the last batch.
         batch_conversations: the most conversations in a batch.
         batch_rows: message rows after which a batch ends.
+        text: fill the text columns; ``False`` leaves them null for a lean load.
 
     Yields:
         One :class:`Batch` at a time.
     """
-    plan = LoadPlan(paths, source, options, progress)
+    plan = LoadPlan(paths, source, options, progress, text)
     pricer = Pricer(prices)
     models: list[pa.Table] = []  # each batch's usage (model, provider), to report unpriced models once
 
@@ -279,14 +289,14 @@ def iter_batches(
                 tables = plan.builder.finish()
                 merge_extra(tables, event.extra_tables)
                 yield Batch(priced(tables), held)
-                plan.builder, held = FrameBuilder(), []
+                plan.builder, held = plan.new_builder(), []
                 continue
             assert event.conversation is not None
             held.append((event.conversation.source, event.conversation.conversation_id))
             if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
                 # The conversation's diagnostics stay with the path's last batch, as load orders them.
                 yield Batch(priced(plan.builder.finish()), held)
-                plan.builder, held = FrameBuilder(), []
+                plan.builder, held = plan.new_builder(), []
         plan.builder.add_diagnostics(plan.discovery_rows())
         if models:
             plan.builder.add_diagnostics(pricer.diagnose(pa.concat_tables(models)))

@@ -48,8 +48,11 @@ __all__ = [
     "blocks_from_wire",
     "blocks_to_wire",
     "context_tokens",
+    "joined_text",
+    "message_text",
     "murmur_block_rules",
     "read_counter",
+    "reasoning_text",
     "text_chars",
     "uuid7_datetime",
     "uuid7_ms",
@@ -434,14 +437,16 @@ _TEXT_CLASSES: tuple[type, ...] = (Text, Thinking, Refusal)
 
 
 def murmur_block_rules() -> tuple[
-    dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str
+    dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str, str
 ]:
     """The ``murmur`` dialect's block rules, as the native scan reads them.
 
     The scan derives block kinds, text characters and tool events exactly as
     :func:`block_from_wire` and :func:`text_chars` do, from these tables rather than a copy:
     ``(tag -> kind, kind -> [(field, required, must be a string)], kinds whose text counts,
-    the kind of a bare string, of a tool call, of a tool result, of an unmodelled block)``.
+    the kind of a bare string, of a tool call, of a tool result, of an unmodelled block, of a
+    reasoning block)``. Its text columns follow :func:`message_text`, :func:`reasoning_text`
+    and :func:`joined_text`.
     """
     def kind(cls: type) -> str:
         return str(cls.kind)  # type: ignore[attr-defined]
@@ -460,7 +465,27 @@ def murmur_block_rules() -> tuple[
         ToolUse.kind,
         ToolResult.kind,
         Unknown.kind,
+        Thinking.kind,
     )
+
+
+def joined_text(texts: Iterable[str]) -> str | None:
+    """Texts joined with newlines, as written (nothing escaped); ``None`` when there are none."""
+    parts = list(texts)
+    return "\n".join(parts) if parts else None
+
+
+def message_text(blocks: Iterable[Block]) -> str | None:
+    """The text of the :class:`Text` blocks among ``blocks``, joined with newlines.
+
+    This is ``messages.text`` and a tool result's text; ``None`` when there is no text block.
+    """
+    return joined_text(b.text for b in blocks if type(b) is Text)
+
+
+def reasoning_text(blocks: Iterable[Block]) -> str | None:
+    """The text of the :class:`Thinking` blocks among ``blocks``, joined with newlines (or ``None``)."""
+    return joined_text(b.text for b in blocks if type(b) is Thinking)
 
 
 def text_chars(blocks: Iterable[Block]) -> int:

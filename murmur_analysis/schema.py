@@ -15,7 +15,7 @@ __all__ = ["SCHEMA_VERSION", "TABLES", "Column", "built_schema", "markdown", "sc
 
 #: The version of the declared tables: raised whenever a column is added, removed, renamed or
 #: changes type or meaning. Exports stamp it in every file.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()
@@ -72,6 +72,10 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("error", _STR, "the runtime's error for the message, when it has one"),
         Column("source_id", _STR, "a join key a hook supplied (murmur)"),
         Column("block_kinds", pa.list_(_STR), "the kind of each block, in order (unknown kinds by their tag)"),
+        Column("text", _STR, "the text of its text blocks, joined with newlines, as written (nothing escaped); null "
+                             "when it has no text block or the load left text out (text=False)"),
+        Column("reasoning_text", _STR, "the text of its thinking (reasoning) blocks, joined with newlines; null when "
+                                       "it has none or the load left text out"),
     ),
     "tool_calls": (
         *_KEY,
@@ -88,6 +92,10 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("output_bytes", _I64, "size of the result as the runtime measured it, where it did"),
         Column("result_chars", _I64, "characters of text in the result"),
         Column("exit_code", _I64, "the tool process's exit code, where the runtime records one"),
+        Column("input", _STR, "the call's arguments as JSON text, as the runtime wrote them (serde_json's compact "
+                              "text); null with no input or when the load left text out (text=False)"),
+        Column("result_text", _STR, "the text of the result's text blocks, joined with newlines; null when it has "
+                                    "none, when unanswered, or when the load left text out"),
     ),
     "usage": (
         *_KEY,
@@ -135,6 +143,9 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("tokens_before", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt before "
                                       "it (not a provider count)"),
         Column("tokens_after", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt after it"),
+        Column("summary", _STR, "for a murmur compaction: the summary text that replaced the history "
+                                "(out/compaction-summaries.jsonl), as written; null when none was written or "
+                                "the load left text out (text=False)"),
     ),
     "steps": (
         *_KEY,

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import model as m
 
-__all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches", "result_text"]
+__all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches"]
 
 #: How a missing time, model or token count is shown.
 NOT_REPORTED = "not reported"
@@ -65,17 +65,6 @@ def _block_texts(block: m.Block) -> Iterable[str]:
 def entry_text(entry: m.Entry) -> str:
     """Everything a reader would search in one entry, joined with newlines."""
     return "\n".join(text for block in entry.blocks for text in _block_texts(block))
-
-
-def result_text(entry: m.Entry, call_id: str) -> str:
-    """The text of the result answering ``call_id`` in ``entry``.
-
-    An entry holding several results gives only that call's; a tool entry whose blocks are the
-    result itself (the call named on the entry) gives all its text.
-    """
-    own = [block for block in entry.blocks
-           if isinstance(block, m.ToolResult | m.ServerToolResult) and block.tool_use_id == call_id]
-    return "\n".join(text for block in own or entry.blocks for text in _block_texts(block))
 
 
 def matches(entry: m.Entry, query: str) -> bool:

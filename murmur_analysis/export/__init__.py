@@ -31,7 +31,6 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from ..frames import FrameBuilder
 from ..identity import changed_since
 from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
 from ..pricing import Pricer, Prices, price_tables
@@ -88,6 +87,7 @@ def export(
     batch_rows: int = 8_192,
     compression: str = "zstd",
     compression_level: int | None = 1,
+    text: bool = True,
 ) -> ExportResult:
     """Load ``paths`` and export every table under ``out``, a batch of conversations at a time.
 
@@ -108,6 +108,8 @@ def export(
             files; a changed conversation rewrites the files of its batch only.
         compression: Parquet codec.
         compression_level: codec level.
+        text: fill the text columns; ``False`` leaves them null (a change of it reads
+            everything again).
 
     Returns:
         What was written.
@@ -122,14 +124,14 @@ def export(
     with Output(out) as output, cyclic_gc_paused():
         current = output.current()
         made = {"package_version": package_version(), "schema_version": SCHEMA_VERSION,
-                "price_data_version": price_version}
+                "price_data_version": price_version, "text": text}
         before = (current.manifest() or {}) if current is not None else {}
         if any(before.get(k) != v for k, v in made.items()):
             incremental = False  # rows made another way are all made again
         previous = ExportState.from_doc(current.state() if current and incremental else None)
         with output.staging() as staged:
             writer = BatchWriter(staged, compression, compression_level, price_version)
-            plan = LoadPlan(paths, source, options, progress)
+            plan = LoadPlan(paths, source, options, progress, text)
             keep: set[str] = set()
             seen: set[str] = set()
             fingerprints: dict[int, Any] = {}
@@ -143,7 +145,7 @@ def export(
                 if held:
                     # Costs are filled per batch; unpriced models are reported once, over the whole export.
                     writer.write(price_tables(plan.builder.finish(), pricer, diagnose=False), held)
-                plan.builder, held = FrameBuilder(), []
+                plan.builder, held = plan.new_builder(), []
 
             started_ns = time.time_ns() - _RACY_NS
 
@@ -178,19 +180,19 @@ def export(
                     if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
                         flush()
                 elif event.kind == "target":
-                    rest = FrameBuilder()
+                    rest = plan.new_builder()
                     rest.add_diagnostics(event.diagnostics)
                     writer.write({"diagnostics": rest.finish()["diagnostics"], **event.extra_tables}, None)
             # The last batch goes out with the kept rows of the previous batches that lost a
             # conversation, where they fit: a small change rewrites few files.
-            found = FrameBuilder()
+            found = plan.new_builder()
             found.add_diagnostics(plan.discovery_rows())
             if found.builders["diagnostics"].num_rows:
                 writer.write({"diagnostics": found.finish()["diagnostics"]}, None)
             pending = None
             if held:
                 pending = Rows(held_source, price_tables(plan.builder.finish(), pricer, diagnose=False), held)
-            plan.builder = FrameBuilder()
+            plan.builder = plan.new_builder()
             partial = writer.carry(previous, current, keep) if current is not None and incremental else []
             for rows_ in partial:
                 fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
@@ -200,12 +202,12 @@ def export(
                     writer.write(rows_.tables, rows_.units)
             if pending is not None:
                 writer.write(pending.tables, pending.units)
-            unpriced = FrameBuilder()
+            unpriced = plan.new_builder()
             unpriced.add_diagnostics(pricer.diagnose(writer.staged_rows("usage", ["model", "provider"])))
             if unpriced.builders["diagnostics"].num_rows:
                 writer.write({"diagnostics": unpriced.finish()["diagnostics"]}, None)
             writer.complete(current if incremental else None)
-            manifest = writer.manifest(current.name if current else None)
+            manifest = {**writer.manifest(current.name if current else None), "text": text}
             staged.write(manifest, writer.state.to_doc())
             final = output.switch(staged, list(manifest["tables"]))
     return ExportResult(

@@ -106,6 +106,7 @@ class GrowthRow:
     commit: str | None = None
     tokens_before: int | None = None
     tokens_after: int | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,8 @@ class ToolEvents:
         chars: text characters of the result (results).
         input_bytes: the call's input as compact JSON, in bytes (calls with an input).
         inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
+        texts: each call's input as JSON text (``murmur_record.serde_text``) and each result's
+            text (``model.message_text`` of its content), when kept (``None`` otherwise).
     """
 
     row: list[int] = field(default_factory=list)
@@ -163,6 +166,7 @@ class ToolEvents:
     chars: list[int | None] = field(default_factory=list)
     input_bytes: list[int | None] = field(default_factory=list)
     inputs: list[Any] | None = None
+    texts: list[str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.row)
@@ -189,6 +193,8 @@ class EntryColumns:
         error: each entry's error (string).
         source_id: each entry's source id (string).
         block_kinds: each entry's block kinds (list<string>).
+        text: ``model.message_text`` of each entry's blocks (string; null when text is left out).
+        reasoning_text: ``model.reasoning_text`` of each entry's blocks (string).
         usage: each entry's usage, or ``None`` when no entry of the chunk has any.
         events: the chunk's tool events.
     """
@@ -205,6 +211,8 @@ class EntryColumns:
     error: pa.Array
     source_id: pa.Array
     block_kinds: pa.Array
+    text: pa.Array
+    reasoning_text: pa.Array
     usage: list[Usage | None] | None
     events: ToolEvents
 
@@ -223,7 +231,7 @@ def repeated(value: str, n: int) -> pa.Array:
 PAIRED = pa.schema(
     [("call_id", pa.string()), ("tool_name", pa.string()), ("kind", pa.string()), ("called_seq", pa.int64()),
      ("result_seq", pa.int64()), ("status", pa.string()), ("is_error", pa.bool_()), ("result_chars", pa.int64()),
-     ("input_bytes", pa.int64())]
+     ("input_bytes", pa.int64()), ("input_text", pa.string()), ("result_text", pa.string())]
 )
 
 
@@ -314,6 +322,9 @@ class Source(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
+    #: Whether the load fills the text columns (the load plan sets it before ``open``); a
+    #: source that builds its own columns leaves their texts null when false.
+    text: bool = True
 
     def __init__(self, **options: Any) -> None:
         """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).

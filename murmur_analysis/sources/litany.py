@@ -51,7 +51,7 @@ from ..assembly import Assembled, assemble
 from ..diagnostics import Diagnostic
 from ..errors import GitError
 from ..identity import file_identity
-from ..model import Entry, Usage
+from ..model import Entry, Usage, context_tokens
 from ..providers import Resolved, resolve
 from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
 from .files import check_file, display, entry_is_dir, is_dir, listing, open_regular
@@ -284,6 +284,7 @@ def _replay(
     made: dict[_Item, Entry | None] = {}
     nested: set[str] = set()
     growth: list[GrowthRow] = []
+    states: list[tuple[list[Entry], int]] = []  # each growth row's state: a prefix of a tally's entries
     dropped_at: list[tuple[str, ...]] = []
     tally = Tally()
     last: tuple[int, bytes] | None = None  # the sort key of the last entry name held
@@ -305,8 +306,8 @@ def _replay(
         if not commit.changes and summary is not None:  # nothing in messages/ changed: the last state stands
             dropped_at.append(summary.dropped)
             growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
-                                    context_tokens=summary.context_tokens, orphans=len(summary.dropped),
-                                    at=commit.time, commit=commit.sha))
+                                    orphans=len(summary.dropped), at=commit.time, commit=commit.sha))
+            states.append(states[-1])
             continue
         changed = summary is None
         appended: list[tuple[tuple[int, bytes], str]] = []
@@ -352,14 +353,38 @@ def _replay(
         assert summary is not None
         dropped_at.append(summary.dropped)
         growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
-                                context_tokens=summary.context_tokens, orphans=len(summary.dropped),
-                                at=commit.time, commit=commit.sha))
+                                orphans=len(summary.dropped), at=commit.time, commit=commit.sha))
+        states.append((tally.entries, len(tally.entries)))
     entries = tally.entries
     added_at = {display(name): added for name, (_oid, _mode, added) in state.items()}  # keyed as entry ids
     theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
     conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
     _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)
+    conv.growth = fill_context(growth, states, conv.usage or [])
     return conv
+
+
+def fill_context(growth: list[GrowthRow], states: list[tuple[list[Entry], int]],
+                 usage: list[UsageRow]) -> list[GrowthRow]:
+    """Each state's context tokens (``model.context_tokens``), over the responses it holds.
+
+    A response's counters are its entry's own or, where the entry has none, its step's sealing
+    attempt's (the usage row linked to it). A state that history was rewritten to (a compaction
+    that removed or replaced entries) holds only its own entries, so its context is theirs.
+    """
+    linked = {r.message_id: r.usage for r in usage if r.message_id is not None and r.sealed is not False}
+    prefix: dict[int, list[int | None]] = {}  # id(entries) -> context after each prefix
+    out: list[GrowthRow] = []
+    for row, (entries, n) in zip(growth, states, strict=True):
+        contexts = prefix.get(id(entries))
+        if contexts is None or len(contexts) <= n:
+            contexts = [None]
+            for e in entries:
+                u = e.usage if e.usage is not None else linked.get(e.id or "")
+                contexts.append(contexts[-1] if u is None else context_tokens(u, contexts[-1]))
+            prefix[id(entries)] = contexts
+        out.append(replace(row, context_tokens=contexts[n]))
+    return out
 
 
 def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],

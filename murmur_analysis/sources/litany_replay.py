@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..assembly import Pairer, assemble
-from ..model import Entry, context_tokens, sorted_entries, text_chars
+from ..model import Entry, sorted_entries, text_chars
 from ..providers import Resolved, resolve
 from .base import Diagnostics
 from .files import display
@@ -33,16 +33,14 @@ _FILE_MODES = ("100644", "100755")
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """Size, context tokens and dropped orphans of one ``messages/`` state."""
+    """Size and dropped orphans of one ``messages/`` state.
+
+    Its context tokens need the steps' usage: :func:`~murmur_analysis.sources.litany.fill_context`.
+    """
 
     messages: int
     chars: int
-    context_tokens: int | None
     dropped: tuple[str, ...]
-
-
-def _context(entry: Entry) -> int | None:
-    return None if entry.usage is None else context_tokens(entry.usage, None)
 
 
 class Tally:
@@ -56,11 +54,10 @@ class Tally:
         entries: the state's entries in position order.
     """
 
-    __slots__ = ("_chars", "_context", "_pairer", "entries")
+    __slots__ = ("_chars", "_pairer", "entries")
 
     entries: list[Entry]
     _chars: int
-    _context: int | None
     _pairer: Pairer
 
     def __init__(self, entries: Iterable[Entry] = ()) -> None:
@@ -70,7 +67,6 @@ class Tally:
         """Start over from a state's entries (any order: they are sorted by position)."""
         self.entries = []
         self._chars = 0
-        self._context = None
         self._pairer = Pairer(keep_inputs=False)
         for entry in sorted_entries(entries):
             self.append(entry)
@@ -80,13 +76,10 @@ class Tally:
         self._pairer.feed(entry)
         self.entries.append(entry)
         self._chars += text_chars(entry.blocks)
-        context = _context(entry)
-        if context is not None:
-            self._context = context
 
     def summary(self) -> Summary:
-        """Size, context and orphans of the state held."""
-        return Summary(len(self.entries), self._chars, self._context, tuple(self._pairer.dropped_orphans()))
+        """Size and orphans of the state held."""
+        return Summary(len(self.entries), self._chars, tuple(self._pairer.dropped_orphans()))
 
 
 class Replayer:
@@ -205,13 +198,8 @@ class Replayer:
             return entries.summary()
         hit = self._summaries.get(key) if key is not None else None
         if hit is None:
-            context = None
-            for e in entries:
-                here = _context(e)
-                if here is not None:
-                    context = here
             dropped = assemble(entries).dropped_orphans
-            hit = Summary(len(entries), sum(text_chars(e.blocks) for e in entries), context, tuple(dropped))
+            hit = Summary(len(entries), sum(text_chars(e.blocks) for e in entries), tuple(dropped))
             if key is not None:
                 self._summaries[key] = hit
         return hit

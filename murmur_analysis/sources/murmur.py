@@ -214,7 +214,7 @@ class MurmurSource(Source):
         records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
         for group in _groups(records):
-            scanned = scan_records([str(rec.path) for rec in group])
+            scanned = scan_records([str(rec.path) for rec in group], self.text)
             for rec, columns in zip(group, scanned, strict=True):
                 by_context.setdefault(rec.context_id, []).append(rec)
                 yield self._conversation(rec, index, diagnostics, columns)

@@ -134,6 +134,7 @@ class Join:
                     at=comp.at,
                     tokens_before=comp.tokens_before,
                     tokens_after=comp.tokens_after,
+                    summary=comp.summary,
                 )
             )
         return rows

@@ -160,15 +160,18 @@ def message_values(data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], list[
     return values, [skipped_detail(line, code) for line, code in codes]
 
 
-def scan_records(paths: list[str]) -> list[dict[str, Any]]:
+def scan_records(paths: list[str], text: bool = True) -> list[dict[str, Any]]:
     """Every record decided and derived into Arrow buffers, all records and cores at once.
 
     Each result holds, per message line, its line number, UUIDv7 time, id, role, source id,
     block count, text characters and block kinds, and per tool block a call or result event
     (row, id, name, error flag, text characters, input size), the lines skipped, the first user
-    text (for the title), the header line and an open or read error.
+    text (for the title), the header line and an open or read error; with ``text``, each
+    message's text and reasoning text and each event's input or result text as well (null
+    columns without).
     """
-    scanned: list[dict[str, Any]] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules())
+    scanned: list[dict[str, Any]] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(),
+                                                         text)
     return scanned
 
 

@@ -49,6 +49,8 @@ def pairing(scanned: dict[str, Any]) -> Pairing:
             ints(scanned, "pair_is_error", n, pa.bool_()),
             ints(scanned, "pair_result_chars", n),
             ints(scanned, "pair_input_bytes", n),
+            strings(scanned, "pair_input_text", n),
+            strings(scanned, "pair_result_text", n),
         ],
         schema=PAIRED,
     )
@@ -75,6 +77,8 @@ def scanned_columns(scanned: dict[str, Any], model: pa.Array, usage: list[Any] |
         error=nulls,
         source_id=strings(scanned, "source_id"),
         block_kinds=pa.ListArray.from_arrays(kinds_offsets, kinds),
+        text=strings(scanned, "text"),
+        reasoning_text=strings(scanned, "reasoning_text"),
         usage=usage,
         events=ToolEvents(),  # already paired by the scan: see pairing()
     )

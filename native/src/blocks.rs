@@ -37,13 +37,19 @@ pub struct Spec {
     pub result_kind: String,
     /// the kind of a block not modelled
     pub unknown_kind: String,
+    /// the kind whose text is reasoning (`reasoning_text`)
+    pub reasoning_kind: String,
+    /// whether the text columns are kept (texts are left out of a lean scan)
+    pub keep_text: bool,
 }
 
 /// One tool event of a message, in block order.
 #[derive(Clone, Debug)]
 pub enum Event {
-    Call { id: String, name: String, input_bytes: Option<i64> },
-    Result { id: String, is_error: Option<bool>, chars: i64 },
+    /// `input`: serde's text of the input, when kept
+    Call { id: String, name: String, input_bytes: Option<i64>, input: Option<String> },
+    /// `text`: the result's text blocks joined with newlines, when kept and there are any
+    Result { id: String, is_error: Option<bool>, chars: i64, text: Option<String> },
 }
 
 /// One decoded block: its kind, text characters, and what a title or a pairing needs.
@@ -52,6 +58,8 @@ pub struct Block<'a> {
     pub chars: i64,
     /// a decoded text block's text
     pub text: Option<&'a str>,
+    /// a decoded reasoning block's text
+    pub reasoning: Option<&'a str>,
     pub event: Option<Event>,
 }
 
@@ -62,13 +70,13 @@ fn chars(s: &str) -> i64 {
 impl Spec {
     fn unknown<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
         let kind = value.field("type").and_then(View::text).unwrap_or(&self.unknown_kind);
-        Block { kind, chars: 0, text: None, event: None }
+        Block { kind, chars: 0, text: None, reasoning: None, event: None }
     }
 
     /// `model.block_from_wire(value, dialect)`, reduced to what the tables need.
     pub fn block<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
         match value {
-            Json::Str(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None },
+            Json::Str(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), reasoning: None, event: None },
             Json::Object(_) => {}
             _ => return self.unknown(value),
         };
@@ -114,11 +122,13 @@ impl Spec {
         };
         let event = if spec.name == self.call_kind {
             let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default().to_owned();
-            let input_bytes = match map.field("input") {
+            let input = match map.field("input") {
                 None | Some(Json::Null) => None,
-                Some(input) => Some(input.to_value().to_string().len() as i64),
+                Some(input) => Some(input.to_value().to_string()),
             };
-            Some(Event::Call { id: field("id"), name: field("name"), input_bytes })
+            let input_bytes = input.as_ref().map(|s| s.len() as i64);
+            let input = if self.keep_text { input } else { None };
+            Some(Event::Call { id: field("id"), name: field("name"), input_bytes, input })
         } else {
             None
         };
@@ -126,6 +136,7 @@ impl Spec {
             kind: &spec.name,
             chars: if spec.counts_text { text.map_or(0, chars) } else { 0 },
             text: if spec.name == self.string_kind { text } else { None },
+            reasoning: if spec.name == self.reasoning_kind { text } else { None },
             event,
         })
     }
@@ -139,24 +150,46 @@ impl Spec {
             Some(Json::Bool(b)) => Some(*b),
             Some(_) => return None,
         };
-        let total = match map.field("content") {
-            None => 0,
-            Some(Json::Array(items)) => items.iter().map(|b| self.block(b).chars).sum(),
-            Some(v @ (Json::Str(_) | Json::Object(_))) => self.block(v).chars,
+        let blocks: Vec<Block<'_>> = match map.field("content") {
+            None => Vec::new(),
+            Some(Json::Array(items)) => items.iter().map(|b| self.block(b)).collect(),
+            Some(v @ (Json::Str(_) | Json::Object(_))) => vec![self.block(v)],
             Some(_) => return None,
         };
-        let event = Event::Result { id: id.to_owned(), is_error: is_error.or(fallback_error), chars: total };
-        Some(Block { kind: &self.result_kind, chars: total, text: None, event: Some(event) })
+        let total = blocks.iter().map(|b| b.chars).sum();
+        let text = if self.keep_text { joined(blocks.iter().map(|b| b.text)) } else { None };
+        let event = Event::Result { id: id.to_owned(), is_error: is_error.or(fallback_error), chars: total, text };
+        Some(Block { kind: &self.result_kind, chars: total, text: None, reasoning: None, event: Some(event) })
     }
 
     /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`.
     pub fn content<'a>(&'a self, content: &'a Json<'a>) -> Vec<Block<'a>> {
         match content {
             Json::Array(items) => items.iter().map(|b| self.block(b)).collect(),
-            Json::Str(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), event: None }],
+            Json::Str(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), reasoning: None, event: None }],
             other => vec![self.unknown(other)],
         }
     }
+}
+
+/// Append the present texts to `out` joined with newlines (`model.joined_text`); whether there
+/// were any.
+pub fn join_into<'a>(out: &mut Vec<u8>, texts: impl Iterator<Item = Option<&'a str>>) -> bool {
+    let mut any = false;
+    for text in texts.flatten() {
+        if any {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(text.as_bytes());
+        any = true;
+    }
+    any
+}
+
+/// The present texts joined with newlines; `None` when there are none.
+pub fn joined<'a>(texts: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
+    let mut out = Vec::new();
+    join_into(&mut out, texts).then(|| String::from_utf8(out).expect("joined UTF-8 texts"))
 }
 
 /// Python's `str.isspace` (what `str.strip()` removes), for the title rule.

@@ -20,12 +20,33 @@ impl Strings {
         self.valid.push(value.is_some());
     }
 
+    /// Push the present texts joined with newlines (`blocks::join_into`, written in place), or
+    /// a null when there are none.
+    pub fn push_joined<'a>(&mut self, texts: impl Iterator<Item = Option<&'a str>>) {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        let any = crate::blocks::join_into(&mut self.data, texts);
+        self.offsets.push(self.data.len() as i32);
+        self.valid.push(any);
+    }
+
+    /// Row `i`'s text, `None` when null.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let (start, end) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
+        self.valid[i].then(|| std::str::from_utf8(&self.data[start..end]).expect("UTF-8 pushed"))
+    }
+
     pub fn len(&self) -> usize {
         self.valid.len()
     }
 
     pub fn extend(&mut self, other: Strings) {
         if other.valid.is_empty() {
+            return;
+        }
+        if self.valid.is_empty() {
+            *self = other; // the first piece: moved, not copied
             return;
         }
         if self.offsets.is_empty() {

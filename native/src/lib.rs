@@ -213,7 +213,8 @@ fn uuid7_ms(id: &str) -> Option<u64> {
 }
 
 /// The block rules, as `model.py` hands them over: (tags {tag: kind}, fields {kind: [(name,
-/// required, is_str)]}, text kinds, string kind, call kind, result kind, unknown kind).
+/// required, is_str)]}, text kinds, string kind, call kind, result kind, unknown kind,
+/// reasoning kind).
 type SpecArgs = (
     HashMap<String, String>,
     HashMap<String, Vec<(String, bool, bool)>>,
@@ -222,11 +223,13 @@ type SpecArgs = (
     String,
     String,
     String,
+    String,
 );
 
-fn spec_of(args: SpecArgs) -> Spec {
-    let (tags, fields, text_kinds, string_kind, call_kind, result_kind, unknown_kind) = args;
-    let mut spec = Spec { string_kind, call_kind, result_kind, unknown_kind, ..Spec::default() };
+fn spec_of(args: SpecArgs, keep_text: bool) -> Spec {
+    let (tags, fields, text_kinds, string_kind, call_kind, result_kind, unknown_kind, reasoning_kind) = args;
+    let mut spec =
+        Spec { string_kind, call_kind, result_kind, unknown_kind, reasoning_kind, keep_text, ..Spec::default() };
     let mut names: Vec<String> = tags.values().cloned().collect();
     names.sort();
     names.dedup();
@@ -281,6 +284,8 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { c.kinds_offsets.clone() };
     d.set_item("kinds_offsets", PyBytes::new(py, bytes_of(&offsets)))?;
     d.set_item("kinds", strings(py, &c.kinds))?;
+    d.set_item("text", strings(py, &c.text))?;
+    d.set_item("reasoning_text", strings(py, &c.reasoning))?;
     d.set_item("events", c.ev_row.len())?;
     d.set_item("ev_row", PyBytes::new(py, bytes_of(&c.ev_row)))?;
     d.set_item("ev_call", PyBytes::new(py, &c.ev_call))?;
@@ -297,6 +302,7 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     let mut call_id = Strings::default();
     let mut name = Strings::default();
     let mut status = Strings::default();
+    let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
     let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
         (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
     for i in 0..p.len() {
@@ -308,6 +314,8 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
         is_error.push(p.is_error[i].map(i64::from));
         chars.push(p.result_chars[i]);
         input_bytes.push(p.input_bytes[i]);
+        input_text.push(p.input_text[i].and_then(|j| c.ev_text.get(j as usize)));
+        result_text.push(p.result_text[i].and_then(|j| c.ev_text.get(j as usize)));
     }
     d.set_item("pairs", p.len())?;
     d.set_item("pair_summary", c.pair_summary.clone())?;
@@ -319,15 +327,18 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     d.set_item("pair_is_error", bools(py, &is_error))?;
     d.set_item("pair_result_chars", ints(py, &chars))?;
     d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
+    d.set_item("pair_input_text", strings(py, &input_text))?;
+    d.set_item("pair_result_text", strings(py, &result_text))?;
     Ok(d)
 }
 
-/// scan_records(paths, spec) -> list[dict]: every record decided and derived into columns, all records
-/// and all cores at once with the GIL released; one dict of Arrow buffers per path, in order.
+/// scan_records(paths, spec, text) -> list[dict]: every record decided and derived into columns, all
+/// records and all cores at once with the GIL released; one dict of Arrow buffers per path, in
+/// order. `text` false leaves the text columns null (a lean scan).
 #[pyfunction]
-fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs) -> PyResult<Vec<PyObject>> {
+fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs, text: bool) -> PyResult<Vec<PyObject>> {
     use std::os::unix::ffi::OsStrExt;
-    let spec = spec_of(spec);
+    let spec = spec_of(spec, text);
     // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
@@ -383,18 +394,21 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
 #[pyclass(name = "Pairer")]
 struct PyPairer {
     inner: pair::Pairer,
+    /// the events' kept texts, indexed by `pair::Event::text`
+    texts: Vec<Option<String>>,
 }
 
 #[pymethods]
 impl PyPairer {
     #[new]
     fn new() -> Self {
-        PyPairer { inner: pair::Pairer::new() }
+        PyPairer { inner: pair::Pairer::new(), texts: Vec::new() }
     }
 
-    /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs):
+    /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs, texts):
     /// events in order, each with its entry's position and run (message) index; `kind` 0 is
-    /// client, 1 server; `inputs` the index of each call's kept input, if any.
+    /// client, 1 server; `inputs` the index of each call's kept input, if any; `texts` each
+    /// call's input as JSON text and each result's text, if kept.
     #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
@@ -408,6 +422,7 @@ impl PyPairer {
         chars: Vec<Option<i64>>,
         input_bytes: Vec<Option<i64>>,
         inputs: Option<Vec<Option<i64>>>,
+        texts: Option<Vec<Option<String>>>,
     ) -> PyResult<()> {
         let n = ids.len();
         if [positions.len(), messages.len(), call.len(), kind.len(), names.len(), errors.len(), chars.len(),
@@ -428,6 +443,13 @@ impl PyPairer {
                 chars: chars[i],
                 input_bytes: input_bytes[i],
                 input: inputs.as_ref().and_then(|v| v[i]),
+                text: match texts.as_ref().and_then(|v| v[i].clone()) {
+                    Some(t) => {
+                        self.texts.push(Some(t));
+                        Some(self.texts.len() as i64 - 1)
+                    }
+                    None => None,
+                },
             };
             self.inner.feed(messages[i], event);
         }
@@ -459,6 +481,9 @@ impl PyPairer {
         d.set_item("input", &rows.input)?;
         d.set_item("result_chars", &rows.result_chars)?;
         d.set_item("input_bytes", &rows.input_bytes)?;
+        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
+        d.set_item("input_text", rows.input_text.iter().map(text).collect::<Vec<_>>())?;
+        d.set_item("result_text", rows.result_text.iter().map(text).collect::<Vec<_>>())?;
         d.set_item("summary", summary)?;
         Ok(d.into_py(py))
     }

@@ -36,6 +36,9 @@ pub struct Event {
     pub input_bytes: Option<i64>,
     /// the index of the call's kept input (the caller keeps the inputs)
     pub input: Option<i64>,
+    /// the index of the event's kept text (a call's input as JSON text, a result's text) in
+    /// the caller's store
+    pub text: Option<i64>,
 }
 
 /// One pairing row (the `ToolCall` fields).
@@ -53,6 +56,10 @@ pub struct Rows {
     pub input: Vec<Option<i64>>,
     pub result_chars: Vec<Option<i64>>,
     pub input_bytes: Vec<Option<i64>>,
+    /// the call's kept input text, by its index in the caller's store (`tool_calls.input`)
+    pub input_text: Vec<Option<i64>>,
+    /// the result's kept text, by its index in the caller's store (`tool_calls.result_text`)
+    pub result_text: Vec<Option<i64>>,
 }
 
 impl Rows {
@@ -146,6 +153,8 @@ impl Pairer {
             rows.input.push(e.input);
             rows.result_chars.push(None);
             rows.input_bytes.push(e.input_bytes);
+            rows.input_text.push(e.text);
+            rows.result_text.push(None);
         }
         for e in run.into_iter().filter(|e| !e.call) {
             let key = (e.kind, e.id);
@@ -159,6 +168,7 @@ impl Pairer {
                 rows.result_message[row] = Some(message);
                 rows.is_error[row] = e.is_error;
                 rows.result_chars[row] = e.chars;
+                rows.result_text[row] = e.text;
                 rows.status[row] = if e.is_error == Some(true) { ERROR } else { OK };
                 continue;
             }
@@ -182,6 +192,8 @@ impl Pairer {
             rows.input.push(None);
             rows.result_chars.push(e.chars);
             rows.input_bytes.push(None);
+            rows.input_text.push(None);
+            rows.result_text.push(e.text);
         }
     }
 

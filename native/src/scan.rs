@@ -7,7 +7,7 @@ use std::io::Read;
 use rayon::prelude::*;
 use crate::json::{Json, View};
 
-use crate::blocks::{py_space, Event, Spec};
+use crate::blocks::{joined, py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
 use crate::line::{decide, spans, Kind};
 use crate::pair;
@@ -38,6 +38,10 @@ pub struct Columns {
     pub text_chars: Vec<i64>,
     pub kinds_offsets: Vec<i32>,
     pub kinds: Strings,
+    /// text blocks' text joined with newlines (`messages.text`)
+    pub text: Strings,
+    /// reasoning blocks' text joined with newlines (`messages.reasoning_text`)
+    pub reasoning: Strings,
     pub ev_row: Vec<i64>,
     pub ev_call: Vec<u8>,
     pub ev_id: Strings,
@@ -45,6 +49,8 @@ pub struct Columns {
     pub ev_error: Ints,
     pub ev_chars: Ints,
     pub ev_bytes: Ints,
+    /// a call's input as serde's text, a result's text
+    pub ev_text: Strings,
     pub diags: Vec<(i64, u8)>,
     pub title: Option<String>,
     pub header: Option<Vec<u8>>,
@@ -78,6 +84,8 @@ impl Columns {
         let base = *self.kinds_offsets.last().unwrap();
         self.kinds_offsets.extend(other.kinds_offsets.iter().skip(1).map(|o| o + base));
         self.kinds.extend(other.kinds);
+        self.text.extend(other.text);
+        self.reasoning.extend(other.reasoning);
         self.ev_row.extend(other.ev_row.iter().map(|r| r + rows));
         self.ev_call.extend(other.ev_call);
         self.ev_id.extend(other.ev_id);
@@ -85,6 +93,7 @@ impl Columns {
         self.ev_error.extend(other.ev_error);
         self.ev_chars.extend(other.ev_chars);
         self.ev_bytes.extend(other.ev_bytes);
+        self.ev_text.extend(other.ev_text);
         self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
         if self.title.is_none() {
             self.title = other.title;
@@ -123,6 +132,7 @@ impl Columns {
                 chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
                 input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
                 input: None,
+                text: self.ev_text.valid[i].then_some(i as i64),
             };
             walk.feed(runs[row as usize], event);
         }
@@ -158,12 +168,22 @@ impl Columns {
             self.n_blocks.push(1);
             self.text_chars.push(chars);
             self.kinds.push(Some(&spec.result_kind));
-            self.event(row, Event::Result { id: call_id.to_owned(), is_error, chars });
+            self.text.push(None);
+            self.reasoning.push(None);
+            let text = if spec.keep_text { joined(blocks.iter().map(|b| b.text)) } else { None };
+            self.event(row, Event::Result { id: call_id.to_owned(), is_error, chars, text });
         } else {
             self.n_blocks.push(blocks.len() as i32);
             self.text_chars.push(blocks.iter().map(|b| b.chars).sum());
             for block in &blocks {
                 self.kinds.push(Some(block.kind));
+            }
+            if spec.keep_text {
+                self.text.push_joined(blocks.iter().map(|b| b.text));
+                self.reasoning.push_joined(blocks.iter().map(|b| b.reasoning));
+            } else {
+                self.text.push(None);
+                self.reasoning.push(None);
             }
             if role == "user" && self.title.is_none() {
                 self.title = blocks
@@ -174,8 +194,8 @@ impl Columns {
             }
             for block in blocks {
                 match block.event {
-                    Some(Event::Result { id, is_error: own, chars }) => {
-                        self.event(row, Event::Result { id, is_error: own.or(is_error), chars })
+                    Some(Event::Result { id, is_error: own, chars, text }) => {
+                        self.event(row, Event::Result { id, is_error: own.or(is_error), chars, text })
                     }
                     Some(event) => self.event(row, event),
                     None => {}
@@ -188,7 +208,8 @@ impl Columns {
     fn event(&mut self, row: i64, event: Event) {
         self.ev_row.push(row);
         match event {
-            Event::Call { id, name, input_bytes } => {
+            Event::Call { id, name, input_bytes, input } => {
+                self.ev_text.push(input.as_deref());
                 self.ev_call.push(1);
                 self.ev_id.push(Some(&id));
                 self.ev_name.push(Some(&name));
@@ -196,7 +217,8 @@ impl Columns {
                 self.ev_chars.push(None);
                 self.ev_bytes.push(input_bytes);
             }
-            Event::Result { id, is_error, chars } => {
+            Event::Result { id, is_error, chars, text } => {
+                self.ev_text.push(text.as_deref());
                 self.ev_call.push(0);
                 self.ev_id.push(Some(&id));
                 self.ev_name.push(None);
