@@ -229,6 +229,22 @@ def _read_json(path: Path, diagnostics: Diagnostics) -> Any:
     return None if value is _UNREADABLE else value
 
 
+def _document(path: Path, listing: str, diagnostics: Diagnostics, kind: str, what: str) -> dict[str, Any] | None:
+    """A JSON object holding a list under ``listing``, or ``None`` once reported.
+
+    Unreadable, not JSON, or JSON of another shape (``null`` included): nothing is dropped
+    without a row.
+    """
+    raw = read_regular(path, diagnostics)
+    data = _parse_json(raw, path, diagnostics) if raw is not None else _UNREADABLE
+    if data is _UNREADABLE:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get(listing), list):
+        diagnostics.report(path, kind, f"not {what} (no {listing} list); skipped")
+        return None
+    return data
+
+
 def _parse_json(raw: bytes, path: Path, diagnostics: Diagnostics) -> Any:
     """The document's value, or :data:`_UNREADABLE` after reporting why it is not JSON."""
     try:
@@ -600,12 +616,8 @@ class DispatchSource(Source):
     def _session_file(
         self, path: Path, record_path: Path | None, diagnostics: Diagnostics
     ) -> tuple[Conversation, dict[str, Any]] | None:
-        raw = read_regular(path, diagnostics)
-        data = _parse_json(raw, path, diagnostics) if raw is not None else _UNREADABLE
-        if data is _UNREADABLE:
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("history"), list):
-            diagnostics.report(path, "not_a_session", "not a dispatch CourierSession (no history list); skipped")
+        data = _document(path, "history", diagnostics, "not_a_session", "a dispatch CourierSession")
+        if data is None:
             return None
         record = self._run_record(record_path, diagnostics) if record_path is not None else None
         channel = path.parent.name if _CHANNEL_SESSION.match(path.name) and record is None else None
@@ -658,12 +670,8 @@ class DispatchSource(Source):
         return conv, row
 
     def _trace(self, path: Path, diagnostics: Diagnostics) -> tuple[Conversation, dict[str, Any]] | None:
-        raw = read_regular(path, diagnostics)
-        data = _parse_json(raw, path, diagnostics) if raw is not None else _UNREADABLE
-        if data is _UNREADABLE:
-            return None
-        if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
-            diagnostics.report(path, "not_a_trace", "not a dispatch trace artifact (no steps list); skipped")
+        data = _document(path, "steps", diagnostics, "not_a_trace", "a dispatch trace artifact")
+        if data is None:
             return None
         return trace_conversation(data, str(path))
 
