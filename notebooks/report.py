@@ -101,7 +101,7 @@ def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
                             exclude_input_prompt=True, exclude_output_prompt=True)
     reports = []
     sockets = Path(tempfile.mkdtemp(prefix="murmur-report-"))
-    with tqdm(total=total, unit="cell", desc="reports", file=sys.stderr) as bar:
+    with tqdm(total=total, unit="cell", desc="reports", file=sys.stderr, disable=None) as bar:
         for path, nb in books:
             bar.set_postfix_str(path.stem)
             # IPC, not TCP, between this process and the kernel: local only, and no warning about it
