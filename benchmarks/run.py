@@ -234,7 +234,7 @@ def _litany_desc(folder: Path) -> str:
 def available_sources() -> tuple[set[str], str]:
     """The toolkit's registered sources in this checkout (asked of a fresh interpreter)."""
     proc = subprocess.run([sys.executable, "-c", "import json, murmur_analysis as ma; print(json.dumps(list("
-                           "ma.sources())))"], capture_output=True, text=True)
+                           "ma.list_sources())))"], capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return set(), f"murmur_analysis does not import: {tail}"
