@@ -310,7 +310,7 @@ class TraceIndex:
         self.tasks: dict[str, list[Task]] = {}
         self.retentions: list[Retention] = []
         self.session_usage: list[tuple[str, Inference]] = []
-        self.claimed: set[tuple[str, str]] = set()
+        self.claimed: dict[str, set[str]] = {}  # context id -> the records of it being loaded
         self.traces: list[str] = []
         self._inferences = 0
         self._seen: set[str] = set()
@@ -329,7 +329,8 @@ class TraceIndex:
 
     def claim(self, records: Iterable[tuple[str, str]]) -> None:
         """Name every ``(record, context id)`` being loaded, before :meth:`for_record` is asked."""
-        self.claimed.update(records)
+        for record, context_id in records:
+            self.claimed.setdefault(context_id, set()).add(record)
 
     def for_record(self, record: str, context_id: str) -> list[Task]:
         """The tasks of one record, oldest first.
@@ -344,9 +345,9 @@ class TraceIndex:
         """
         tasks = self.tasks.get(context_id, [])
         own = [t for t in tasks if t.capsule == record]
-        if own:
+        if own or not tasks:
             return own
-        siblings = {r for r, c in self.claimed if c == context_id} | {record}
+        siblings = self.claimed.get(context_id, set()) | {record}
         fallbacks = [r for r in siblings if not any(t.capsule == r for t in tasks)]
         return [t for t in tasks if t.capsule not in siblings] if fallbacks == [record] else []
 
