@@ -174,7 +174,7 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
 
 def engine_scan(files: list[str], text: bool = True) -> Timed:
     """The native scan behind ``ma.load``: every record decided and derived into columns."""
-    from murmur_analysis.sources.murmur_record import scan_records
+    from murmur_analysis.sources.murmur.record import scan_records
 
     def run() -> Summary:
         scanned = scan_records(files, text)
@@ -185,7 +185,7 @@ def engine_scan(files: list[str], text: bool = True) -> Timed:
 
 def engine_index(record: str) -> Timed:
     """The native line decision behind a cold ``ma.read_messages``: every line of the record."""
-    from murmur_analysis.sources.murmur_record import index_lines
+    from murmur_analysis.sources.murmur.record import index_lines
 
     def run() -> Summary:
         with open(record, "rb") as f:

@@ -38,8 +38,8 @@ from .load_plan import Batch, iter_batches
 from .model import Entry, Message, Usage
 from .samples import data_paths, sample_data
 from .sources.base import Source
-from .sources.litany import assemble_commit
-from .sources.murmur_reader import RecordReader, read_messages, walk
+from .sources.litany.source import assemble_commit
+from .sources.murmur.reader import RecordReader, read_messages, walk
 
 if _typing.TYPE_CHECKING:
     from . import figures as figures

@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from . import _native
+from .handoff import ToolEvents
 from .model import (
     Block,
     Entry,
@@ -32,8 +33,7 @@ from .model import (
     sorted_entries,
     text_chars,
 )
-from .sources.base import ToolEvents
-from .sources.murmur_record import serde_text
+from .sources.murmur.record import serde_text
 
 __all__ = [
     "Assembled",

@@ -24,11 +24,12 @@ from .cursor import Page, entries_page
 from .discovery import PathArg
 from .errors import UnknownConversationError, UnknownTableError
 from .frames import to_pandas
+from .handoff import Conversation
 from .load_plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .model import Entry, Message, sorted_entries
 from .pricing import Prices, price_data_version, price_tables
 from .sources import Diagnostics
-from .sources.base import Conversation, Source
+from .sources.base import Source
 from .sources.files import display
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load"]

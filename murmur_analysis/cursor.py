@@ -9,7 +9,7 @@ The arithmetic is murmur's host's (``murmur:conversation/read@0.1.0``)::
 A cursor counts from the *oldest* message, so appends between pages neither repeat nor skip a
 message. :func:`paginate` is that arithmetic over any sequence; :func:`entries_page` applies it
 to any source's ordered entries, and murmur's record reader
-(:class:`murmur_analysis.sources.murmur_reader.RecordReader`) to a ``conversation.jsonl`` by its
+(:class:`murmur_analysis.sources.murmur.reader.RecordReader`) to a ``conversation.jsonl`` by its
 line index. This module pages; it reads no file.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult, blocks_to_wire
-from .sources.murmur_record import lower_value, serde_text
+from .sources.murmur.record import lower_value, serde_text
 
 __all__ = [
     "MAX_LIMIT",

@@ -18,8 +18,9 @@ from typing import Any
 
 from .diagnostics import Diagnostic
 from .errors import NoSourceError, SourceError, UnknownSourceError
+from .handoff import Conversation
 from .sources import Diagnostics, claimants, detect, get_source, registry
-from .sources.base import Conversation, Source
+from .sources.base import Source
 from .sources.files import check_file, display, file_kind, identity, is_dir, listing, raw_name
 
 __all__ = ["REACHED_TWICE", "Discovery", "PathArg", "checked_options", "nothing_found", "printable"]

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from .discovery import Discovery, PathArg, checked_options, printable
 from .frames import FrameBuilder, to_pandas
+from .handoff import TableRows
 from .pricing import Prices, price_tables
 from .schema import TABLES, schema
 from .sources.base import Diagnostics, Source
@@ -90,19 +91,21 @@ def load_dask(
         src.text = text
         diagnostics = Diagnostics(src.name)
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
-            if discovery.admit(conv, diagnostics):
+            if isinstance(conv, TableRows):  # rows no conversation holds: read by the listing
+                listing.add_rows(conv, src.name)
+            elif discovery.admit(conv, diagnostics):
                 jobs.append((src, conv.key, conv.conversation_id))
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))
     listing.add_diagnostics(discovery.fresh(discovery.rows))
-    listed = listing.finish()["diagnostics"]
+    listed = listing.finish()
     batches = [jobs[i:i + conversations_per_task] for i in range(0, len(jobs), conversations_per_task)]
     tasks = [delayed(_tables)(batch, prices, text) for batch in batches]
     frames: dict[str, Any] = {}
     for name in TABLES:
         meta = to_pandas(schema(name).empty_table())
         parts = [delayed(_frame)(t, name) for t in tasks]
-        if name == "diagnostics":
-            parts.append(delayed(to_pandas)(listed))
+        if name == "diagnostics" or listed[name].num_rows:
+            parts.append(delayed(to_pandas)(listed[name]))
         if parts:
             frames[name] = dd.from_delayed(parts, meta=meta, verify_meta=False)
         else:

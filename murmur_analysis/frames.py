@@ -19,9 +19,21 @@ import pyarrow.compute as pc
 
 from .assembly import Pairer, tool_event_columns
 from .diagnostics import Diagnostic
+from .handoff import (
+    PAIRED,
+    Conversation,
+    EntryColumns,
+    OrphanRow,
+    Pairing,
+    Reading,
+    Summary,
+    TableRows,
+    ToolMeta,
+    UsageRow,
+    repeated,
+)
 from .model import Entry, Usage, block_kind, context_tokens, message_text, reasoning_text, sorted_entries, text_chars
 from .schema import TABLES, built_schema, schema
-from .sources.base import PAIRED, Conversation, EntryColumns, OrphanRow, Pairing, ToolMeta, UsageRow, repeated
 from .sources.files import display, raw_name
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
@@ -120,6 +132,7 @@ class _Walk:
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
     sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
+    derived: list[list[pa.Array]]  # one growth row per message, per chunk (kept unless the source gives its own)
 
 
 def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
@@ -135,10 +148,24 @@ def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | No
     return None
 
 
-def _derive_growth(conv: Conversation) -> bool:
+def _derive_growth(summary: Summary) -> bool:
     # Compaction rows are events on the message timeline, not a replacement of it: the
     # per-message rows are derived unless the source gave rows of its own timeline.
-    return conv.growth is None or all(g.event == "compaction" for g in conv.growth)
+    return summary.growth is None or all(g.event == "compaction" for g in summary.growth)
+
+
+def _settled(conv: Conversation, summary: Summary | None) -> Summary:
+    """The conversation's summary once its stream is read (fields it leaves unset: the conversation's)."""
+    s = summary or Summary()
+    return Summary(
+        usage=s.usage if s.usage is not None else (None if conv.usage is None else tuple(conv.usage)),
+        growth=s.growth if s.growth is not None else (None if conv.growth is None else tuple(conv.growth)),
+        title=s.title if s.title is not None else conv.title,
+        paired=s.paired if s.paired is not None else conv.paired,
+        assembly_orphans=s.assembly_orphans if s.assembly_orphans is not None else (
+            None if conv.assembly_orphans is None else tuple(conv.assembly_orphans)),
+        rows=s.rows,
+    )
 
 
 def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
@@ -218,11 +245,33 @@ class FrameBuilder:
             if isinstance(entries, list):
                 entries = sorted_entries(entries)
             chunks = entry_chunks(entries, text=self.text)
-        self._finish(conv, self._walk(conv, chunks))
+        reading = Reading(chunks, conv.summary)
+        walk = self._walk(conv, reading)
+        self._finish(conv, walk, _settled(conv, reading.summary))
+
+    def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
+        """Add rows of one declared table, each given by column name.
+
+        Args:
+            rows: the rows (``source`` and ``conversation_id`` are filled in here).
+            source: the source that read them.
+            conversation_id: the conversation they belong to, if any.
+
+        Raises:
+            KeyError: ``rows.table`` is not a declared table.
+        """
+        builder = self.builders.get(rows.table)
+        if builder is None:
+            builder = self.builders[rows.table] = TableBuilder(rows.table)
+        names = builder.schema.names
+        fixed = {"source": source, "conversation_id": conversation_id}
+        for row in rows.rows:
+            builder.append(tuple(fixed[n] if n in fixed and n not in row else row.get(n) for n in names))
 
     def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns]) -> _Walk:
         key = (conv.source, conv.conversation_id)
-        derive_growth = _derive_growth(conv)
+        # The pairing walk is skipped when the source's engine already walked it (known up front).
+        paired = _settled(conv, conv.summary).paired
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
         bare: list[int] = []
         pairer = Pairer(keep_inputs=False)
@@ -231,6 +280,7 @@ class FrameBuilder:
         count = chars_total = 0
         context: int | None = None
         sizes: list[tuple[pa.Array, pa.Array]] = []
+        derived: list[list[pa.Array]] = []
         message = -1
         previous_side: str | None = None
         for chunk in chunks:
@@ -254,7 +304,7 @@ class FrameBuilder:
                  chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
                  chunk.block_kinds, *self._texts(chunk.text, chunk.reasoning_text)]
             )
-            if conv.paired is None:
+            if paired is None:
                 # Message (run) index of each entry: a new run at every change of side.
                 side = chunk.side
                 starts = np.zeros(n, dtype=np.int64)
@@ -265,7 +315,7 @@ class FrameBuilder:
                 message = int(runs[-1])
                 previous_side = side[-1].as_py()
             events = chunk.events
-            if len(events) and conv.paired is None:
+            if len(events) and paired is None:
                 rows = np.asarray(events.row, dtype=np.int64)
                 positions = chunk.position.to_numpy(zero_copy_only=False)
                 pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
@@ -274,15 +324,13 @@ class FrameBuilder:
                 ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
                 for i, u in enumerate(usages):
                     if u is not None:
-                        if conv.usage is None:
-                            usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
-                                                       times[i], found_in="entry"))
+                        usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
+                                                   times[i], found_in="entry"))
                         context = context_tokens(u, context)
                     contexts.append(context)
             chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
-            if derive_growth:
-                sizes.append((chunk.position, pa.array(chars, _I64)))
-                self.builders["growth"].append_batch(
+            sizes.append((chunk.position, pa.array(chars, _I64)))
+            derived.append(
                     [
                         source,
                         conversation,
@@ -302,21 +350,24 @@ class FrameBuilder:
                 )
             count += n
             chars_total = int(chars[-1])
-        calls = conv.paired if conv.paired is not None else _paired(pairer)
-        return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes)
+        calls = paired if paired is not None else _paired(pairer)
+        return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
 
-    def _finish(self, conv: Conversation, walk: _Walk) -> None:
+    def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
         key = (conv.source, conv.conversation_id)
         pairing = walk.calls
         calls = pairing.rows
         growth = self.builders["growth"]
+        if _derive_growth(summary):
+            for arrays in walk.derived:
+                growth.append_batch(arrays)
         self._tool_calls(key, calls, conv.tool_meta)
-        # Read after the walk: a streaming source hands over its usage rows when its stream ends.
-        rows = walk.usage_rows if conv.usage is None else conv.usage
+        # Read after the walk: a streaming source hands over its summary when its stream ends.
+        rows = walk.usage_rows if summary.usage is None else list(summary.usage)
         tokens, unreported = self._usage(key, conv.path, rows)
         linked = {r.seq for r in rows if r.seq is not None}
         unreported += sum(1 for p in walk.bare if p not in linked)
-        orphan_rows = conv.assembly_orphans
+        orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
         if orphan_rows is None:
             orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
         # What assembly drops from the conversation as it stands: a source that also lists the
@@ -325,12 +376,14 @@ class FrameBuilder:
         n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
             self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
-        for g in conv.growth or ():
+        for g in summary.growth or ():
             chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
             growth.append(
                 (*key, g.position, g.at, g.event, g.commit, g.messages, chars, g.context_tokens, g.orphans,
                  g.tokens_before, g.tokens_after, g.summary if self.text else None)
             )
+        for table, table_rows in summary.rows.items():
+            self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
         for st in conv.steps:
             self.builders["steps"].append(
                 (*key, st.agent_id, st.step, st.commit, st.started_at, st.ended_at, st.model, st.provider,
@@ -340,7 +393,7 @@ class FrameBuilder:
         self.builders["conversations"].append(
             (
                 *key,
-                conv.title,
+                summary.title,
                 conv.path,
                 walk.first_at,
                 walk.last_at,
@@ -431,7 +484,7 @@ class FrameBuilder:
             builder.append((d.source, display(d.path), d.line, d.kind, display(d.detail), raw_name(d.path)))
 
     def finish(self) -> dict[str, pa.Table]:
-        """Every table."""
+        """Every core table, and each source table that received rows."""
         return {name: b.finish() for name, b in self.builders.items()}
 
 

@@ -25,11 +25,12 @@ import pyarrow as pa
 from .diagnostics import Diagnostic
 from .discovery import Discovery, PathArg, checked_options, nothing_found, printable
 from .frames import FrameBuilder
+from .handoff import Conversation, EntryColumns, TableRows
 from .model import Entry
 from .pricing import Pricer, Prices, price_tables
 from .schema import TABLES
 from .sources import Diagnostics
-from .sources.base import Conversation, EntryColumns, Source
+from .sources.base import Source
 
 __all__ = ["Batch", "LoadEvent", "LoadPlan", "Progress", "iter_batches"]
 
@@ -171,6 +172,9 @@ class LoadPlan:
             kept: dict[int, Diagnostic] = {}  # the rows not already reported in this load
             found = 0
             for conv in src.open(target, diags):
+                if isinstance(conv, TableRows):
+                    self.builder.add_rows(conv, src.name)
+                    continue
                 if not discovery.admit(conv, diags):
                     continue
                 found += 1

@@ -10,7 +10,7 @@ import pytest
 from murmur_lines import append, id_at, line, message, write_record
 
 import murmur_analysis as ma
-from murmur_analysis.sources.murmur_reader import RecordReader
+from murmur_analysis.sources.murmur.reader import RecordReader
 
 
 def record(tmp_path: Path) -> Path:

@@ -10,10 +10,10 @@ import pyarrow as pa
 from litany_entries import model, result, tool, use, user
 
 from murmur_analysis.frames import FrameBuilder, to_pandas
+from murmur_analysis.handoff import Conversation, OrphanRow, ToolMeta, UsageRow
 from murmur_analysis.metrics import growth_curves, orphan_drops, token_usage, tool_error_rates
 from murmur_analysis.model import Entry, Text, Unknown, Usage
 from murmur_analysis.schema import TABLES, schema
-from murmur_analysis.sources.base import Conversation, OrphanRow, ToolMeta, UsageRow
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

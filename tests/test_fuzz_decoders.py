@@ -24,8 +24,8 @@ import murmur_analysis as ma
 from murmur_analysis import assemble, pair_tools, transcript
 from murmur_analysis import model as m
 from murmur_analysis.frames import FrameBuilder
+from murmur_analysis.handoff import Conversation
 from murmur_analysis.schema import TABLES, schema
-from murmur_analysis.sources.base import Conversation
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 

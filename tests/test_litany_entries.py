@@ -6,7 +6,7 @@ import pytest
 
 from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
 from murmur_analysis.providers import Resolved, resolve
-from murmur_analysis.sources.litany_entries import entry_name, normalize_usage, parse_body
+from murmur_analysis.sources.litany.entries import entry_name, normalize_usage, parse_body
 
 
 def api(row: str) -> Resolved:

@@ -16,7 +16,7 @@ from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
 from murmur_analysis.model import Text, ToolResult, ToolUse
-from murmur_analysis.sources import litany_replay as litany_module
+from murmur_analysis.sources.litany import replay as litany_module
 
 USE = {"type": "tool_use", "id": "call_1", "name": "bash", "input": {"cmd": "ls"}}
 RESULT = {"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "out"}],
@@ -278,7 +278,7 @@ def test_a_hostile_repository_runs_nothing(tmp_path: Path, monkeypatch: pytest.M
 def test_a_partial_clone_never_fetches_a_missing_object(tmp_path: Path) -> None:
     import subprocess
 
-    from murmur_analysis.sources.git import safe_env
+    from murmur_analysis._git import safe_env
 
     git_dir, marker = hostile_repo(tmp_path)
     env = safe_env()
@@ -317,7 +317,7 @@ def test_load_takes_a_data_root_a_workspace_a_bare_repo_and_a_work_tree(tmp_path
 def plumbing(git_dir: Path) -> Callable[..., bytes]:
     import subprocess
 
-    from murmur_analysis.sources.git import safe_env
+    from murmur_analysis._git import safe_env
 
     env = safe_env() | {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
                         "GIT_COMMITTER_EMAIL": "a@b", "GIT_AUTHOR_DATE": f"{T0 + 99_000} +0000",
@@ -349,7 +349,7 @@ def forked_and_merged(tmp_path: Path) -> Path:
 
 
 def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path) -> None:
-    from murmur_analysis.sources.git import GitRepo, first_parent
+    from murmur_analysis._git import GitRepo, first_parent
 
     repo = GitRepo(forked_and_merged(tmp_path))
     heads = repo.refs()
@@ -368,7 +368,7 @@ def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path
 
 @pytest.mark.parametrize("size", [1, 2, 7, 41, 1 << 20])
 def test_the_log_parser_takes_output_in_pieces_of_any_size(tmp_path: Path, size: int) -> None:
-    from murmur_analysis.sources.git import GitRepo, LogParser, parse_log
+    from murmur_analysis._git import GitRepo, LogParser, parse_log
 
     repo = GitRepo(forked_and_merged(tmp_path))
     out = repo.run("log", "--raw", "-z", "--no-abbrev", "--root", "--diff-merges=first-parent",

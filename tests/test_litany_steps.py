@@ -12,7 +12,7 @@ from litany_git import Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
 from murmur_analysis.sources.base import Diagnostics
-from murmur_analysis.sources.litany_steps import parse_response
+from murmur_analysis.sources.litany.steps import parse_response
 
 USE = {"type": "tool_use", "id": "call_1", "name": "bash", "input": {}}
 RESULT = {"type": "tool_result", "tool_use_id": "call_1", "content": [], "is_error": False}

@@ -19,9 +19,9 @@ import murmur_analysis as ma
 from murmur_analysis import metrics
 from murmur_analysis.corpus import Corpus
 from murmur_analysis.frames import FrameBuilder
+from murmur_analysis.handoff import Conversation, GrowthRow, ToolMeta, UsageRow
 from murmur_analysis.model import Entry, Text, Usage
 from murmur_analysis.pricing import price_tables
-from murmur_analysis.sources.base import Conversation, GrowthRow, ToolMeta, UsageRow
 
 
 def at(text: str) -> datetime:

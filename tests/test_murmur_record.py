@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
-from murmur_analysis.sources.murmur_record import LineKind, decide, lower, lower_value, parse
+from murmur_analysis.sources.murmur.record import LineKind, decide, lower, lower_value, parse
 
 # Pieces that move a line across serde_json's rules: escapes (lone surrogates among them),
 # numbers at and beyond f64's range, nesting, trailing commas and content, a BOM, control bytes.
@@ -93,7 +93,7 @@ def test_the_record_readers_index_is_the_same_at_any_read_size(lines: list[bytes
     import pytest
 
     from murmur_analysis.errors import ReadMessagesError
-    from murmur_analysis.sources import murmur_reader
+    from murmur_analysis.sources.murmur import reader as murmur_reader
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "conversation.jsonl"

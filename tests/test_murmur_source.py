@@ -32,7 +32,7 @@ from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
 from murmur_analysis.schema import TABLES, schema
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
-from murmur_analysis.sources.murmur_reader import RecordReader, walk
+from murmur_analysis.sources.murmur.reader import RecordReader, walk
 
 BILLING = "support-bot/ctx-billing"
 REFUND = "support-bot/ctx-refund"
@@ -464,7 +464,7 @@ def test_trace_damage_is_reported(tmp_path: Path) -> None:
 
 
 def test_provider_rules() -> None:
-    from murmur_analysis.sources.murmur_trace import api_of
+    from murmur_analysis.sources.murmur.trace import api_of
 
     def family(model: str | None, **event: str) -> str | None:
         return api_of(event, model).family

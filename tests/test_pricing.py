@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis.frames import FrameBuilder, to_pandas
+from murmur_analysis.handoff import Conversation, UsageRow
 from murmur_analysis.model import Entry, Text, Usage
 from murmur_analysis.pricing import Pricer, price_data_version, price_tables, sum_costs
-from murmur_analysis.sources.base import Conversation, UsageRow
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

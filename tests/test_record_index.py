@@ -19,7 +19,7 @@ from murmur_lines import id_at, line, message
 import murmur_analysis as ma
 from murmur_analysis import cache
 from murmur_analysis.cli import main
-from murmur_analysis.record_index import IndexStore
+from murmur_analysis.sources.murmur.index import IndexStore
 
 PAD = "x" * 180  # a line of about 300 bytes, so a few thousand make a record past the 1 MiB threshold
 
@@ -271,7 +271,7 @@ def test_a_fresh_process_serves_the_first_page_from_the_index(record: Path, tmp_
     env = {**os.environ, "MURMUR_ANALYSIS_CACHE": str(tmp_path / "user-cache")}
     script = (
         "import json, sys, murmur_analysis as ma\n"
-        "from murmur_analysis.sources.murmur_reader import _DEFAULT_READER as r\n"
+        "from murmur_analysis.sources.murmur.reader import _DEFAULT_READER as r\n"
         "p = ma.read_messages(sys.argv[1], limit=5)\n"
         "print(json.dumps([r.parsed_lines, p.total, [m.id for m in p.messages]]))\n"
     )

@@ -31,11 +31,12 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from ..handoff import Conversation
 from ..identity import changed_since
 from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
 from ..pricing import Pricer, Prices, price_tables
 from ..schema import SCHEMA_VERSION
-from ..sources.base import Conversation, Source
+from ..sources.base import Source
 from .layout import Output
 from .reader import read_parquet
 from .state import ExportState, unit_id

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..sources.base import Conversation
+from ..handoff import Conversation
 
 __all__ = ["ExportState", "unit_id"]
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NoSourceError, UnknownSourceError
-from .base import Conversation, Diagnostics, Source
+from ..handoff import Conversation
+from .base import Diagnostics, Source
 
 __all__ = [
     "BUILTIN",

@@ -44,9 +44,10 @@ from urllib.parse import quote
 import orjson
 import pyarrow as pa
 
+from ..handoff import Conversation, ToolMeta
 from ..model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..schema import Column
-from .base import Conversation, Diagnostics, Source, ToolMeta
+from .base import Diagnostics, Source
 from .files import (
     NOT_REGULAR,
     NotRegularFile,

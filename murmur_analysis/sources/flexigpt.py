@@ -44,6 +44,7 @@ from typing import Any, ClassVar
 import orjson
 
 from ..cursor import paginate
+from ..handoff import Conversation, ToolMeta, UsageRow
 from ..model import (
     Block,
     Entry,
@@ -62,7 +63,7 @@ from ..model import (
     read_counter,
 )
 from ..providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
-from .base import Conversation, Diagnostics, Source, ToolMeta, UsageRow
+from .base import Diagnostics, Source
 from .files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
 
 __all__ = [

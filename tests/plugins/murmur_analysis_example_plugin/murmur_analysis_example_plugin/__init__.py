@@ -17,8 +17,9 @@ from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from murmur_analysis.handoff import Conversation
 from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
-from murmur_analysis.sources.base import Conversation, Diagnostics, Source
+from murmur_analysis.sources.base import Diagnostics, Source
 
 __all__ = ["SAMPLE", "PlaintextSource"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from ..model import Block, Text, Usage, blocks_from_wire, read_counter
-from ..providers import Resolved, as_resolved
+from ...model import Block, Text, Usage, blocks_from_wire, read_counter
+from ...providers import Resolved, as_resolved
 
 __all__ = [
     "EntryName",

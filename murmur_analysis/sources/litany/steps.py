@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from .base import Diagnostics
-from .files import entry_is_dir, listing, read_regular
+from ..base import Diagnostics
+from ..files import entry_is_dir, listing, read_regular
 
 __all__ = ["Attempt", "StepRecord", "parse_response", "read_steps"]
 

@@ -9,7 +9,7 @@ comma, a lone surrogate, a byte-order mark, a control character in a string, con
 the value, a number outside f64's range) is murmur's by construction, and a message's
 ``content`` is lowered with serde_json's own ``to_string``.
 
-The cursor's :class:`~murmur_analysis.sources.murmur_reader.RecordReader`, the murmur source's entries and its
+The cursor's :class:`~murmur_analysis.sources.murmur.reader.RecordReader`, the murmur source's entries and its
 table scan all call these functions; nothing else reads a record line.
 """
 
@@ -19,8 +19,8 @@ import enum
 import os
 from typing import Any, NamedTuple
 
-from .. import _native
-from ..model import murmur_block_rules
+from ... import _native
+from ...model import murmur_block_rules
 
 __all__ = [
     "HEADER_TYPE",

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import GitError
-from .files import file_kind, listing
+from .errors import GitError
+from .sources.files import file_kind, listing
 
 __all__ = [
     "Change", "Commit", "GitRepo", "LogParser", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env",

@@ -17,13 +17,13 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..assembly import Pairer, assemble
-from ..model import Entry, sorted_entries, text_chars
-from ..providers import Resolved, resolve
-from .base import Diagnostics
-from .files import display
-from .git import GitRepo
-from .litany_entries import Parsed, entry_name, normalize_usage, parse_body
+from ..._git import GitRepo
+from ...assembly import Pairer, assemble
+from ...model import Entry, sorted_entries, text_chars
+from ...providers import Resolved, resolve
+from ..base import Diagnostics
+from ..files import display
+from .entries import Parsed, entry_name, normalize_usage, parse_body
 
 __all__ = ["MESSAGES", "Replayer", "Summary", "Tally"]
 

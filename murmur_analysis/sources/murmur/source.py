@@ -5,7 +5,7 @@ murmur keeps one record per (record store, context id) at
 appended by the runtime while it runs. This source finds records under a murmur home, its
 ``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
 Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
-decision :func:`~murmur_analysis.sources.murmur_reader.read_messages` pages by):
+decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
   and reported with its 1-based line number; line 1 may be the ``murmur.record`` header (not a
@@ -36,14 +36,15 @@ from typing import Any, ClassVar
 import orjson
 import pyarrow as pa
 
-from ..identity import file_identity
-from ..model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
-from .base import Conversation, Diagnostics, EntryColumns, Source, ToolMeta
-from .files import check_file, entry_is_dir, is_dir, listing, open_regular
-from .murmur_join import Join, inference_row, ms_of
-from .murmur_record import header_of, message_values, scan_records, skipped_detail, unreadable
-from .murmur_scan import ints, pairing, scanned_columns, strings
-from .murmur_trace import TraceIndex, discover, trace_files
+from ...handoff import Conversation, EntryColumns, ToolMeta
+from ...identity import file_identity
+from ...model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
+from ..base import Diagnostics, Source
+from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
+from .engine import ints, pairing, scanned_columns, strings
+from .join import Join, inference_row, ms_of
+from .record import header_of, message_values, scan_records, skipped_detail, unreadable
+from .trace import TraceIndex, discover, trace_files
 
 __all__ = ["MurmurSource"]
 
@@ -243,7 +244,7 @@ class MurmurSource(Source):
         """
         if self._index is None or not self._index.session_usage:
             return {}
-        from ..frames import usage_table  # the frame builder's own rows (frames imports the sources)
+        from ...frames import usage_table  # the frame builder's own rows (frames imports the sources)
 
         return {"usage": usage_table(self.name, [inference_row(inf) for _trace, inf in self._index.session_usage])}
 

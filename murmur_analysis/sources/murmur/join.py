@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from .base import GrowthRow, UsageRow
-from .murmur_trace import Inference, Task
+from ...handoff import GrowthRow, UsageRow
+from .trace import Inference, Task
 
 __all__ = ["Join", "inference_row", "ms_of"]
 

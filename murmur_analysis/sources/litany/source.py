@@ -47,18 +47,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..assembly import Assembled, assemble
-from ..diagnostics import Diagnostic
-from ..errors import GitError
-from ..identity import file_identity
-from ..model import Entry, Usage, context_tokens
-from ..providers import Resolved, resolve
-from .base import Conversation, Diagnostics, GrowthRow, OrphanRow, Source, StepRow, UsageRow
-from .files import check_file, display, entry_is_dir, is_dir, listing, open_regular
-from .git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
-from .litany_entries import entry_name, normalize_usage
-from .litany_replay import MESSAGES, Replayer, Summary, Tally
-from .litany_steps import StepRecord, read_steps
+from ..._git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
+from ...assembly import Assembled, assemble
+from ...diagnostics import Diagnostic
+from ...errors import GitError
+from ...handoff import Conversation, GrowthRow, OrphanRow, StepRow, UsageRow
+from ...identity import file_identity
+from ...model import Entry, Usage, context_tokens
+from ...providers import Resolved, resolve
+from ..base import Diagnostics, Source
+from ..files import check_file, display, entry_is_dir, is_dir, listing, open_regular
+from .entries import entry_name, normalize_usage
+from .replay import MESSAGES, Replayer, Summary, Tally
+from .steps import StepRecord, read_steps
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
 

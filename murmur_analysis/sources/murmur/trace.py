@@ -32,10 +32,11 @@ from typing import Any
 
 import orjson
 
-from ..model import Usage, read_counter
-from ..providers import Resolved, resolve
-from .base import Diagnostics, ToolMeta
-from .files import check_file, entry_is_dir, is_dir, listing, read_file
+from ...handoff import ToolMeta
+from ...model import Usage, read_counter
+from ...providers import Resolved, resolve
+from ..base import Diagnostics
+from ..files import check_file, entry_is_dir, is_dir, listing, read_file
 
 __all__ = [
     "Compaction",

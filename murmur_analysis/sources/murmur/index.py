@@ -24,8 +24,8 @@ from typing import Any
 
 import orjson
 
-from .cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, write_atomic
-from .identity import HEAD_BYTES, classify, probe
+from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, write_atomic
+from ...identity import HEAD_BYTES, classify, probe
 
 __all__ = ["PROBE_BYTES", "IndexStore", "LineIndex", "classify", "probe"]
 

@@ -1,9 +1,9 @@
 """murmur's record reader: the one reader of ``conversation.jsonl`` files, for pages and walks.
 
 :class:`RecordReader` keeps, per record, the line index the native line rules build
-(:func:`~murmur_analysis.sources.murmur_record.index_lines`: which lines are messages, at which
+(:func:`~murmur_analysis.sources.murmur.record.index_lines`: which lines are messages, at which
 offsets, the header), keyed on the file's identity (:mod:`murmur_analysis.identity`) and
-persisted between processes (:mod:`murmur_analysis.record_index`); a record that grew is read
+persisted between processes (:mod:`murmur_analysis.sources.murmur.index`); a record that grew is read
 from where it grew, one that was replaced is read again. The cursor core
 (:mod:`murmur_analysis.cursor`) does the paging arithmetic over that index.
 """
@@ -17,13 +17,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ..cursor import Page, PageMessage, encode_cursor, window
-from ..diagnostics import Diagnostic
-from ..errors import ReadMessagesError
-from ..record_index import IndexStore, classify, probe
-from ..record_index import LineIndex as _Snapshot
-from .files import NotRegularFile, open_regular
-from .murmur_record import header_of, index_lines, lower, parse
+from ...cursor import Page, PageMessage, encode_cursor, window
+from ...diagnostics import Diagnostic
+from ...errors import ReadMessagesError
+from ..files import NotRegularFile, open_regular
+from .index import IndexStore, classify, probe
+from .index import LineIndex as _Snapshot
+from .record import header_of, index_lines, lower, parse
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 

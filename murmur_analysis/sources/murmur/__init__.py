@@ -1,0 +1,14 @@
+"""murmur: a JSONL record per context, with optional trace files beside it.
+
+- :mod:`.record`: murmur's line rules (serde_json, through the native engine) and headers.
+- :mod:`.index`: the persisted line index of a record.
+- :mod:`.reader`: the record reader the cursor core pages through.
+- :mod:`.engine`: the native scan of many records into typed columns.
+- :mod:`.trace`: the trace files (tasks, inferences, tool timings) and their index.
+- :mod:`.join`: records joined to their traces (usage, growth).
+- :mod:`.source`: the source: discovery and decoding of a murmur home.
+"""
+
+from .source import MurmurSource
+
+__all__ = ["MurmurSource"]
