@@ -28,7 +28,6 @@ from .frames import FrameBuilder
 from .handoff import Conversation, EntryColumns, TableRows
 from .model import Entry
 from .pricing import Pricer, Prices, price_tables
-from .schema import TABLES
 from .sources import Diagnostics
 from .sources.base import Source
 
@@ -77,11 +76,13 @@ class LoadEvent:
             Arrow holds them: undecodable bytes as ``\xNN``).
         conversation_id: the conversation's id as its source gave it (lossless: surrogate
             escapes kept), for ``conversation`` and ``skipped``.
-        rows: rows the conversation added to each table (``conversation`` only).
+        rows: rows the conversation added to each table, a source's own tables included
+            (``conversation`` only).
         diagnostics: for ``conversation``, the rows its decoding reported (not yet in the
             builder); for ``target``, the source's rows that belong to no conversation.
         all_diagnostics: for ``target``, every row of that path in the order reported.
-        extra_tables: for ``target``, the source's own tables (``Source.extra_tables``).
+        extra_tables: for ``target``, the rows of that path that belong to no conversation, by
+            table (the source's :class:`~murmur_analysis.handoff.TableRows` and ``Source.extra_tables``).
     """
 
     kind: str
@@ -168,12 +169,15 @@ class LoadPlan:
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
+            loose = self.new_builder()  # rows that belong to no conversation: handed over with the path's end
+            loose_tables: set[str] = set()
             owned: set[int] = set()  # indexes of diags.rows a conversation reported
             kept: dict[int, Diagnostic] = {}  # the rows not already reported in this load
             found = 0
             for conv in src.open(target, diags):
                 if isinstance(conv, TableRows):
-                    self.builder.add_rows(conv, src.name)
+                    loose.add_rows(conv, src.name)
+                    loose_tables.add(conv.table)
                     continue
                 if not discovery.admit(conv, diags):
                     continue
@@ -196,7 +200,7 @@ class LoadPlan:
                 mine = self._fresh(diags.rows, range(mark, len(diags.rows)), kept)
                 yield LoadEvent(
                     "conversation", src, target, conv, lossless,
-                    rows={name: after[name] - before[name] for name in TABLES},
+                    rows={name: after[name] - before.get(name, 0) for name in after},
                     diagnostics=mine,
                 )
                 if progress:
@@ -206,11 +210,13 @@ class LoadPlan:
             if self.source is not None and not found and not diags.rows:
                 raise nothing_found(self.source, target, self.options)
             rest = self._fresh(diags.rows, (i for i in range(len(diags.rows)) if i not in owned), kept)
+            extra = dict(src.extra_tables())
+            merge_extra(extra, {name: t for name, t in loose.finish().items() if name in loose_tables})
             yield LoadEvent(
                 "target", src, target,
                 diagnostics=rest,
                 all_diagnostics=[kept[i] for i in sorted(kept)],
-                extra_tables=src.extra_tables(),
+                extra_tables=extra,
             )
 
     def _fresh(self, rows: list[Diagnostic], indexes: Iterable[int], kept: dict[int, Diagnostic]) -> list[Diagnostic]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-__all__ = ["SCHEMA_VERSION", "TABLES", "Column", "built_schema", "markdown", "schema"]
+__all__ = ["SCHEMA_VERSION", "SOURCE_TABLES", "TABLES", "Column", "built_schema", "markdown", "schema"]
 
 #: The version of the declared tables: raised whenever a column is added, removed, renamed or
 #: changes type or meaning. Exports stamp it in every file.
@@ -200,20 +200,74 @@ TABLES: dict[str, tuple[Column, ...]] = {
 
 
 def schema(table: str) -> pa.Schema:
-    """The declared Arrow schema of ``table``."""
-    return pa.schema([pa.field(c.name, c.type) for c in TABLES[table]])
+    """The declared Arrow schema of ``table`` (a core table or a source's own)."""
+    return pa.schema([pa.field(c.name, c.type) for c in _declared(table)])
 
 
 def built_schema(table: str) -> pa.Schema:
     """The columns of ``table`` the frame builder writes (every column no later step fills)."""
-    return pa.schema([pa.field(c.name, c.type) for c in TABLES[table] if c.filled_by is None])
+    return pa.schema([pa.field(c.name, c.type) for c in _declared(table) if c.filled_by is None])
 
 
 def markdown() -> str:
     """The column reference as Markdown (what ``docs/tables.md`` holds)."""
     out = ["# Tables", "", "Generated from `murmur_analysis/schema.py`; a test keeps them equal.", ""]
-    for name, columns in TABLES.items():
-        out += [f"## {name}", "", "| column | type | meaning |", "|---|---|---|"]
+    for name, columns in {**TABLES, **SOURCE_TABLES}.items():
+        out += [f"## {name}", ""]
+        if name in SOURCE_TABLES:
+            out += [SOURCE_TABLES_NOTE, ""]
+        out += ["| column | type | meaning |", "|---|---|---|"]
         out += [f"| {c.name} | {c.type} | {c.doc} |" for c in columns]
         out.append("")
     return "\n".join(out)
+
+
+# -- Tables of one source's own --------------------------------------------------------------------
+# Declared like the core tables and built by the frame builder from the rows a source hands over
+# (a conversation's in its summary, the others beside its conversations). Unlike a core table, a
+# load holds one only when a source gave it rows.
+
+#: What ``docs/tables.md`` says of every table in :data:`SOURCE_TABLES`.
+SOURCE_TABLES_NOTE = "A source's own table: a load holds it only when its source read rows of it."
+
+SOURCE_TABLES: dict[str, tuple[Column, ...]] = {
+    "dispatch_sessions": (
+        Column("source", _STR, "always dispatch"),
+        Column("conversation_id", _STR, "the conversation (a session id, or eval:<digest>/<trace>)"),
+        Column("kind", _STR, "run, session_file, channel, sqlite or eval_trace: where it was found"),
+        Column("session_id", _STR, "the courier session id"),
+        Column("run_id", _STR, "the run (<ms>-<digest[:12]>), for a run's session"),
+        Column("parcel_digest", _STR, "the parcel's digest"),
+        Column("parcel_name", _STR, "the parcel's name, from the run record"),
+        Column("entrypoint", _STR, "chat, job, heartbeat, ..."),
+        Column("label", _STR, "the session's label, when set"),
+        Column("channel", _STR, "the channel plugin folder, for a channel bot's session"),
+        Column("courier", _STR, "the courier that ran it (run record or trace)"),
+        Column("status", _STR, "run status (starting running exited failed stopped), or passed/failed for a trace"),
+        Column("exit_code", _I64, "the run's exit code"),
+        Column("turn_count", _I64, "turns the session ran"),
+        Column("elapsed_ms", _I64, "the session's elapsed_ms"),
+        Column("history_messages", _I64, "messages in the session's history"),
+        Column("started_at", _TS, "when the run or trace started (the only times dispatch records)"),
+        Column("stopped_at", _TS, "when the run stopped or the trace finished"),
+        Column("error", _STR, "the run's last_error, or the trace's error and failures"),
+        Column("path", _STR, "the file it was read from"),
+    ),
+    "memory": (
+        Column("source", _STR, "always dispatch"),
+        Column("parcel_digest", _STR, "the parcel whose memory it is"),
+        Column("namespace", _STR, "the memory namespace"),
+        Column("key", _STR, "the key"),
+        Column("value", _STR, "the value as text: as stored, or a BLOB's UTF-8 text (null when a BLOB is not "
+                              "UTF-8)"),
+        Column("value_bytes", pa.binary(), "the value's bytes when it is stored as a BLOB"),
+        Column("updated_at", _TS, "updated_at as a time (Unix seconds; values past 1e11 read as milliseconds)"),
+        Column("updated_at_raw", _I64, "updated_at as stored"),
+        Column("path", _STR, "the SQLite file"),
+    ),
+}
+
+
+def _declared(table: str) -> tuple[Column, ...]:
+    """The columns of ``table``: a core table, else a source's own (``KeyError`` for neither)."""
+    return TABLES[table] if table in TABLES else SOURCE_TABLES[table]

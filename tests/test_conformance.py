@@ -16,7 +16,7 @@ import pytest
 import murmur_analysis as ma
 from murmur_analysis.cursor import entry_message
 from murmur_analysis.model import ToolResult, ToolUse
-from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.schema import SOURCE_TABLES, TABLES, schema
 from murmur_analysis.sources import BUILTIN, registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,11 +36,9 @@ def sample_path(name: str) -> Path | None:
     return path if path.exists() else None
 
 
-def declared_schemas(name: str) -> dict[str, pa.Schema]:
-    """Every table's declared schema: the core tables, then the source's own."""
-    declared = {t: schema(t) for t in TABLES}
-    declared.update(getattr(registry()[name], "extra_table_schemas", {}))
-    return declared
+def declared_schemas() -> dict[str, pa.Schema]:
+    """Every table's declared schema: the core tables, then the sources' own."""
+    return {t: schema(t) for t in (*TABLES, *SOURCE_TABLES)}
 
 
 @pytest.mark.parametrize("name", [*BUILTIN, PLUGIN])
@@ -50,7 +48,7 @@ def test_source_conforms(name: str) -> None:
     assert path is not None, f"no sample for {name!r} (data/samples/{name}/ or the plugin's own)"
     corpus = ma.load(path, source=name)
 
-    declared = declared_schemas(name)
+    declared = declared_schemas()
     for table_name, table in corpus.tables.items():
         assert table_name in declared, f"{name}: table {table_name!r} has no declared schema"
         assert table.schema == declared[table_name], f"{name}: {table_name} schema differs from its declaration"

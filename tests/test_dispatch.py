@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pandas as pd
 import pytest
 
 import murmur_analysis as ma
+from murmur_analysis.export import export, read_parquet
+from murmur_analysis.handoff import Conversation
 from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
-from murmur_analysis.schema import schema
+from murmur_analysis.schema import SOURCE_TABLES, schema
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.dispatch import DispatchSource
 
@@ -130,11 +136,11 @@ def test_session_sqlite_is_read_read_only_with_memory_as_its_own_table(tmp_path:
     assert corpus.conversations["conversation_id"].tolist() == ["sess-db"]
     assert corpus.diagnostics[["kind", "line"]].values.tolist() == [["bad_json", 2]]
     memory = corpus.frame("memory")
-    assert list(memory.columns) == DispatchSource.extra_table_schemas["memory"].names
+    assert list(memory.columns) == schema("memory").names
     assert memory["key"].tolist() == ["tz", "units"]
     assert [t.isoformat() for t in memory["updated_at"]] == ["2025-07-31T22:30:00.123000+00:00",
                                                              "2025-07-31T22:30:00+00:00"]
-    assert corpus.tables["memory"].schema == DispatchSource.extra_table_schemas["memory"]
+    assert corpus.tables["memory"].schema == schema("memory")
     handle = corpus.conversation("sess-db")
     assert len(handle.entries) == 4
 
@@ -211,7 +217,9 @@ def test_unreadable_files_are_diagnostics(tmp_path: Path) -> None:
     corpus = ma.load(tmp_path)
     assert corpus.diagnostics["kind"].tolist() == ["bad_json", "not_a_session", "not_a_trace"]
     # two files holding one session id are two histories: both load, keyed on their files
-    assert corpus.conversations["conversation_id"].tolist() == ["d", "e", "f"]
+    assert corpus.conversations["conversation_id"].tolist() == ["a", "b", "eval:/c", "d", "e", "f"]
+    # a file is a conversation before it is read: one that holds no session has no messages and no session row
+    assert corpus.conversations["messages"].tolist() == [0, 0, 0, 4, 4, 3]
     assert corpus.frame("dispatch_sessions")["session_id"].tolist() == ["dup", "dup", "odd"]
     odd = corpus.conversation("f").entries
     assert [e.side for e in odd] == ["user", "unknown", "unknown"]
@@ -238,7 +246,8 @@ def test_reopen(tmp_path: Path) -> None:
     write(tmp_path / "x.session.json", {**SESSION, "id": "file-1"})
     write(tmp_path / "t.dispatch-trace.json", trace([started("a", None), finished("a", 1)]))
     source = DispatchSource()
-    convs = list(source.open(tmp_path, Diagnostics("dispatch")))
+    convs = [c for c in source.open(tmp_path, Diagnostics("dispatch")) if isinstance(c, Conversation)]
+    assert len(convs) == 3
     for conv in convs:
         again = source.reopen(conv.key, Diagnostics("dispatch"))
         assert again.conversation_id == conv.conversation_id
@@ -255,8 +264,7 @@ def test_sample_exact_counts() -> None:
     assert sizes == {"messages": 18, "tool_calls": 2, "usage": 0, "orphans": 0, "growth": 18, "steps": 0,
                      "conversations": 5, "diagnostics": 2, "dispatch_sessions": 5, "memory": 3}
     for name, table in corpus.tables.items():
-        assert table.schema == (schema(name) if name not in DispatchSource.extra_table_schemas
-                                else DispatchSource.extra_table_schemas[name])
+        assert table.schema == schema(name)
     conv = corpus.conversations.set_index("conversation_id")
     assert conv["messages"].to_dict() == {
         f"1754000000000-{DIGEST[:12]}": 4, f"1754003600000-{DIGEST[:12]}": 2,
@@ -406,5 +414,95 @@ def test_a_session_file_holding_json_null_is_reported_not_dropped(tmp_path: Path
     path = tmp_path / "1754000000000-3f9a1c2b7d4e.session.json"
     path.write_text("null")
     corpus = ma.load(path, source="dispatch")
-    assert corpus.conversations.empty
+    assert corpus.conversations["messages"].tolist() == [0]  # found by its name, read when loaded
+    assert corpus.frame("dispatch_sessions").empty
     assert list(corpus.diagnostics.kind) == ["not_a_session"]
+
+
+# -- read when loaded: an unchanged file is not read again ----------------------------------------
+
+
+def aged_copy(tmp_path: Path) -> Path:
+    """The sample, copied, every file dated long ago (no file is being written)."""
+    home = tmp_path / "d"
+    shutil.copytree(SAMPLE, home)
+    for path in home.rglob("*"):
+        os.utime(path, (1_700_000_000, 1_700_000_000))
+    return home
+
+
+def count_parses(monkeypatch: pytest.MonkeyPatch, files: dict[str, Path]) -> Counter[str]:
+    """How often the JSON text of each of ``files`` is parsed, by name (counted from now on)."""
+    texts = {path.read_bytes(): name for name, path in files.items()}
+    parsed: Counter[str] = Counter()
+    loads = orjson.loads
+
+    def counting(data: Any) -> Any:
+        if isinstance(data, bytes) and data in texts:
+            parsed[texts[data]] += 1
+        return loads(data)
+
+    monkeypatch.setattr(orjson, "loads", counting)
+    return parsed
+
+
+def test_a_conversation_is_handed_over_before_its_file_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = SAMPLE / ".dispatch" / "runs" / f"1754000000000-{DIGEST[:12]}.session.json"
+    trace_file = next(SAMPLE.rglob("*.dispatch-trace.json"))
+    parsed = count_parses(monkeypatch, {"session": session, "trace": trace_file})
+    source = DispatchSource()
+    convs = [c for c in source.open(SAMPLE, Diagnostics("dispatch")) if isinstance(c, Conversation)]
+    fingerprints = [source.fingerprint(c) for c in convs]
+    assert all(fp is not None for fp in fingerprints)
+    assert parsed == Counter()  # listed and fingerprinted: neither file read
+    by_path = {c.path: c for c in convs}
+    assert len(list(by_path[str(session)].entries)) == 4
+    assert parsed == Counter({"session": 1})
+
+
+def test_an_unchanged_session_file_is_not_decoded_on_re_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = aged_copy(tmp_path)
+    session = home / ".dispatch" / "runs" / f"1754000000000-{DIGEST[:12]}.session.json"
+    trace_file = next(home.rglob("*.dispatch-trace.json"))
+    parsed = count_parses(monkeypatch, {"session": session, "trace": trace_file})
+    out = tmp_path / "out"
+    export(home, out=out, batch_conversations=2)
+    assert parsed == Counter({"session": 1, "trace": 1})
+    first = read_parquet(out).tables
+    again = export(home, out=out, batch_conversations=2)
+    assert parsed == Counter({"session": 1, "trace": 1})  # kept from the fingerprint, not decoded
+    assert again.conversations_read == 0 and again.conversations_kept == 5
+    assert {n: t.to_pylist() for n, t in read_parquet(out).tables.items()} == {
+        n: t.to_pylist() for n, t in first.items()}
+    # A changed session is read again, and its row replaced; the rows kept beside it stay whole.
+    doc = json.loads(session.read_text())
+    doc["history"].append({"role": "user", "content": "one more"})
+    session.write_text(json.dumps(doc, indent=2))
+    os.utime(session, (1_700_000_100, 1_700_000_100))
+    export(home, out=out, batch_conversations=2)
+    assert parsed["trace"] == 1
+    exported, loaded = read_parquet(out).tables, ma.load(home).tables
+    for name in ("messages", "conversations", "dispatch_sessions", "memory"):
+        assert sorted(map(str, exported[name].to_pylist())) == sorted(map(str, loaded[name].to_pylist())), name
+    row = loaded["dispatch_sessions"].to_pylist()[0]
+    assert row["path"] == str(session) and row["history_messages"] == 5
+
+
+def test_dispatch_tables_are_declared_and_only_in_a_load_that_read_them(tmp_path: Path) -> None:
+    assert set(SOURCE_TABLES) == {"dispatch_sessions", "memory"}
+    other = ma.load(REPO / "data" / "samples" / "flexigpt")
+    assert "dispatch_sessions" not in other.tables and "memory" not in other.tables
+    # dispatch data whose sessions all prove unreadable still has its (empty) sessions table
+    (tmp_path / "a.session.json").write_text("{")
+    corpus = ma.load(tmp_path)
+    assert corpus.tables["dispatch_sessions"].num_rows == 0
+    assert corpus.tables["dispatch_sessions"].schema == schema("dispatch_sessions")
+    assert "memory" not in corpus.tables
+
+
+def test_a_trace_is_named_by_the_folder_dispatch_writes_it_in(tmp_path: Path) -> None:
+    steps = [{"kind": "operation", "operation": "chat", "input": "hi"}]
+    write(tmp_path / "evals" / DIGEST / "1-a.dispatch-trace.json", trace(steps))
+    write(tmp_path / "loose" / "1-a.dispatch-trace.json", trace(steps))
+    ids = ma.load(tmp_path / "evals", tmp_path / "loose").conversations["conversation_id"].tolist()
+    assert ids == [f"eval:{DIGEST[:12]}/1-a", "eval:/1-a"]

@@ -1,0 +1,225 @@
+"""dispatch eval traces (``evals/<parcel-digest>/<ms>-<case>.dispatch-trace.json``).
+
+Tool outcomes exist only in eval traces (``dispatch-core/src/trace.rs``). Each trace is a
+conversation of its own (``eval:<digest[:12]>/<file stem>``): the operation's input (user), the
+resolved prompt (system), each ``tool_call_started`` (an assistant ``ToolUse``), each
+``tool_call_finished`` (a tool ``ToolResult``, an error when ``exit_code != 0``), and courier
+messages. Traces give calls no ids, so call ``n`` is ``call_<n>``; a result answers the oldest
+open call of the same tool (else the oldest open call; with none open it is an orphan
+``result_<n>``). The exit code reaches ``tool_calls.exit_code``.
+
+A channel reply is the assistant's reply (courier's ``normalize_assistant_reply``): its text is
+the envelope's content. Streamed ``text_delta`` events make one assistant message, unless the
+trace holds the whole reply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...handoff import Summary, ToolMeta
+from ...model import Block, Entry, Text, ToolResult, ToolUse, Unknown
+from ..base import Diagnostics
+from .documents import as_int, as_str, document, ms_time, printable_row
+
+__all__ = ["LazyTrace", "Trace", "decode_trace", "read_trace_document"]
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """An eval trace, decoded.
+
+    Attributes:
+        entries: its entries, in order.
+        tool_meta: each call's input size, exit code and status, by call id.
+        summary: its case name as the title, and its ``dispatch_sessions`` row.
+    """
+
+    entries: list[Entry]
+    tool_meta: dict[str, ToolMeta]
+    summary: Summary
+
+
+def _is_reply(event: Any) -> bool:
+    """Whether a trace event is the assistant's whole reply (a message, or a reply tagged for a channel)."""
+    if not isinstance(event, Mapping):
+        return False
+    if event.get("kind") == "channel_reply":
+        envelope = event.get("message")
+        return isinstance(envelope, Mapping) and isinstance(envelope.get("content"), str)
+    return event.get("kind") == "message" and event.get("role") == "assistant"
+
+
+def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
+    """An eval trace artifact's entries, tool outcomes and summary (its ``dispatch_sessions`` row)."""
+    entries: list[Entry] = []
+    meta: dict[str, ToolMeta] = {}
+    open_calls: list[tuple[str, str]] = []  # (call id, tool name), oldest first
+    session_id: str | None = None
+    steps = data.get("steps")
+    steps = steps if isinstance(steps, list) else []
+    events = [s.get("event") for s in steps if isinstance(s, Mapping) and s.get("kind") == "event"]
+    has_reply = any(_is_reply(e) for e in events)
+    calls = results = 0
+    deltas: list[str] = []
+
+    def add(side: str, *blocks: Block) -> None:
+        entries.append(Entry(len(entries), side, tuple(blocks)))
+
+    def flush_deltas() -> None:
+        if deltas:
+            add("assistant", Text("".join(deltas)))
+            deltas.clear()
+
+    for step in steps:
+        if not isinstance(step, Mapping):
+            add("event", Unknown(step))
+            continue
+        kind = step.get("kind")
+        if kind == "operation":
+            text = as_str(step.get("input"))
+            add("user", Text(text) if text is not None else Unknown(dict(step)))
+            continue
+        if kind == "session_open":
+            session_id = as_str(step.get("session_id")) or session_id
+            continue
+        event = step.get("event") if kind == "event" else None
+        if not isinstance(event, Mapping):
+            add("event", Unknown(dict(step)))
+            continue
+        ekind = event.get("kind")
+        if ekind == "text_delta":
+            if not has_reply and isinstance(event.get("content"), str):
+                deltas.append(event["content"])
+            continue
+        flush_deltas()
+        if ekind == "tool_call_started":
+            inv = event.get("invocation")
+            name = as_str(inv.get("name")) if isinstance(inv, Mapping) else None
+            if name is None or not isinstance(inv, Mapping):
+                add("event", Unknown(dict(event)))
+                continue
+            calls += 1
+            call_id = f"call_{calls}"
+            raw = as_str(inv.get("input"))
+            args: Any = None
+            if raw is not None:
+                try:
+                    args = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    args = raw
+            extra = {k: v for k, v in event.items() if k not in ("kind", "invocation")}
+            if raw is not None:
+                extra["input"] = raw
+            open_calls.append((call_id, name))
+            meta[call_id] = ToolMeta(input_bytes=len(raw.encode()) if raw is not None else None)
+            add("assistant", ToolUse(call_id, name, args, None, extra))
+        elif ekind == "tool_call_finished":
+            res = event.get("result")
+            if not isinstance(res, Mapping):
+                add("event", Unknown(dict(event)))
+                continue
+            results += 1
+            tool, code = as_str(res.get("tool")), as_int(res.get("exit_code"))
+            match = next((i for i, (_, n) in enumerate(open_calls) if n == tool), 0 if open_calls else None)
+            call_id = open_calls.pop(match)[0] if match is not None else f"result_{results}"
+            stdout, stderr = as_str(res.get("stdout")) or "", as_str(res.get("stderr")) or ""
+            content: tuple[Block, ...] = (Text(stdout),) + ((Text(stderr),) if stderr else ())
+            extra = {k: v for k, v in res.items() if k not in ("stdout",)}
+            is_error = code != 0 if code is not None else None
+            add("tool", ToolResult(call_id, content, is_error, extra))
+            if call_id in meta:
+                meta[call_id] = ToolMeta(input_bytes=meta[call_id].input_bytes, exit_code=code,
+                                         status=None if is_error is None else ("error" if is_error else "ok"))
+        elif ekind == "message":
+            role, text = as_str(event.get("role")), as_str(event.get("content"))
+            add(role or "unknown", Text(text) if text is not None else Unknown(dict(event)))
+        elif ekind == "channel_reply":
+            # courier's normalize_assistant_reply: a reply tagged for a channel is the assistant's
+            # reply; its text is the envelope's content, the rest of the envelope is kept beside it.
+            envelope = event.get("message")
+            text = as_str(envelope.get("content")) if isinstance(envelope, Mapping) else None
+            if text is None:
+                add("assistant", Unknown(dict(event)))
+            else:
+                rest = {k: v for k, v in envelope.items() if k != "content"} if isinstance(envelope, Mapping) else {}
+                add("assistant", Text(text, {"channel_reply": rest}))
+        elif ekind == "prompt_resolved" and isinstance(event.get("text"), str):
+            add("system", Text(event["text"]))
+        elif ekind in ("done", "local_tools_listed", "backend_fallback"):
+            continue  # lifecycle, not conversation content
+        else:
+            add("event", Unknown(dict(event)))
+    flush_deltas()
+    failures = [f for f in data.get("failures", []) if isinstance(f, str)] if isinstance(
+        data.get("failures"), list) else []
+    errors = [e for e in [as_str(data.get("error")), *failures] if e]
+    passed = data.get("passed")
+    row = {
+        "kind": "eval_trace",
+        "session_id": session_id,
+        "parcel_digest": as_str(data.get("parcel_digest")) or None,
+        "entrypoint": as_str(data.get("entrypoint")),
+        "label": as_str(data.get("case_name")),
+        "courier": as_str(data.get("courier")),
+        "status": ("passed" if passed else "failed") if isinstance(passed, bool) else None,
+        "started_at": ms_time(data.get("started_at_ms")),
+        "stopped_at": ms_time(data.get("finished_at_ms")),
+        "error": "; ".join(errors) or None,
+        "path": path,
+    }
+    summary = Summary(title=as_str(data.get("case_name")), rows={"dispatch_sessions": (printable_row(row),)})
+    return Trace(entries, meta, summary)
+
+
+def read_trace_document(path: Path, diagnostics: Diagnostics) -> dict[str, Any] | None:
+    """A trace file's document, or ``None`` once reported (unreadable, not JSON, no steps list)."""
+    return document(path, "steps", diagnostics, "not_a_trace", "a dispatch trace artifact")
+
+
+class LazyTrace:
+    """One eval trace file, read and decoded once, when its entries or tool outcomes are first asked for.
+
+    :meth:`entries` and :attr:`tool_meta` are two views of that one decoding, so a
+    conversation built from them is complete when handed over and is read only if loaded.
+    """
+
+    def __init__(self, path: Path, diagnostics: Diagnostics) -> None:
+        self.path = path
+        self._diagnostics = diagnostics
+        self._trace: Trace | None = None
+        self.tool_meta: Mapping[str, ToolMeta] = _ToolMetaView(self)
+
+    def decoded(self) -> Trace:
+        """The trace, decoded on first use (no entries and no row when the file holds no trace)."""
+        if self._trace is None:
+            data = read_trace_document(self.path, self._diagnostics)
+            self._trace = decode_trace(data, str(self.path)) if data is not None else Trace([], {}, Summary())
+        return self._trace
+
+    def entries(self) -> Generator[Entry, None, Summary]:
+        """The trace's entries; returns its summary."""
+        trace = self.decoded()
+        yield from trace.entries
+        return trace.summary
+
+
+class _ToolMetaView(Mapping[str, ToolMeta]):
+    """The tool outcomes of a :class:`LazyTrace`, decoding it when first read."""
+
+    def __init__(self, trace: LazyTrace) -> None:
+        self._trace = trace
+
+    def __getitem__(self, call_id: str) -> ToolMeta:
+        return self._trace.decoded().tool_meta[call_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._trace.decoded().tool_meta)
+
+    def __len__(self) -> int:
+        return len(self._trace.decoded().tool_meta)
