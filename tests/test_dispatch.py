@@ -12,10 +12,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import orjson
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis.export import export, read_parquet
@@ -506,3 +509,45 @@ def test_a_trace_is_named_by_the_folder_dispatch_writes_it_in(tmp_path: Path) ->
     write(tmp_path / "loose" / "1-a.dispatch-trace.json", trace(steps))
     ids = ma.load(tmp_path / "evals", tmp_path / "loose").conversations["conversation_id"].tolist()
     assert ids == [f"eval:{DIGEST[:12]}/1-a", "eval:/1-a"]
+
+
+def _session_doc(n: int, label: str | None) -> dict[str, Any]:
+    return {**SESSION, "label": label, "history": [{"role": "user", "content": str(i)} for i in range(n)]}
+
+
+session_files = st.one_of(
+    st.builds(_session_doc, st.integers(min_value=0, max_value=5), st.none() | st.text(max_size=5)),
+    st.sampled_from([None, {"id": "x"}, [], "text", {"history": "no"}, b"{", b""]),
+)
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(session_files, min_size=1, max_size=5))
+def test_every_session_file_is_one_conversation_read_only_when_loaded(tmp_path_factory: Any, docs: list[Any]) -> None:
+    folder = tmp_path_factory.mktemp("sessions")
+    for i, doc in enumerate(docs):
+        path = folder / f"s{i}.session.json"
+        path.write_bytes(doc if isinstance(doc, bytes) else json.dumps(doc).encode())
+    texts = {p.read_bytes() for p in folder.iterdir()}
+    parsed: list[bytes] = []
+    loads = orjson.loads
+
+    def counting(data: Any) -> Any:
+        if isinstance(data, bytes) and data in texts:
+            parsed.append(data)
+        return loads(data)
+
+    with mock.patch.object(orjson, "loads", counting):
+        source = DispatchSource()
+        for conv in source.open(folder, Diagnostics("dispatch")):
+            if isinstance(conv, Conversation):
+                source.fingerprint(conv)
+        assert parsed == []  # found, named and fingerprinted: nothing read
+        corpus = ma.load(folder)
+    sessions = [d for d in docs if isinstance(d, dict) and isinstance(d.get("history"), list)]
+    assert len(parsed) == len(docs)  # the load read each file once
+    assert corpus.conversations["conversation_id"].tolist() == [f"s{i}" for i in range(len(docs))]
+    assert corpus.conversations["messages"].tolist() == [
+        len(d["history"]) if d in sessions else 0 for d in docs]
+    assert corpus.frame("dispatch_sessions")["history_messages"].tolist() == [len(d["history"]) for d in sessions]
+    assert len(corpus.diagnostics) == len(docs) - len(sessions)

@@ -7,6 +7,7 @@ loaded. A run record, which names the run and where its session lives, is read w
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
@@ -110,8 +111,8 @@ class DispatchSource(Source):
             if kind == "trace":
                 return self._trace(where, diagnostics)
             if kind == "sqlite":
-                found = read_store(self.name, where, diagnostics, memory=False)
-                conv = next((c for c in found if isinstance(c, Conversation) and c.key == key), None)
+                with contextlib.closing(read_store(self.name, where, diagnostics, memory=False)) as found:
+                    conv = next((c for c in found if isinstance(c, Conversation) and c.key == key), None)
                 if conv is not None:
                     return conv
         if isinstance(key, tuple) and len(key) >= 2:

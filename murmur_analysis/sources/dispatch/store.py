@@ -18,7 +18,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -114,7 +114,7 @@ def store_tables(path: Path) -> set[str]:
 
 def read_store(
     source: str, path: Path, diagnostics: Diagnostics, *, memory: bool
-) -> Iterator[Conversation | TableRows]:
+) -> Generator[Conversation | TableRows, None, None]:
     """Every session of a store, decoded, then (when ``memory``) its memory rows."""
     with contextlib.ExitStack() as stack:
         try:
