@@ -551,3 +551,16 @@ def test_every_session_file_is_one_conversation_read_only_when_loaded(tmp_path_f
         len(d["history"]) if d in sessions else 0 for d in docs]
     assert corpus.frame("dispatch_sessions")["history_messages"].tolist() == [len(d["history"]) for d in sessions]
     assert len(corpus.diagnostics) == len(docs) - len(sessions)
+
+
+def test_a_final_snapshot_written_beside_an_unchanged_record_changes_the_fingerprint(tmp_path: Path) -> None:
+    runs = tmp_path / ".dispatch" / "runs"
+    run_id = RUN["run_id"]
+    write(runs / f"{run_id}.json", {**RUN, "status": "running"})
+    write(runs / f"{run_id}.session.json", SESSION)
+    source = DispatchSource()
+    conv = next(c for c in source.open(runs, Diagnostics("dispatch")) if isinstance(c, Conversation))
+    before = source.fingerprint(conv)
+    assert before is not None
+    write(runs / f"{run_id}.final.json", {**RUN, "status": "failed"})  # the run's state changed
+    assert source.fingerprint(conv) != before
