@@ -8,6 +8,7 @@ rows, so memory stays bounded and no schema is inferred.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 import pandas as pd
@@ -36,6 +37,9 @@ def arrow_array(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
 class TableBuilder:
     """Rows of one declared table, turned into Arrow record batches as they accumulate.
 
+    Rows given as the table's input (:meth:`add`) are kept as they are and computed column by
+    column when a batch is made, each column by its declaration.
+
     Args:
         table: the declared table (:data:`~murmur_analysis.schema.TABLES`).
         batch_rows: rows per record batch.
@@ -49,14 +53,16 @@ class TableBuilder:
         self.batch_rows = batch_rows
         self.text = text
         self.columns: tuple[Column[Any], ...] = tuple(c for c in TABLES[table] if c.filled_by is None)
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: list[tuple[Any, ...]] = []  # rows given by value, in schema order
+        self._items: list[object] = []  # rows given as the table's input
+        self._given: list[Mapping[str, Any]] = []  # the key values given with each
         self._batches: list[pa.RecordBatch] = []
         self._batched_rows = 0
 
     @property
     def num_rows(self) -> int:
         """Rows added so far."""
-        return self._batched_rows + len(self._rows)
+        return self._batched_rows + len(self._rows) + len(self._items)
 
     def add(self, item: object, given: Mapping[str, Any] | None = None) -> None:
         """Add one row computed from ``item`` by the table's declared columns.
@@ -65,19 +71,17 @@ class TableBuilder:
             item: the table's input (a :class:`~murmur_analysis.handoff.UsageRow`, ...).
             given: values of the columns the input does not carry (``source``, ``conversation_id``).
         """
-        fixed = given or {}
-        self._append(tuple(
-            None if c.text and not self.text
-            else c.value(item) if c.value is not None
-            else fixed[c.name] if c.name in fixed
-            else getattr(item, c.name)
-            for c in self.columns
-        ))
+        if self._rows:
+            self._flush()
+        self._items.append(item)
+        self._given.append(given or {})
+        if len(self._items) >= self.batch_rows:
+            self._flush()
 
     def add_mapping(self, row: Mapping[str, Any], given: Mapping[str, Any] | None = None) -> None:
         """Add one row given as values by column name (a column it lacks: ``given``'s, else null)."""
         fixed = given or {}
-        self._append(tuple(row[c.name] if c.name in row else fixed.get(c.name) for c in self.columns))
+        self.append(tuple(row[c.name] if c.name in row else fixed.get(c.name) for c in self.columns))
 
     def add_columns(self, item: object, n: int, given: Mapping[str, str]) -> None:
         """Add ``n`` rows computed from ``item`` column-wise (each column one Arrow array).
@@ -106,21 +110,39 @@ class TableBuilder:
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add one row, its values in schema order (prefer :meth:`add`, which names them)."""
-        self._append(row)
-
-    def _append(self, row: tuple[Any, ...]) -> None:
+        if self._items:
+            self._flush()
         self._rows.append(row)
         if len(self._rows) >= self.batch_rows:
             self._flush()
 
     def _flush(self) -> None:
-        if not self._rows:
+        if self._items:
+            arrays = [arrow_array(self._column(c), c.type) for c in self.columns]
+            n = len(self._items)
+            self._items, self._given = [], []
+        elif self._rows:
+            columns = list(zip(*self._rows, strict=True))
+            arrays = [arrow_array(col, f.type) for col, f in zip(columns, self.schema, strict=True)]
+            n = len(self._rows)
+            self._rows = []
+        else:
             return
-        columns = list(zip(*self._rows, strict=True))
-        arrays = [arrow_array(col, f.type) for col, f in zip(columns, self.schema, strict=True)]
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
-        self._batched_rows += len(self._rows)
-        self._rows = []
+        self._batched_rows += n
+
+    def _column(self, c: Column[Any]) -> list[Any]:
+        """Column ``c`` of the rows given as input, computed by its declaration."""
+        items, given = self._items, self._given
+        if c.text and not self.text:
+            return [None] * len(items)
+        if c.value is not None:
+            return list(map(c.value, items))
+        if all(c.name in g for g in given):
+            return [g[c.name] for g in given]
+        if not any(c.name in g for g in given):
+            return list(map(attrgetter(c.name), items))
+        return [g[c.name] if c.name in g else getattr(i, c.name) for i, g in zip(items, given, strict=True)]
 
     def append_batch(self, arrays: list[pa.Array]) -> None:
         """Add rows given as one Arrow array per column, in schema order."""
