@@ -14,6 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis import schema
@@ -21,6 +23,7 @@ from murmur_analysis.diagnostics import Diagnostic
 from murmur_analysis.handoff import EntryColumns, GrowthRow, OrphanRow, StepRow, UsageRow
 from murmur_analysis.rows import CallColumns, ConversationRow
 from murmur_analysis.schema import Column
+from murmur_analysis.tables import TableBuilder
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 
@@ -79,3 +82,32 @@ def test_the_text_columns_are_the_declared_ones() -> None:
     for table, names in declared.items():
         for name in names:
             assert lean[table].column(name).null_count == lean[table].num_rows, (table, name)
+
+
+_ORPHAN = st.builds(OrphanRow, tool_use_id=st.text(max_size=5), found_by=st.sampled_from(["assembly", "record"]),
+                    step=st.none() | st.integers(0, 10**6), commit=st.none() | st.text(max_size=5))
+
+
+@given(
+    rows=st.lists(st.tuples(st.sampled_from(["add", "mapping", "append"]), _ORPHAN, st.text(max_size=3)), max_size=40),
+    batch_rows=st.integers(1, 7),
+)
+def test_the_table_builder_keeps_rows_in_the_order_given_however_they_are_given(
+    rows: list[tuple[str, OrphanRow, str]], batch_rows: int
+) -> None:
+    builder = TableBuilder("orphans", batch_rows=batch_rows)
+    expected = []
+    for how, orphan, conversation in rows:
+        row = {"source": "s", "conversation_id": conversation, "step": orphan.step, "commit": orphan.commit,
+               "tool_use_id": orphan.tool_use_id, "found_by": orphan.found_by}
+        expected.append(row)
+        if how == "add":
+            builder.add(orphan, {"source": "s", "conversation_id": conversation})
+        elif how == "mapping":
+            builder.add_mapping({k: v for k, v in row.items() if k != "source"}, {"source": "s"})
+        else:
+            builder.append(tuple(row.values()))
+        assert builder.num_rows == len(expected)
+    table = builder.finish()
+    assert table.schema == schema.schema("orphans")
+    assert table.to_pylist() == expected
