@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import pyarrow as pa
 
@@ -47,13 +46,13 @@ class CallColumns:
         """The pairing's column ``name``."""
         return self.rows.column(name)
 
-    def recorded(self, name: str) -> list[Any] | None:
+    def recorded(self, name: str) -> list[object] | None:
         """The runtime's ``ToolMeta`` field ``name`` per row (null where it kept none; ``None``: none kept)."""
         if not self.meta:
             return None
         return [None if m is None else getattr(m, name) for m in self.meta]
 
-    def recorded_or_paired(self, name: str) -> list[Any] | pa.Array:
+    def recorded_or_paired(self, name: str) -> list[object] | pa.Array:
         """The runtime's ``ToolMeta`` field ``name`` where it recorded one, else the pairing's column."""
         paired = self.rows.column(name)
         if not self.meta:

@@ -59,8 +59,8 @@ class Column(Generic[_In]):
         doc: what it means (``docs/tables.md``).
         filled_by: a module that fills the column after the frame builder (null until then).
         value: how it is computed from its table's input (see the module's docstring): an
-            Arrow array, a sequence or ``None`` (all null) for a chunk, one value for a row.
-            ``None``: the input's attribute of the column's name.
+            Arrow array, a sequence, a NumPy array or ``None`` (all null) for a chunk, one value
+            for a row. ``None``: the input's attribute of the column's name.
         text: a text column, left null when a load leaves text out (``text=False``).
     """
 
@@ -68,11 +68,11 @@ class Column(Generic[_In]):
     type: pa.DataType
     doc: str
     filled_by: str | None = None
-    value: Callable[[_In], Any] | None = None
+    value: Callable[[_In], object] | None = None
     text: bool = False
 
 
-def _tokens(value: Callable[[str], Callable[[_In], Any]]) -> tuple[Column[_In], ...]:
+def _tokens(value: Callable[[str], Callable[[_In], object]]) -> tuple[Column[_In], ...]:
     """The five token columns, each computed by ``value(name)`` (name: the ``Usage`` field)."""
     return tuple(Column(name, _I64, doc, value=value(name)) for name, doc in (
         ("input_tokens", "uncached input tokens (input_total minus the cache slices); null when "
@@ -115,11 +115,11 @@ def _recorded(name: str, typ: pa.DataType, doc: str) -> Column[CallColumns]:
     return Column(name, typ, doc, value=lambda calls: calls.recorded(name))
 
 
-def _cost(name: str, doc: str) -> Column[Any]:
+def _cost(name: str, doc: str) -> Column:
     return Column(name, _F64, doc, filled_by="pricing")
 
 
-_KEY: tuple[Column[Any], ...] = (
+_KEY: tuple[Column, ...] = (
     Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, or a plugin's name"),
     Column("conversation_id", _STR, "the conversation, unique within its source"),
 )
@@ -279,7 +279,7 @@ DIAGNOSTICS: tuple[Column[Diagnostic], ...] = (
            "when the path is valid text", value=lambda d: raw_name(d.path)),
 )
 
-TABLES: dict[str, tuple[Column[Any], ...]] = {
+TABLES: dict[str, tuple[Column, ...]] = {
     "messages": MESSAGES,
     "tool_calls": TOOL_CALLS,
     "usage": USAGE,

@@ -52,10 +52,10 @@ class TableBuilder:
         self.declared = schema(table)
         self.batch_rows = batch_rows
         self.text = text
-        self.columns: tuple[Column[Any], ...] = tuple(c for c in TABLES[table] if c.filled_by is None)
-        self._rows: list[tuple[Any, ...]] = []  # rows given by value, in schema order
+        self.columns: tuple[Column, ...] = tuple(c for c in TABLES[table] if c.filled_by is None)
+        self._rows: list[tuple[object, ...]] = []  # rows given by value, in schema order
         self._items: list[object] = []  # rows given as the table's input
-        self._given: list[Mapping[str, Any]] = []  # the key values given with each
+        self._given: list[Mapping[str, object]] = []  # the key values given with each
         self._batches: list[pa.RecordBatch] = []
         self._batched_rows = 0
 
@@ -64,7 +64,7 @@ class TableBuilder:
         """Rows added so far."""
         return self._batched_rows + len(self._rows) + len(self._items)
 
-    def add(self, item: object, given: Mapping[str, Any] | None = None) -> None:
+    def add(self, item: object, given: Mapping[str, object] | None = None) -> None:
         """Add one row computed from ``item`` by the table's declared columns.
 
         Args:
@@ -78,7 +78,7 @@ class TableBuilder:
         if len(self._items) >= self.batch_rows:
             self._flush()
 
-    def add_mapping(self, row: Mapping[str, Any], given: Mapping[str, Any] | None = None) -> None:
+    def add_mapping(self, row: Mapping[str, object], given: Mapping[str, object] | None = None) -> None:
         """Add one row given as values by column name (a column it lacks: ``given``'s, else null)."""
         fixed = given or {}
         self.append(tuple(row[c.name] if c.name in row else fixed.get(c.name) for c in self.columns))
@@ -104,11 +104,13 @@ class TableBuilder:
                 arrays.append(pa.nulls(n, c.type))
             elif isinstance(values, pa.Array):
                 arrays.append(values)
-            else:
+            elif isinstance(values, Sequence):
                 arrays.append(arrow_array(values, c.type))
+            else:  # a NumPy array, say
+                arrays.append(pa.array(values, type=c.type))
         self.append_batch(arrays)
 
-    def append(self, row: tuple[Any, ...]) -> None:
+    def append(self, row: tuple[object, ...]) -> None:
         """Add one row, its values in schema order (prefer :meth:`add`, which names them)."""
         if self._items:
             self._flush()
@@ -131,7 +133,7 @@ class TableBuilder:
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self._batched_rows += n
 
-    def _column(self, c: Column[Any]) -> list[Any]:
+    def _column(self, c: Column) -> list[object]:
         """Column ``c`` of the rows given as input, computed by its declaration."""
         items, given = self._items, self._given
         if c.text and not self.text:
