@@ -1,26 +1,24 @@
-"""Conversations to Arrow tables: built column-wise against the declared schemas.
+"""Conversations to Arrow tables: each table put together from finished columns, as declared.
 
-:class:`TableBuilder` collects rows as tuples in schema order and turns them into record
-batches every ``batch_rows`` rows, so memory stays bounded and no schema is inferred.
-:class:`FrameBuilder` feeds it from decoded conversations through the assembly core.
+:class:`FrameBuilder` receives a conversation as column chunks and a tool pairing
+(:mod:`~murmur_analysis.chunks`) and the rows its source handed over
+(:mod:`~murmur_analysis.handoff`), and builds every table by its declared columns
+(:mod:`~murmur_analysis.schema`) through a :class:`~murmur_analysis.tables.TableBuilder` each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer, tool_event_columns
+from .chunks import PairedChunks, conversation_chunks, entry_chunks
 from .diagnostics import Diagnostic
 from .handoff import (
-    PAIRED,
     Conversation,
     EntryColumns,
     OrphanRow,
@@ -28,97 +26,18 @@ from .handoff import (
     Reading,
     Summary,
     TableRows,
-    ToolMeta,
     UsageRow,
     repeated,
 )
-from .model import Entry, Usage, block_kind, context_tokens, message_text, reasoning_text, sorted_entries, text_chars
-from .schema import TABLES, built_schema, schema
-from .sources.files import display, raw_name
+from .model import context_tokens
+from .rows import CallColumns, ConversationRow
+from .schema import TABLES
+from .tables import TableBuilder, to_pandas, usage_table
 
-__all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas"]
-
-BATCH_ROWS = 65_536
-
-
-def _array(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
-    """Convert one column to Arrow.
-
-    Timestamps go through integer microseconds: pyarrow converts aware datetimes one by one,
-    several times slower. Every timestamp value here is a timezone-aware datetime.
-    """
-    if pa.types.is_timestamp(typ):
-        micros = [None if v is None else round(v.timestamp() * 1_000_000) for v in values]
-        return pa.array(micros, type=pa.int64()).cast(typ)
-    return pa.array(values, type=typ)
-
-
-class TableBuilder:
-    """Rows of one declared table, turned into Arrow record batches as they accumulate."""
-
-    def __init__(self, table: str, batch_rows: int = BATCH_ROWS) -> None:
-        self.table = table
-        self.schema = built_schema(table)
-        self.declared = schema(table)
-        self.width = len(self.schema)
-        self.batch_rows = batch_rows
-        self._rows: list[tuple[Any, ...]] = []
-        self._batches: list[pa.RecordBatch] = []
-        self._batched_rows = 0
-
-    @property
-    def num_rows(self) -> int:
-        """Rows added so far."""
-        return self._batched_rows + len(self._rows)
-
-    def append(self, row: tuple[Any, ...]) -> None:
-        """Add one row, its values in schema order."""
-        self._rows.append(row)
-        if len(self._rows) >= self.batch_rows:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self._rows:
-            return
-        columns = list(zip(*self._rows, strict=True))
-        arrays = [_array(col, f.type) for col, f in zip(columns, self.schema, strict=True)]
-        self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
-        self._batched_rows += len(self._rows)
-        self._rows = []
-
-    def append_batch(self, arrays: list[pa.Array]) -> None:
-        """Add rows given as one Arrow array per column, in schema order."""
-        self._flush()
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        self._batches.append(batch)
-        self._batched_rows += batch.num_rows
-
-    def finish(self) -> pa.Table:
-        """The table so far, with the declared schema (columns filled later are null)."""
-        self._flush()
-        table = pa.Table.from_batches(self._batches, schema=self.schema)
-        if self.declared == self.schema:
-            return table
-        columns = [table.column(f.name) if f.name in self.schema.names else pa.nulls(table.num_rows, f.type)
-                   for f in self.declared]
-        return pa.Table.from_arrays(columns, schema=self.declared)
-
-
-def _tokens(usage: Usage | None) -> tuple[int | None, ...]:
-    if usage is None:
-        return (None, None, None, None, None)
-    return (
-        usage.input_tokens,
-        usage.output_tokens,
-        usage.cache_read_tokens,
-        usage.cache_write_tokens,
-        usage.reasoning_tokens,
-    )
-
+__all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas", "usage_table"]
 
 _STR = pa.string()
 _I64 = pa.int64()
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,60 +87,6 @@ def _settled(conv: Conversation, summary: Summary | None) -> Summary:
     )
 
 
-def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
-    return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
-
-
-def entry_chunks(
-    entries: Iterable[Entry], rows: int = BATCH_ROWS, text: bool = True
-) -> Generator[EntryColumns, None, Summary | None]:
-    """Entries (in position order) turned into the column chunks a columnar decoder builds.
-
-    ``text`` computes the text columns (else they are null), by the rules the engine follows.
-    Returns the :class:`Summary` a generator of entries returned at its end, if any.
-    """
-    reading = Reading(entries, None)
-    chunk: list[Entry] = []
-    for entry in reading:
-        chunk.append(entry)
-        if len(chunk) >= rows:
-            yield _entry_chunk(chunk, text)
-            chunk = []
-    if chunk:
-        yield _entry_chunk(chunk, text)
-    return reading.summary
-
-
-def _entry_chunk(entries: list[Entry], text: bool) -> EntryColumns:
-    usage = [e.usage for e in entries]
-    n = len(entries)
-    return EntryColumns(
-        position=pa.array([e.position for e in entries], _I64),
-        id=pa.array([e.id for e in entries], _STR),
-        side=pa.array([e.side for e in entries], _STR),
-        origin=pa.array([e.origin for e in entries], _STR),
-        model=pa.array([e.model for e in entries], _STR),
-        created_at=_array([e.created_at for e in entries], _TIMESTAMP),
-        n_blocks=pa.array([len(e.blocks) for e in entries], pa.int32()),
-        text_chars=pa.array([text_chars(e.blocks) for e in entries], _I64),
-        status=pa.array([e.status for e in entries], _STR),
-        error=pa.array([e.error for e in entries], _STR),
-        source_id=pa.array([e.source_id for e in entries], _STR),
-        block_kinds=pa.array([[block_kind(b) for b in e.blocks] for e in entries], pa.list_(_STR)),
-        text=pa.array([message_text(e.blocks) for e in entries], _STR) if text else pa.nulls(n, _STR),
-        reasoning_text=pa.array([reasoning_text(e.blocks) for e in entries], _STR) if text else pa.nulls(n, _STR),
-        usage=usage if any(u is not None for u in usage) else None,
-        events=tool_event_columns(entries, text=text),
-    )
-
-
-def _paired(pairer: Pairer) -> Pairing:
-    """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""
-    columns = pairer.finish_columns()
-    rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
-    return Pairing(rows, *pairer.summary())
-
-
 class FrameBuilder:
     """Every table, fed one decoded conversation at a time.
 
@@ -233,7 +98,7 @@ class FrameBuilder:
 
     def __init__(self, text: bool = True) -> None:
         self.text = text
-        self.builders = {name: TableBuilder(name) for name in TABLES}
+        self.builders = {name: TableBuilder(name, text=text) for name in TABLES}
 
     def add(self, conv: Conversation) -> None:
         """Add one conversation's rows to every table.
@@ -243,15 +108,9 @@ class FrameBuilder:
         messages and derived growth rows are written per chunk, and the pairing walk of the
         assembly core keeps only open calls.
         """
-        if conv.columns is not None:
-            chunks: Iterable[EntryColumns] = conv.columns
-        else:
-            entries: Iterable[Entry] = conv.entries
-            if isinstance(entries, list):
-                entries = sorted_entries(entries)
-            chunks = entry_chunks(entries, text=self.text)
-        reading = Reading(chunks, conv.summary)
-        walk = self._walk(conv, reading)
+        reading = Reading(conversation_chunks(conv, self.text), conv.summary)
+        # The pairing walk is skipped when the source's engine already walked it (known up front).
+        walk = self._walk(conv, reading, _settled(conv, conv.summary).paired)
         self._finish(conv, walk, _settled(conv, reading.summary))
 
     def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
@@ -267,28 +126,23 @@ class FrameBuilder:
         """
         builder = self.builders.get(rows.table)
         if builder is None:
-            builder = self.builders[rows.table] = TableBuilder(rows.table)
-        names = builder.schema.names
-        fixed = {"source": source, "conversation_id": conversation_id}
+            builder = self.builders[rows.table] = TableBuilder(rows.table, text=self.text)
+        given = {"source": source, "conversation_id": conversation_id}
         for row in rows.rows:
-            builder.append(tuple(fixed[n] if n in fixed and n not in row else row.get(n) for n in names))
+            builder.add_mapping(row, given)
 
-    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns]) -> _Walk:
+    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Walk:
         key = (conv.source, conv.conversation_id)
-        # The pairing walk is skipped when the source's engine already walked it (known up front).
-        paired = _settled(conv, conv.summary).paired
+        walking = PairedChunks(chunks, paired)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
         bare: list[int] = []
-        pairer = Pairer(keep_inputs=False)
         first_at: datetime | None = None
         last_at: datetime | None = None
         count = chars_total = 0
         context: int | None = None
         sizes: list[tuple[pa.Array, pa.Array]] = []
         derived: list[list[pa.Array]] = []
-        message = -1
-        previous_side: str | None = None
-        for chunk in chunks:
+        for chunk in walking:
             n = len(chunk)
             if n == 0:
                 continue
@@ -299,31 +153,11 @@ class FrameBuilder:
                 first_at = low if first_at is None else min(first_at, low)
                 last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
-            tokens = [_token_column(usages, i) for i in range(5)] if usages else [pa.nulls(n, _I64)] * 5
             source, conversation = repeated(key[0], n), repeated(key[1], n)
             assistant = pc.fill_null(pc.equal(chunk.side, "assistant"), False).to_numpy(zero_copy_only=False)
             positions_all = chunk.position.to_numpy(zero_copy_only=False)
             bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
-            self.builders["messages"].append_batch(
-                [source, conversation, chunk.position, chunk.id, chunk.side, chunk.origin, chunk.model, created,
-                 chunk.n_blocks, chunk.text_chars, *tokens, chunk.status, chunk.error, chunk.source_id,
-                 chunk.block_kinds, *self._texts(chunk.text, chunk.reasoning_text)]
-            )
-            if paired is None:
-                # Message (run) index of each entry: a new run at every change of side.
-                side = chunk.side
-                starts = np.zeros(n, dtype=np.int64)
-                starts[0] = side[0].as_py() != previous_side
-                if n > 1:
-                    starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
-                runs = np.cumsum(starts) + message
-                message = int(runs[-1])
-                previous_side = side[-1].as_py()
-            events = chunk.events
-            if len(events) and paired is None:
-                rows = np.asarray(events.row, dtype=np.int64)
-                positions = chunk.position.to_numpy(zero_copy_only=False)
-                pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+            self.builders["messages"].add_columns(chunk, n, {"source": key[0], "conversation_id": key[1]})
             contexts: list[int | None] = []
             if usages:
                 ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
@@ -355,21 +189,23 @@ class FrameBuilder:
                 )
             count += n
             chars_total = int(chars[-1])
-        calls = paired if paired is not None else _paired(pairer)
+        calls = walking.pairing()
         return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
 
     def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
         key = (conv.source, conv.conversation_id)
+        given = {"source": conv.source, "conversation_id": conv.conversation_id}
         pairing = walk.calls
-        calls = pairing.rows
         growth = self.builders["growth"]
         if _derive_growth(summary):
             for arrays in walk.derived:
                 growth.append_batch(arrays)
-        self._tool_calls(key, calls, conv.tool_meta)
+        calls = CallColumns.join(pairing.rows, conv.tool_meta)
+        if calls.rows.num_rows:
+            self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
         # Read after the walk: a streaming source hands over its summary when its stream ends.
         rows = walk.usage_rows if summary.usage is None else list(summary.usage)
-        tokens, unreported = self._usage(key, conv.path, rows)
+        tokens, unreported = self._usage(given, conv.path, rows)
         linked = {r.seq for r in rows if r.seq is not None}
         unreported += sum(1 for p in walk.bare if p not in linked)
         orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
@@ -380,7 +216,7 @@ class FrameBuilder:
         # no step.
         n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
         for orphan in [*orphan_rows, *conv.recorded_orphans]:
-            self.builders["orphans"].append((*key, orphan.step, orphan.commit, orphan.tool_use_id, orphan.found_by))
+            self.builders["orphans"].add(orphan, given)
         for g in summary.growth or ():
             chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
             growth.append(
@@ -389,82 +225,34 @@ class FrameBuilder:
             )
         for table, table_rows in summary.rows.items():
             self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
-        for st in conv.steps:
-            self.builders["steps"].append(
-                (*key, st.agent_id, st.step, st.commit, st.started_at, st.ended_at, st.model, st.provider,
-                 list(st.dropped_orphans) if st.dropped_orphans is not None else None, st.attempts,
-                 st.finish_reason, st.error)
-            )
-        self.builders["conversations"].append(
-            (
-                *key,
-                summary.title,
-                conv.path,
-                walk.first_at,
-                walk.last_at,
-                walk.count,
-                pairing.made,
-                pairing.errors,
-                n_orphans,
-                tokens,
-                unreported,
-                conv.truncated_dropped,
-                conv.extra.get("conversation_id_bytes"),
-                conv.extra.get("path_bytes"),
-            )
+        for step in conv.steps:
+            self.builders["steps"].add(step, given)
+        row = ConversationRow(
+            title=summary.title,
+            path=conv.path,
+            first_at=walk.first_at,
+            last_at=walk.last_at,
+            messages=walk.count,
+            tool_calls=pairing.made,
+            tool_errors=pairing.errors,
+            orphans=n_orphans,
+            tokens=tokens,
+            unreported_responses=unreported,
+            truncated_dropped=conv.truncated_dropped,
+            conversation_id_bytes=conv.extra.get("conversation_id_bytes"),
+            path_bytes=conv.extra.get("path_bytes"),
         )
+        self.builders["conversations"].add(row, given)
 
-    def _tool_calls(self, key: tuple[str, str], calls: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> None:
-        n = calls.num_rows
-        if not n:
-            return
-        duration: pa.Array = pa.nulls(n, pa.float64())
-        output: pa.Array = pa.nulls(n, _I64)
-        exit_code: pa.Array = pa.nulls(n, _I64)
-        input_bytes = calls.column("input_bytes")
-        if meta:
-            durations: list[Any] = [None] * n
-            outputs: list[Any] = [None] * n
-            exits: list[Any] = [None] * n
-            sizes = input_bytes.to_pylist()
-            called = calls.column("called_seq").to_pylist()
-            for i, call_id in enumerate(calls.column("call_id").to_pylist()):
-                m = meta.get(call_id) if called[i] is not None else None
-                if m is not None:
-                    durations[i], outputs[i], exits[i] = m.duration_ms, m.output_bytes, m.exit_code
-                    if m.input_bytes is not None:
-                        sizes[i] = m.input_bytes
-            duration, output = pa.array(durations, pa.float64()), pa.array(outputs, _I64)
-            exit_code = pa.array(exits, _I64)
-            input_bytes = pa.array(sizes, _I64)
-        self.builders["tool_calls"].append_batch(
-            [
-                repeated(key[0], n),
-                repeated(key[1], n),
-                *(calls.column(name) for name in ("call_id", "tool_name", "kind", "called_seq", "result_seq", "status",
-                                                  "is_error")),
-                duration,
-                input_bytes,
-                output,
-                calls.column("result_chars"),
-                exit_code,
-                *self._texts(calls.column("input_text"), calls.column("result_text")),
-            ]
-        )
-
-    def _texts(self, *columns: pa.Array) -> list[pa.Array]:
-        """Text columns as given, or null ones when the load leaves text out."""
-        return [c if self.text else pa.nulls(len(c), _STR) for c in columns]
-
-    def _usage(self, key: tuple[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
+    def _usage(self, given: dict[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
         """Write the usage rows; return the spend they report and how many report nothing."""
         builder = self.builders["usage"]
         total: int | None = None
         unreported = 0
         for r in rows:
             u = r.usage
-            builder.append(_usage_row(key, r))
-            self._problems(key[0], path, r)
+            builder.add(r, given)
+            self._problems(given["source"], path, r)
             if not u.reported:
                 unreported += 1
             for n in (u.input_total_tokens, u.output_tokens, u.reasoning_tokens):
@@ -486,35 +274,8 @@ class FrameBuilder:
         """Add diagnostics rows."""
         builder = self.builders["diagnostics"]
         for d in rows:
-            builder.append((d.source, display(d.path), d.line, d.kind, display(d.detail), raw_name(d.path)))
+            builder.add(d)
 
     def finish(self) -> dict[str, pa.Table]:
         """Every core table, and each source table that received rows."""
         return {name: b.finish() for name, b in self.builders.items()}
-
-
-def _usage_row(key: tuple[str | None, str | None], r: UsageRow) -> tuple[Any, ...]:
-    u = r.usage
-    return (*key, r.message_id, r.seq, r.model, r.provider, r.accounting, r.provider_source, r.session_id,
-            r.created_at, *_tokens(u), u.input_total_tokens, u.context_window, u.estimated_input_tokens,
-            u.estimated_output_tokens, r.attempt, r.sealed, r.found_in)
-
-
-def usage_table(source: str, rows: Iterable[UsageRow]) -> pa.Table:
-    """A ``usage`` table of rows that belong to no conversation (``conversation_id`` null).
-
-    Args:
-        source: the source that read them.
-        rows: the usage rows (a runtime session's own spend, say).
-    """
-    builder = TableBuilder("usage")
-    for r in rows:
-        builder.append(_usage_row((source, None), r))
-    return builder.finish()
-
-
-def to_pandas(table: pa.Table) -> pd.DataFrame:
-    """A table as a pandas frame whose columns keep their Arrow types (``pd.ArrowDtype``)."""
-    frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
-    return frame
-

@@ -1,0 +1,81 @@
+"""The values the frame builder computes two of its tables from, beside the hand-off's own.
+
+Every table's columns are declared in :mod:`murmur_analysis.schema` with how each is computed
+from one typed value: a chunk of entries (:class:`~murmur_analysis.handoff.EntryColumns`) for
+``messages``, a row of the hand-off (:class:`~murmur_analysis.handoff.UsageRow`, ...) for the
+side tables, and the two values below, which only the frame builder puts together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from .handoff import ToolMeta
+
+__all__ = ["CallColumns", "ConversationRow"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallColumns:
+    """A conversation's tool calls: the pairing walk's rows and what the runtime recorded per call.
+
+    Attributes:
+        rows: the pairing's rows (:data:`~murmur_analysis.handoff.PAIRED` columns).
+        meta: per row, the runtime's record of that call (:class:`~murmur_analysis.handoff.ToolMeta`);
+            ``None`` for a result with no call or a call the runtime kept nothing about. Empty
+            when the runtime keeps no such record.
+    """
+
+    rows: pa.RecordBatch
+    meta: tuple[ToolMeta | None, ...] = ()
+
+    @classmethod
+    def join(cls, rows: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> CallColumns:
+        """The pairing's rows with each call's record in ``meta`` (by call id) beside it."""
+        if not meta or not rows.num_rows:
+            return cls(rows)
+        called = rows.column("called_seq").to_pylist()
+        ids = rows.column("call_id").to_pylist()
+        return cls(rows, tuple(meta.get(i) if c is not None else None for i, c in zip(ids, called, strict=True)))
+
+    def pairing(self, name: str) -> pa.Array:
+        """The pairing's column ``name``."""
+        return self.rows.column(name)
+
+    def recorded(self, name: str) -> list[object] | None:
+        """The runtime's ``ToolMeta`` field ``name`` per row (null where it kept none; ``None``: none kept)."""
+        if not self.meta:
+            return None
+        return [None if m is None else getattr(m, name) for m in self.meta]
+
+    def recorded_or_paired(self, name: str) -> list[object] | pa.Array:
+        """The runtime's ``ToolMeta`` field ``name`` where it recorded one, else the pairing's column."""
+        paired = self.rows.column(name)
+        if not self.meta:
+            return paired
+        values = paired.to_pylist()
+        return [v if m is None or getattr(m, name) is None else getattr(m, name)
+                for v, m in zip(values, self.meta, strict=True)]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRow:
+    """One conversation's row of the ``conversations`` table, as the frame builder counted it."""
+
+    title: str | None
+    path: str | None
+    first_at: datetime | None
+    last_at: datetime | None
+    messages: int
+    tool_calls: int
+    tool_errors: int
+    orphans: int
+    tokens: int | None
+    unreported_responses: int
+    truncated_dropped: int | None
+    conversation_id_bytes: bytes | None
+    path_bytes: bytes | None
