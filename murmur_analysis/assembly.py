@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from . import _native
+from .blocks import message_text, text_chars
 from .handoff import ToolEvents
 from .model import (
     Block,
@@ -29,9 +30,7 @@ from .model import (
     ServerToolUse,
     ToolResult,
     ToolUse,
-    message_text,
     sorted_entries,
-    text_chars,
 )
 from .sources.murmur.record import serde_text
 

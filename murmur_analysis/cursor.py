@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
-from .model import Entry, ToolResult, blocks_to_wire
+from .model import Entry, ToolResult
 from .sources.murmur.record import lower_value, serde_text
+from .wire import blocks_to_wire
 
 __all__ = [
     "MAX_LIMIT",

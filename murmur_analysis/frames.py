@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .assembly import Pairer, tool_event_columns
+from .blocks import block_kind, message_text, reasoning_text, text_chars
 from .diagnostics import Diagnostic
 from .handoff import (
     PAIRED,
@@ -32,7 +33,7 @@ from .handoff import (
     UsageRow,
     repeated,
 )
-from .model import Entry, Usage, block_kind, context_tokens, message_text, reasoning_text, sorted_entries, text_chars
+from .model import Entry, Usage, context_tokens, sorted_entries
 from .schema import TABLES, built_schema, schema
 from .sources.files import display, raw_name
 

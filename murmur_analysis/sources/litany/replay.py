@@ -19,7 +19,8 @@ from datetime import datetime
 
 from ..._git import GitRepo
 from ...assembly import Pairer, assemble
-from ...model import Entry, sorted_entries, text_chars
+from ...blocks import text_chars
+from ...model import Entry, sorted_entries
 from ...providers import Resolved, resolve
 from ..base import Diagnostics
 from ..files import display

@@ -20,7 +20,7 @@ import os
 from typing import Any, NamedTuple
 
 from ... import _native
-from ...model import murmur_block_rules
+from ...wire import murmur_block_rules
 
 __all__ = [
     "HEADER_TYPE",
