@@ -32,7 +32,7 @@ from .model import (
     ToolUse,
     sorted_entries,
 )
-from .sources.murmur.record import serde_text
+from .serde import serde_text
 
 __all__ = [
     "Assembled",

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
 from .model import Entry, ToolResult
-from .sources.murmur.record import lower_value, serde_text
+from .serde import lower_value, serde_text
 from .wire import blocks_to_wire
 
 __all__ = [

@@ -144,7 +144,7 @@ class ToolEvents:
         chars: text characters of the result (results).
         input_bytes: the call's input as compact JSON, in bytes (calls with an input).
         inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
-        texts: each call's input as JSON text (``murmur_record.serde_text``) and each result's
+        texts: each call's input as JSON text (``murmur_analysis.serde.serde_text``) and each result's
             text (``model.message_text`` of its content), when kept (``None`` otherwise).
     """
 

@@ -20,10 +20,11 @@ from typing import Any, TypeVar
 from ...cursor import Page, PageMessage, encode_cursor, window
 from ...diagnostics import Diagnostic
 from ...errors import ReadMessagesError
+from ...serde import lower
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, classify, probe
 from .index import LineIndex as _Snapshot
-from .record import header_of, index_lines, lower, parse
+from .record import header_of, index_lines, parse
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 

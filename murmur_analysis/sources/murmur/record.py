@@ -10,7 +10,8 @@ the value, a number outside f64's range) is murmur's by construction, and a mess
 ``content`` is lowered with serde_json's own ``to_string``.
 
 The cursor's :class:`~murmur_analysis.sources.murmur.reader.RecordReader`, the murmur source's entries and its
-table scan all call these functions; nothing else reads a record line.
+table scan all call these functions; nothing else reads a record line. How a message line is
+lowered to what a hook receives is :mod:`murmur_analysis.serde`'s.
 """
 
 from __future__ import annotations
@@ -28,12 +29,9 @@ __all__ = [
     "decide",
     "header_of",
     "index_lines",
-    "lower",
-    "lower_value",
     "message_values",
     "parse",
     "scan_records",
-    "serde_text",
     "skipped_detail",
     "unreadable",
 ]
@@ -93,45 +91,6 @@ def parse(line: bytes) -> Any:
         ValueError: serde_json refuses it.
     """
     return _native.parse(line)
-
-
-def lower(line: bytes) -> tuple[str, str, str | None, str | None]:
-    """The lifecycle ``message`` murmur hands a hook, from one message line.
-
-    Returns:
-        ``(role, content, id, source_id)``: ``content`` is serde_json's text of the line's
-        ``content`` (``""`` without one), or for a ``tool`` message of the envelope
-        ``{"__murmur_tool_msg__":true,"body":…,"is_error":…,"tool_call_id":…}``.
-
-    Raises:
-        ValueError: the line is not a message.
-    """
-    lowered: tuple[str, str, str | None, str | None] = _native.lower(line)
-    return lowered
-
-
-def lower_value(line: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
-    """:func:`lower` of a line already parsed (:func:`parse`).
-
-    Raises:
-        ValueError: the value is not a message.
-    """
-    lowered: tuple[str, str, str | None, str | None] = _native.lower_value(line)
-    return lowered
-
-
-def serde_text(value: Any) -> str:
-    """serde_json's ``to_string`` of a JSON value: compact, keys sorted (murmur's encoding).
-
-    Raises:
-        TypeError: the value holds something JSON cannot (a lone surrogate among them: a Rust
-            string, as serde_json writes, cannot hold one).
-    """
-    try:
-        text: str = _native.to_json(value)
-    except UnicodeEncodeError as err:
-        raise TypeError(f"not JSON text: {err.reason} ({err.object[err.start:err.end]!r})") from err
-    return text
 
 
 def header_of(line: bytes) -> dict[str, Any] | None:
