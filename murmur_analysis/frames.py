@@ -17,7 +17,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer, tool_event_columns
 from .blocks import block_kind, message_text, reasoning_text, text_chars
 from .diagnostics import Diagnostic
 from .handoff import (
@@ -34,6 +33,7 @@ from .handoff import (
     repeated,
 )
 from .model import Entry, Usage, context_tokens, sorted_entries
+from .pairing import Pairer, tool_event_columns
 from .schema import TABLES, built_schema, schema
 from .sources.files import display, raw_name
 

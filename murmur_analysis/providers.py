@@ -34,6 +34,7 @@ __all__ = [
     "FLEXIGPT_SDK",
     "Accounting",
     "Family",
+    "ProviderSource",
     "Resolved",
     "accounting",
     "as_resolved",
