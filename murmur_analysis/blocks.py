@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias
 
 __all__ = [
     "EMPTY",
@@ -37,10 +37,10 @@ __all__ = [
 ]
 
 
-class _EmptyExtra(Mapping[str, Any]):
+class _EmptyExtra(Mapping[str, object]):
     """The shared, immutable, hashable empty ``extra`` of blocks that have no extra keys."""
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> object:
         raise KeyError(key)
 
     def __iter__(self) -> Iterator[str]:
@@ -59,7 +59,7 @@ class _EmptyExtra(Mapping[str, Any]):
         return "{}"
 
 
-EMPTY: Mapping[str, Any] = _EmptyExtra()
+EMPTY: Mapping[str, object] = _EmptyExtra()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class Text:
     """Plain text."""
 
     text: str
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "text"
 
 
@@ -75,8 +75,8 @@ class Text:
 class Image:
     """An image; ``source`` is kept as the runtime wrote it (base64 or url)."""
 
-    source: Any
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    source: object
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "image"
 
 
@@ -84,8 +84,8 @@ class Image:
 class Document:
     """A document (PDF, text) attached by reference or inline."""
 
-    source: Any
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    source: object
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "document"
 
 
@@ -93,8 +93,8 @@ class Document:
 class File:
     """A file item (FlexiGPT ``fileItem``); ``data`` is the item as written."""
 
-    data: Any
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    data: object
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "file"
 
 
@@ -103,7 +103,7 @@ class Refusal:
     """A model's refusal text (FlexiGPT ``refusalItem``)."""
 
     text: str
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "refusal"
 
 
@@ -115,7 +115,7 @@ class Thinking:
     signature: str | None = None
     id: str | None = None
     encrypted_content: str | None = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "thinking"
 
 
@@ -124,7 +124,7 @@ class RedactedThinking:
     """Reasoning the provider returned only as opaque data."""
 
     data: str
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "redacted_thinking"
 
 
@@ -134,9 +134,9 @@ class ToolUse:
 
     id: str
     name: str
-    input: Any = None
+    input: object = None
     signature: str | None = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "tool_use"
 
 
@@ -150,7 +150,7 @@ class ToolResult:
     tool_use_id: str
     content: tuple[Block, ...] | None = None
     is_error: bool | None = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "tool_result"
 
 
@@ -160,8 +160,8 @@ class ServerToolUse:
 
     id: str
     name: str
-    input: Any = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    input: object = None
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     kind: ClassVar[str] = "server_tool_use"
 
 
@@ -177,8 +177,8 @@ class ServerToolResult:
 
     type: str
     tool_use_id: str
-    content: Any = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    content: object = None
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     is_error: bool | None = None
     kind: ClassVar[str] = "server_tool_result"
 
@@ -187,7 +187,7 @@ class ServerToolResult:
 class Unknown:
     """A block this toolkit does not model, kept whole: ``data`` is the wire value."""
 
-    data: Any
+    data: object
     kind: ClassVar[str] = "unknown"
 
     @property
@@ -257,6 +257,6 @@ def text_chars(blocks: Iterable[Block]) -> int:
         kind = type(block)
         if kind in TEXT_CLASSES:
             total += len(block.text)  # type: ignore[union-attr]
-        elif kind is ToolResult and block.content:  # type: ignore[union-attr]
-            total += text_chars(block.content)  # type: ignore[union-attr]
+        elif isinstance(block, ToolResult) and block.content:
+            total += text_chars(block.content)
     return total

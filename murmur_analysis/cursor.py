@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
@@ -137,7 +137,7 @@ def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T
     return page, (encode_cursor(start) if start > 0 else None), len(items)
 
 
-def lifecycle_message(line: dict[str, Any]) -> PageMessage:
+def lifecycle_message(line: dict[str, object]) -> PageMessage:
     """Lower one parsed murmur record line to the lifecycle ``message`` a hook receives."""
     return PageMessage(*lower_value(line))
 

@@ -15,7 +15,6 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from .blocks import (
     EMPTY,
@@ -90,7 +89,7 @@ class Usage:
     estimated_output_tokens: int | None = None
     provider_input_tokens: int | None = None
     provider_output_tokens: int | None = None
-    extra: Mapping[str, Any] = field(default=EMPTY, repr=False)
+    extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     problems: tuple[str, ...] = ()
 
     @classmethod
@@ -110,7 +109,7 @@ class Usage:
         context_window: int | None = None,
         estimated_input_tokens: int | None = None,
         estimated_output_tokens: int | None = None,
-        extra: Mapping[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
         problems: Sequence[str] = (),
     ) -> Usage:
         """Build normalized counters from a provider's own numbers (the one normalization rule).
@@ -248,7 +247,7 @@ class Entry:
     usage: Usage | None = None
     tool_call_id: str | None = None
     is_error: bool | None = None
-    raw: Any = field(default=None, repr=False, compare=False)
+    raw: object = field(default=None, repr=False, compare=False)
     status: str | None = None
     error: str | None = None
 
@@ -266,7 +265,7 @@ class Message:
     blocks: tuple[Block, ...]
 
     @property
-    def content(self) -> list[Any]:
+    def content(self) -> list[object]:
         """The blocks as brazen block dicts."""
         return blocks_to_wire(self.blocks, "brazen")
 

@@ -94,7 +94,7 @@ class CallEvent(NamedTuple):
     kind: ToolKind  #: ``"client"`` (tool_use) or ``"server"`` (provider-executed)
     id: str  #: the call's id
     name: str  #: the called tool
-    input: Any  #: the input as written (``None`` when not kept)
+    input: object  #: the input as written (``None`` when not kept)
     input_bytes: int | None  #: the input's size as compact JSON
     input_text: str | None  #: the input as JSON text (:func:`input_text`)
 
@@ -113,7 +113,7 @@ class ResultEvent(NamedTuple):
 ToolEvent = CallEvent | ResultEvent
 
 
-def input_text(value: Any) -> str | None:
+def input_text(value: object) -> str | None:
     """A tool input as JSON text (``tool_calls.input``), serde_json's compact text as murmur writes it.
 
     ``None`` for no input (or one JSON cannot hold).
@@ -126,7 +126,7 @@ def input_text(value: Any) -> str | None:
         return None
 
 
-def input_size(value: Any) -> int | None:
+def input_size(value: object) -> int | None:
     """Size of a tool input as compact JSON, ``None`` for no input (or one JSON cannot hold)."""
     text = input_text(value)
     return None if text is None else len(text.encode())
@@ -221,7 +221,7 @@ class Pairer:
     def __init__(self, keep_inputs: bool = True) -> None:
         self.keep_inputs = keep_inputs
         self._walk = _native.Pairer()
-        self._inputs: list[Any] = []
+        self._inputs: list[object] = []
         self._summary: tuple[int, int, list[str]] = (0, 0, [])
         self._side: str | None = None
         self._message = -1

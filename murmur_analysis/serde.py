@@ -7,7 +7,7 @@ core pages with them and the assembly core writes tool inputs with them; they re
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from . import _native
 
@@ -37,7 +37,7 @@ def lower(line: bytes) -> Lowered:
     return Lowered(*_native.lower(line))
 
 
-def lower_value(line: dict[str, Any]) -> Lowered:
+def lower_value(line: dict[str, object]) -> Lowered:
     """:func:`lower` of a line already parsed (:func:`murmur_analysis.sources.murmur.record.parse`).
 
     Raises:
@@ -46,7 +46,7 @@ def lower_value(line: dict[str, Any]) -> Lowered:
     return Lowered(*_native.lower_value(line))
 
 
-def serde_text(value: Any) -> str:
+def serde_text(value: object) -> str:
     """serde_json's ``to_string`` of a JSON value: compact, keys sorted (murmur's encoding).
 
     Raises:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from . import _native
 
@@ -47,22 +46,22 @@ COUNTER_MAX = (1 << 63) - 1
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
 
 
-def json_str(value: Any) -> str | None:
+def json_str(value: object) -> str | None:
     """``value`` when it is a JSON string, else ``None``."""
     return value if isinstance(value, str) else None
 
 
-def json_int(value: Any) -> int | None:
+def json_int(value: object) -> int | None:
     """``value`` when it is a JSON integer of any sign (``True`` is not ``1``), else ``None``."""
     return value if type(value) is int else None
 
 
-def json_count(value: Any) -> int | None:
+def json_count(value: object) -> int | None:
     """``value`` when it is a non-negative JSON integer, else ``None`` (what was not reported)."""
     return value if type(value) is int and value >= 0 else None
 
 
-def read_counter(value: Any, name: str, problems: list[str]) -> int | None:
+def read_counter(value: object, name: str, problems: list[str]) -> int | None:
     """One token counter as written: a JSON integer in ``0..2**63-1``, else ``None``.
 
     A counter the runtime left out (``None``) is simply not reported. Any other value that is
@@ -110,7 +109,7 @@ def datetime_of_seconds(seconds: int) -> datetime | None:
         return None
 
 
-def rfc3339_datetime(value: Any) -> datetime | None:
+def rfc3339_datetime(value: object) -> datetime | None:
     """An RFC 3339 time (Go's ``time.Time`` JSON, up to nanoseconds) as aware UTC.
 
     Fractions beyond microseconds are cut (not rounded); Go's zero time, anything that is not
@@ -133,7 +132,7 @@ def rfc3339_datetime(value: Any) -> datetime | None:
     return None if at.year <= 1 else at
 
 
-def iso_datetime(value: Any) -> datetime | None:
+def iso_datetime(value: object) -> datetime | None:
     """An ISO 8601 text (Python's reading of it) as aware UTC; without an offset it is UTC.
 
     Anything that is not a string, or does not parse, is ``None``.

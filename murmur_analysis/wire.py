@@ -11,7 +11,7 @@ holding the wire value whole; keys a block class does not model ride in ``extra`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from .blocks import (
     EMPTY,
@@ -85,9 +85,9 @@ _TAGS: dict[Dialect, dict[str, type]] = {
 _TOOL_USE_TAG: dict[Dialect, str] = {"brazen": "tool_use", "murmur": "tool_call"}
 
 
-def _decode_spec(cls: type, obj: Mapping[str, Any], spec: _Spec) -> Block | None:
-    values: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+def _decode_spec(cls: type, obj: Mapping[str, object], spec: _Spec) -> Block | None:
+    values: dict[str, object] = {}
+    extra: dict[str, object] = {}
     wanted = {name: (required, typ) for name, required, typ in spec}
     for key, value in obj.items():
         if key == "type":
@@ -109,7 +109,7 @@ def _decode_spec(cls: type, obj: Mapping[str, Any], spec: _Spec) -> Block | None
     return block
 
 
-def block_from_wire(value: Any, dialect: Dialect = "brazen") -> Block:
+def block_from_wire(value: object, dialect: Dialect = "brazen") -> Block:
     """Decode one wire block.
 
     Args:
@@ -140,7 +140,7 @@ def block_from_wire(value: Any, dialect: Dialect = "brazen") -> Block:
     return decoded if decoded is not None else Unknown(value)
 
 
-def _decode_tool_result(obj: Mapping[str, Any], dialect: Dialect) -> Block | None:
+def _decode_tool_result(obj: Mapping[str, object], dialect: Dialect) -> Block | None:
     tool_use_id = obj.get("tool_use_id")
     if not isinstance(tool_use_id, str):
         return None
@@ -165,7 +165,7 @@ def _decode_tool_result(obj: Mapping[str, Any], dialect: Dialect) -> Block | Non
     return ToolResult(tool_use_id, content, is_error, extra or EMPTY)
 
 
-def _decode_server_result(obj: Mapping[str, Any]) -> Block | None:
+def _decode_server_result(obj: Mapping[str, object]) -> Block | None:
     tool_use_id = obj.get("tool_use_id")
     if not isinstance(tool_use_id, str):
         return None
@@ -176,7 +176,7 @@ def _decode_server_result(obj: Mapping[str, Any]) -> Block | None:
     return ServerToolResult(str(obj["type"]), tool_use_id, content, extra or EMPTY, failed)
 
 
-def blocks_from_wire(values: Any, dialect: Dialect = "brazen") -> tuple[Block, ...]:
+def blocks_from_wire(values: object, dialect: Dialect = "brazen") -> tuple[Block, ...]:
     """Decode a content value: a list of blocks, or one string (which is one text block)."""
     if isinstance(values, list):
         return tuple(block_from_wire(v, dialect) for v in values)
@@ -185,12 +185,12 @@ def blocks_from_wire(values: Any, dialect: Dialect = "brazen") -> tuple[Block, .
     return (Unknown(values),)
 
 
-def block_to_wire(block: Block, dialect: Dialect = "brazen") -> Any:
+def block_to_wire(block: Block, dialect: Dialect = "brazen") -> object:
     """Encode a block back to its wire object in ``dialect`` (the inverse of decoding)."""
     if isinstance(block, Unknown):
         return block.data
     if isinstance(block, ToolResult):
-        out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+        out: dict[str, object] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
         extra = dict(block.extra)
         shape = extra.pop("__content_shape__", None)
         if block.content is not None:
@@ -223,7 +223,7 @@ def block_to_wire(block: Block, dialect: Dialect = "brazen") -> Any:
     return out
 
 
-def blocks_to_wire(blocks: Iterable[Block], dialect: Dialect = "brazen") -> list[Any]:
+def blocks_to_wire(blocks: Iterable[Block], dialect: Dialect = "brazen") -> list[object]:
     """Encode a sequence of blocks to a wire content list."""
     return [block_to_wire(b, dialect) for b in blocks]
 

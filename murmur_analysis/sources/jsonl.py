@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -15,7 +14,7 @@ from .files import read_file
 __all__ = ["read_jsonl"]
 
 
-def read_jsonl(path: Path, diagnostics: Diagnostics, settle_seconds: float) -> Iterator[tuple[int, Any]]:
+def read_jsonl(path: Path, diagnostics: Diagnostics, settle_seconds: float) -> Iterator[tuple[int, object]]:
     """Every parsed line of a JSONL file that a runtime may still be appending to.
 
     Blank lines are skipped. A line that is not JSON is reported (``bad_json``). An unterminated

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -69,7 +68,7 @@ def api_of(provider_name: str | None, model: str | None) -> Resolved:
 _USAGE_KEYS = ("inputTokensTotal", "inputTokensCached", "inputTokensUncached", "outputTokens", "reasoningTokens")
 
 
-def normalize_usage(raw: Mapping[str, Any], resolved: Resolved | str | None) -> Usage | None:
+def normalize_usage(raw: Mapping[str, object], resolved: Resolved | str | None) -> Usage | None:
     """FlexiGPT's ``Usage`` as normalized counters (see ``docs/tokens.md``).
 
     inference-go fills ``spec.Usage`` per SDK: ``inputTokensTotal`` is the whole prompt,
@@ -84,7 +83,7 @@ def normalize_usage(raw: Mapping[str, Any], resolved: Resolved | str | None) -> 
     total, cached, uncached, output, reasoning = (read_counter(raw.get(k), k, problems) for k in _USAGE_KEYS)
     if all(c is None or c == 0 for c in (total, cached, uncached, output, reasoning)) and not problems:
         return None
-    extra: dict[str, Any] = {k: v for k, v in raw.items() if k not in _USAGE_KEYS}
+    extra: dict[str, object] = {k: v for k, v in raw.items() if k not in _USAGE_KEYS}
     acct = as_resolved(resolved, FLEXIGPT_TABLE).accounting
     if acct.family == "anthropic":
         if reasoning:
@@ -110,7 +109,7 @@ def normalize_usage(raw: Mapping[str, Any], resolved: Resolved | str | None) -> 
 _ITEM_KEYS = {"text": "textItem", "image": "imageItem", "file": "fileItem", "refusal": "refusalItem"}
 
 
-def _content_block(item: Any) -> Block:
+def _content_block(item: object) -> Block:
     if not isinstance(item, Mapping):
         return Unknown(item)
     kind = item.get("kind")
@@ -130,16 +129,16 @@ def _content_block(item: Any) -> Block:
     return Unknown(dict(item))
 
 
-def _contents(payload: Mapping[str, Any]) -> list[Block]:
+def _contents(payload: Mapping[str, object]) -> list[Block]:
     items = payload.get("contents")
     return [_content_block(c) for c in items] if isinstance(items, list) else []
 
 
-def _strings(value: Any) -> list[str]:
+def _strings(value: object) -> list[str]:
     return [s for s in value if isinstance(s, str)] if isinstance(value, list) else []
 
 
-def _reasoning(payload: Mapping[str, Any]) -> Block:
+def _reasoning(payload: Mapping[str, object]) -> Block:
     thinking, summary = _strings(payload.get("thinking")), _strings(payload.get("summary"))
     redacted, encrypted = _strings(payload.get("redactedThinking")), _strings(payload.get("encryptedContent"))
     extra = {k: v for k, v in payload.items() if k not in ("id", "signature")}
@@ -155,14 +154,14 @@ def _reasoning(payload: Mapping[str, Any]) -> Block:
     )
 
 
-def _tool_call(payload: Mapping[str, Any], kind: str, meta: dict[str, ToolMeta]) -> Block:
+def _tool_call(payload: Mapping[str, object], kind: str, meta: dict[str, ToolMeta]) -> Block:
     call_id, name = payload.get("callID"), payload.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         return Unknown({"kind": kind, kind: dict(payload)})
     extra = {k: v for k, v in payload.items() if k not in ("callID", "name")}
     extra["kind"] = kind
     raw = payload.get("arguments")
-    args: Any = None
+    args: object = None
     if isinstance(raw, str):
         meta[call_id] = ToolMeta(input_bytes=len(raw.encode()))
         try:
@@ -176,7 +175,7 @@ def _tool_call(payload: Mapping[str, Any], kind: str, meta: dict[str, ToolMeta])
     return ToolUse(call_id, name, args, None, extra)
 
 
-def _tool_output(payload: Mapping[str, Any], kind: str) -> Block:
+def _tool_output(payload: Mapping[str, object], kind: str) -> Block:
     call_id = payload.get("callID")
     if not isinstance(call_id, str):
         return Unknown({"kind": kind, kind: dict(payload)})
@@ -189,7 +188,7 @@ def _tool_output(payload: Mapping[str, Any], kind: str) -> Block:
     return ToolResult(call_id, tuple(_contents(payload)), is_error if isinstance(is_error, bool) else None, extra)
 
 
-def _union_blocks(union: Any, meta: dict[str, ToolMeta]) -> list[Block]:
+def _union_blocks(union: object, meta: dict[str, ToolMeta]) -> list[Block]:
     """The blocks of one ``InputUnion``/``OutputUnion``."""
     if not isinstance(union, Mapping):
         return [Unknown(union)]
@@ -208,7 +207,7 @@ def _union_blocks(union: Any, meta: dict[str, ToolMeta]) -> list[Block]:
     return [Unknown(dict(union))]
 
 
-def _error_text(raw: Any) -> str | None:
+def _error_text(raw: object) -> str | None:
     if not isinstance(raw, Mapping):
         return None
     code, message = raw.get("code"), raw.get("message")
@@ -219,7 +218,7 @@ def _error_text(raw: Any) -> str | None:
     return code or message
 
 
-def decode(data: Mapping[str, Any], path: str) -> Conversation:
+def decode(data: Mapping[str, object], path: str) -> Conversation:
     """Decode one parsed conversation file (of a known schema version) into a conversation."""
     entries: list[Entry] = []
     usage_rows: list[UsageRow] = []

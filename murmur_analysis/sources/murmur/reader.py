@@ -21,6 +21,7 @@ from ...cursor import Page, PageMessage, encode_cursor, window
 from ...diagnostics import Diagnostic
 from ...errors import ReadMessagesError
 from ...serde import lower
+from ...values import json_count
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, classify, probe
 from .index import LineIndex as _Snapshot
@@ -274,7 +275,7 @@ def _dropped(header: dict[str, Any] | None) -> int | None:
     """The cumulative ``dropped`` count of a record header's truncation marker."""
     marker = header.get("truncated") if header else None
     value = marker.get("dropped") if isinstance(marker, dict) else None
-    return value if isinstance(value, int) else None
+    return json_count(value)
 
 
 def _reason(err: OSError) -> str:

@@ -18,9 +18,8 @@ Where the traces are is :mod:`.sessions`' business.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from ...handoff import ToolMeta
 from ...values import json_count, json_str
@@ -104,7 +103,7 @@ class TraceIndex:
         compactions: list[tuple[Task, Compaction]] = []
         inferences: list[Inference] = []
 
-        def task_for(event: dict[str, Any]) -> Task | None:
+        def task_for(event: Mapping[str, object]) -> Task | None:
             nonlocal current
             tid = json_str(event.get("task_id"))
             if tid is not None and tid in by_id:

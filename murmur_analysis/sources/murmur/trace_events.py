@@ -8,9 +8,9 @@ This module names what the index (:mod:`.trace`) keeps of them, and reads the co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from ...handoff import ToolMeta
 from ...model import Usage
@@ -20,7 +20,7 @@ from ...values import datetime_of_ms, json_str, read_counter
 __all__ = ["Compaction", "Inference", "Retention", "Task", "api_of", "usage_of"]
 
 
-def api_of(event: dict[str, Any], model: str | None) -> Resolved:
+def api_of(event: Mapping[str, object], model: str | None) -> Resolved:
     """The API an ``inference`` was served through (:func:`murmur_analysis.providers.resolve`).
 
     An event's own ``provider`` decides when the runtime wrote one; else the driver route a
@@ -31,7 +31,7 @@ def api_of(event: dict[str, Any], model: str | None) -> Resolved:
     return resolve(route_api(model) if api is None else api, model)
 
 
-def usage_of(event: dict[str, Any], resolved: Resolved) -> Usage:
+def usage_of(event: Mapping[str, object], resolved: Resolved) -> Usage:
     """The normalized usage of one ``inference`` event.
 
     A murmur driver passes the provider's own counters through unchanged (murmur docs,
