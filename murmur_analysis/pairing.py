@@ -21,6 +21,7 @@ from .serde import serde_text
 
 __all__ = [
     "CallEvent",
+    "PairSummary",
     "Pairer",
     "ResultEvent",
     "ToolCall",
@@ -86,6 +87,14 @@ def _status(is_error: bool | None) -> ToolStatus:
 
 _TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
 
+
+
+class PairSummary(NamedTuple):
+    """What a finished pairing walk counted."""
+
+    made: int  #: calls made
+    errors: int  #: calls in error
+    dropped: list[str]  #: client orphan results assembly drops, in the order met
 
 
 class CallEvent(NamedTuple):
@@ -222,7 +231,7 @@ class Pairer:
         self.keep_inputs = keep_inputs
         self._walk = _native.Pairer()
         self._inputs: list[object] = []
-        self._summary: tuple[int, int, list[str]] = (0, 0, [])
+        self._summary = PairSummary(0, 0, [])
         self._side: str | None = None
         self._message = -1
         self._last: int | None = None
@@ -287,16 +296,15 @@ class Pairer:
         names = [f.name for f in fields(ToolCall)]
         return [ToolCall(*row) for row in zip(*(columns[n] for n in names), strict=True)]
 
-    def summary(self) -> tuple[int, int, list[str]]:
+    def summary(self) -> PairSummary:
         """After :meth:`finish_columns`: calls made, calls in error, client orphans dropped."""
-        made, errors, dropped = self._summary
-        return made, errors, list(dropped)
+        return self._summary._replace(dropped=list(self._summary.dropped))
 
     def finish_columns(self) -> dict[str, list[Any]]:
         """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
         columns: dict[str, list[Any]] = self._walk.finish()
         made, errors, dropped = columns.pop("summary")
-        self._summary = (made, errors, dropped)
+        self._summary = PairSummary(made, errors, dropped)
         kept = self._inputs
         columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
         return columns

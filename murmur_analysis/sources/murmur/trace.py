@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from ...handoff import ToolMeta
 from ...values import json_count, json_str
@@ -28,10 +29,17 @@ from ..files import check_file
 from ..jsonl import read_jsonl
 from .trace_events import Compaction, Inference, Retention, Task, api_of, usage_of
 
-__all__ = ["SUMMARIES", "TraceIndex"]
+__all__ = ["SUMMARIES", "SessionSpend", "TraceIndex"]
 
 SUMMARIES = ("out", "compaction-summaries.jsonl")
 _TASK_EVENTS = frozenset({"task_end", "inference", "tool_call", "compaction"})
+
+
+class SessionSpend(NamedTuple):
+    """A model call no task was in scope for: the session's spend, not any conversation's."""
+
+    trace: str  #: the trace that recorded it
+    inference: Inference  #: the call
 
 
 class TraceIndex:
@@ -47,7 +55,7 @@ class TraceIndex:
         self.settle_seconds = settle_seconds
         self.tasks: dict[str, list[Task]] = {}
         self.retentions: list[Retention] = []
-        self.session_usage: list[tuple[str, Inference]] = []
+        self.session_usage: list[SessionSpend] = []
         self.claimed: dict[str, set[str]] = {}  # context id -> the records of it being loaded
         self.traces: list[str] = []
         self._inferences = 0
@@ -165,7 +173,7 @@ class TraceIndex:
                 if task is None:
                     # No task in scope (task_id null outside the task loop, as the on-session-end
                     # hooks' calls are): the spend is the session's, not any conversation's.
-                    self.session_usage.append((path, inference))
+                    self.session_usage.append(SessionSpend(path, inference))
                     continue
                 task.inferences.append(inference)
             elif kind == "tool_call":
