@@ -228,7 +228,6 @@ def blocks_to_wire(blocks: Iterable[Block], dialect: Dialect = "brazen") -> list
     return [block_to_wire(b, dialect) for b in blocks]
 
 
-
 class BlockRules(NamedTuple):
     """The ``murmur`` dialect's block rules, in the order the native scan takes them."""
 
@@ -246,11 +245,9 @@ def murmur_block_rules() -> BlockRules:
     """The ``murmur`` dialect's block rules, as the native scan reads them.
 
     The scan derives block kinds, text characters and tool events exactly as
-    :func:`block_from_wire` and :func:`text_chars` do, from these tables rather than a copy:
-    ``(tag -> kind, kind -> [(field, required, must be a string)], kinds whose text counts,
-    the kind of a bare string, of a tool call, of a tool result, of an unmodelled block, of a
-    reasoning block)``. Its text columns follow :func:`message_text`, :func:`reasoning_text`
-    and :func:`joined_text`.
+    :func:`block_from_wire` and :func:`~murmur_analysis.blocks.text_chars` do, from these tables
+    rather than a copy. Its text columns follow :func:`~murmur_analysis.blocks.message_text`,
+    :func:`~murmur_analysis.blocks.reasoning_text` and :func:`~murmur_analysis.blocks.joined_text`.
     """
     def kind(cls: type) -> str:
         return str(cls.kind)  # type: ignore[attr-defined]
