@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import orjson
 
-from ...cursor import paginate
+from ...cursor import Paged, paginate
 from ...handoff import Conversation
 from ..base import Diagnostics, Source
 from ..files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
@@ -134,7 +134,7 @@ class FlexiGPTSource(Source):
 
     def list_conversations(
         self, path: str | os.PathLike[str], cursor: str | None = None, limit: int = 12
-    ) -> tuple[list[ConversationListItem], str | None, int]:
+    ) -> Paged[ConversationListItem]:
         """One page of the store's listing, newest first, through the cursor core.
 
         Args:
@@ -143,7 +143,7 @@ class FlexiGPTSource(Source):
             limit: page size (the app's default is 12; the cursor core clamps to ``1..=100``).
 
         Returns:
-            ``(items newest first, next_cursor, total)``.
+            The items newest first, the next cursor and the total.
 
         Raises:
             ReadMessagesError: ``invalid-cursor``.
