@@ -16,7 +16,7 @@ import importlib as _importlib
 import types as _types
 import typing as _typing
 
-from .assembly import Assembled, ToolCall, assemble, drop_orphans, pair_tools, transcript
+from .assembly import Assembled, assemble, drop_orphans, transcript
 from .corpus import ConversationHandle, Corpus, load
 from .cursor import Page, PageMessage
 from .diagnostics import Diagnostic
@@ -36,6 +36,7 @@ from .export import ExportResult, read_parquet
 from .export import export as export_parquet  # the package keeps its module name: murmur_analysis.export
 from .load_plan import Batch, iter_batches
 from .model import Entry, Message, Usage
+from .pairing import ToolCall, pair_tools
 from .samples import data_paths, sample_data
 from .sources.base import Source
 from .sources.litany.source import assemble_commit

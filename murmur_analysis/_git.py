@@ -15,9 +15,10 @@ A repository is untrusted data. Every git process started here
 
 The cost model: one ``git log --raw`` for the whole repository lists every commit reachable
 from the branches read, each with the blobs it changed under the paths asked for
-(:meth:`GitRepo.walk`); each branch is then its first-parent chain through that map
-(:func:`first_parent`). One ``git cat-file --batch`` per repository reads every blob not read
-before. Blobs are cached by object id, so a blob shared by a thousand commits is read once.
+(:meth:`GitRepo.walk`, parsed by :mod:`murmur_analysis._gitlog`); each branch is then its
+first-parent chain through that map (:func:`murmur_analysis._gitlog.first_parent`). One
+``git cat-file --batch`` per repository reads every blob not read before. Blobs are cached by
+object id, so a blob shared by a thousand commits is read once.
 """
 
 from __future__ import annotations
@@ -28,15 +29,13 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+from ._gitlog import LOG_ARGS, Commit, LogParser, parse_log
 from .errors import GitError
 from .sources.files import file_kind, listing
 
-__all__ = [
-    "Change", "Commit", "GitRepo", "LogParser", "TreeItem", "find_git_dir", "first_parent", "is_git_dir", "safe_env",
-]
+__all__ = ["GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
 
 _OVERRIDES = (
     "core.fsmonitor=false",
@@ -54,12 +53,6 @@ _OVERRIDES = (
     "protocol.allow=never",
 )
 _HEX = re.compile(r"\A[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
-_HEADER = "commit "
-_LOG_ARGS = (
-    "--raw", "-z", "--no-abbrev", "--no-renames", "--root", "--diff-merges=first-parent", "--no-relative",
-    "--no-color", "--no-decorate", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap",
-    f"--format=tformat:{_HEADER}%H %ct %P",
-)
 
 
 def safe_env() -> dict[str, str]:
@@ -92,26 +85,6 @@ def find_git_dir(path: Path) -> Path | None:
         if os.path.isdir(candidate) and is_git_dir(candidate):
             return candidate
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One path a commit changed against its first parent (a ``--raw`` line)."""
-
-    path: str
-    mode: str
-    blob: str
-    status: str
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """One commit of a walk, with the paths it changed."""
-
-    sha: str
-    time: datetime
-    parents: tuple[str, ...]
-    changes: tuple[Change, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +249,7 @@ class GitRepo:
         One ``git log --raw`` process; merges are diffed against their first parent, the root
         commit against the empty tree.
         """
-        out = self.run("log", "--first-parent", "--reverse", *_LOG_ARGS, "--end-of-options", rev, "--")
+        out = self.run("log", "--first-parent", "--reverse", *LOG_ARGS, "--end-of-options", rev, "--")
         return parse_log(out)
 
     def walk(self, heads: Iterable[str], paths: Sequence[str] = ()) -> dict[str, Commit]:
@@ -299,7 +272,7 @@ class GitRepo:
             raise GitError("a head to walk is not an object id")
         limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
         parser = LogParser()
-        self.stream("log", "--stdin", *_LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
+        self.stream("log", "--stdin", *LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
         return {c.sha: c for c in parser.finish()}
 
     def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
@@ -365,95 +338,3 @@ def _special_files(folder: Path) -> list[str]:
         except OSError:
             continue
     return found
-
-
-def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:
-    """The first-parent history of ``head`` through a :meth:`GitRepo.walk` map, oldest first.
-
-    Raises:
-        GitError: a commit of the chain is not in the map.
-    """
-    chain: list[Commit] = []
-    sha = head
-    while sha:
-        commit = commits.get(sha)
-        if commit is None:
-            raise GitError(f"commit {sha} is not in the walk")
-        if len(chain) > len(commits):
-            raise GitError(f"the first-parent history of {head} loops")
-        chain.append(commit)
-        sha = commit.parents[0] if commit.parents else ""
-    chain.reverse()
-    return chain
-
-
-def parse_log(out: bytes) -> list[Commit]:
-    """Parse the ``-z`` output of :meth:`GitRepo.log`."""
-    parser = LogParser()
-    parser.feed(out)
-    return parser.finish()
-
-
-class LogParser:
-    """Commits from the ``-z --raw`` output of ``git log``, fed in pieces of any size."""
-
-    def __init__(self) -> None:
-        self.commits: list[Commit] = []
-        self._head: list[str] | None = None  # the open commit's header fields: sha, time, parents
-        self._changes: list[Change] = []
-        self._raw: bytes | None = None  # a --raw line waiting for its path
-        self._rest = b""  # an unfinished token
-
-    def feed(self, data: bytes) -> None:
-        """Parse the next piece of output.
-
-        Raises:
-            GitError: the output is not what ``git log -z --raw`` writes.
-        """
-        tokens = (self._rest + data).split(b"\0") if self._rest else data.split(b"\0")
-        self._rest = tokens.pop()
-        raw = self._raw
-        for token in tokens:
-            if raw is not None:
-                _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
-                self._changes.append(Change(token.decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
-                raw = None
-            elif token[:7] == b"commit ":
-                self._close()
-                self._head = token[7:].decode().split(" ")
-            elif token:
-                token = token.lstrip(b"\n")
-                if token[:1] == b":" and self._head is not None:
-                    raw = token
-                elif token[:7] == b"commit ":
-                    self._close()
-                    self._head = token[7:].decode().split(" ")
-                elif token:
-                    raise GitError(f"unexpected git log output: {token[:80]!r}")
-        self._raw = raw
-
-    def finish(self) -> list[Commit]:
-        """Every commit parsed, in git's order.
-
-        Raises:
-            GitError: the output ended inside a record.
-        """
-        rest, self._rest = self._rest, b""
-        if rest:
-            self.feed(rest + b"\0")
-        if self._raw is not None:
-            raise GitError("git log output ended inside a change")
-        self._close()
-        return self.commits
-
-    def _close(self) -> None:
-        head = self._head
-        if head is None:
-            return
-        if len(head) < 2 or not head[1].isdigit():
-            raise GitError(f"unexpected git log header: {' '.join(head)[:80]!r}")
-        self.commits.append(Commit(head[0], datetime.fromtimestamp(int(head[1]), UTC),
-                                   tuple(p for p in head[2:] if p), tuple(self._changes) if self._changes else ()))
-        self._head = None
-        if self._changes:
-            self._changes = []

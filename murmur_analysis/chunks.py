@@ -16,9 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .assembly import Pairer, tool_event_columns
+from .blocks import block_kind, message_text, reasoning_text, text_chars
 from .handoff import PAIRED, Conversation, EntryColumns, Pairing, Reading, Summary
-from .model import Entry, block_kind, message_text, reasoning_text, sorted_entries, text_chars
+from .model import Entry, sorted_entries
+from .pairing import Pairer, tool_event_columns
 from .tables import BATCH_ROWS, arrow_array
 
 __all__ = ["PairedChunks", "conversation_chunks", "entry_chunks"]

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .assembly import Assembled, ToolCall, assemble, pair_tools, transcript
+from .assembly import Assembled, assemble, transcript
 from .cursor import Page, entries_page
 from .discovery import PathArg
 from .errors import UnknownConversationError, UnknownTableError
@@ -27,6 +27,7 @@ from .frames import to_pandas
 from .handoff import Conversation
 from .load_plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .model import Entry, Message, sorted_entries
+from .pairing import ToolCall, pair_tools
 from .pricing import Prices, price_data_version, price_tables
 from .sources import Diagnostics
 from .sources.base import Source

@@ -18,17 +18,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
-from .model import Entry, ToolResult, blocks_to_wire
-from .sources.murmur.record import lower_value, serde_text
+from .model import Entry, ToolResult
+from .serde import lower_value, serde_text
+from .wire import blocks_to_wire
 
 __all__ = [
     "MAX_LIMIT",
     "Page",
     "PageMessage",
+    "Paged",
+    "Window",
     "decode_cursor",
     "encode_cursor",
     "entries_page",
@@ -99,7 +102,22 @@ def decode_cursor(cursor: str) -> int | None:
     return value if value <= _USIZE_MAX else None
 
 
-def window(count: int, cursor: str | None, limit: int) -> tuple[int, int]:
+class Window(NamedTuple):
+    """The ``[start, end)`` slice of the oldest-first messages a page serves."""
+
+    start: int
+    end: int
+
+
+class Paged(NamedTuple, Generic[T]):
+    """One page of any oldest-first sequence (:func:`paginate`)."""
+
+    items: list[T]  #: the page, newest first
+    next_cursor: str | None  #: the cursor of the next (older) page, ``None`` at the oldest
+    total: int  #: items in the whole sequence
+
+
+def window(count: int, cursor: str | None, limit: int) -> Window:
     """The ``[start, end)`` slice a page of ``count`` messages serves.
 
     Raises:
@@ -113,10 +131,10 @@ def window(count: int, cursor: str | None, limit: int) -> tuple[int, int]:
             raise ReadMessagesError("invalid-cursor")
         end = decoded
     limit = min(max(limit, 1), MAX_LIMIT)
-    return max(end - limit, 0), end
+    return Window(max(end - limit, 0), end)
 
 
-def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T], str | None, int]:
+def paginate(items: Sequence[T], cursor: str | None, limit: int) -> Paged[T]:
     """Murmur's paging over any oldest-first sequence.
 
     Args:
@@ -125,7 +143,7 @@ def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T
         limit: requested page size, clamped to ``1..=100``.
 
     Returns:
-        ``(page newest first, next_cursor, total)``.
+        The page newest first, the next cursor and the total.
 
     Raises:
         ReadMessagesError: ``invalid-cursor``.
@@ -133,10 +151,10 @@ def paginate(items: Sequence[T], cursor: str | None, limit: int) -> tuple[list[T
     start, end = window(len(items), cursor, limit)
     page = list(items[start:end])
     page.reverse()
-    return page, (encode_cursor(start) if start > 0 else None), len(items)
+    return Paged(page, encode_cursor(start) if start > 0 else None, len(items))
 
 
-def lifecycle_message(line: dict[str, Any]) -> PageMessage:
+def lifecycle_message(line: dict[str, object]) -> PageMessage:
     """Lower one parsed murmur record line to the lifecycle ``message`` a hook receives."""
     return PageMessage(*lower_value(line))
 

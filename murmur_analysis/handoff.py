@@ -23,17 +23,21 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from .model import Entry, Usage
+from .providers import Family, ProviderSource
 
 __all__ = [
     "PAIRED",
     "Conversation",
     "EntryColumns",
+    "FoundBy",
+    "FoundIn",
+    "GrowthEvent",
     "GrowthRow",
     "OrphanRow",
     "Pairing",
@@ -42,10 +46,20 @@ __all__ = [
     "Summary",
     "TableRows",
     "ToolEvents",
+    "ToolKind",
     "ToolMeta",
     "UsageRow",
     "repeated",
 ]
+
+#: Where a usage row's counters were read: a transcript entry, a trace event, a step's response.
+FoundIn = Literal["entry", "trace", "response"]
+#: What a growth row marks: a commit (litany), a message, or a compaction.
+GrowthEvent = Literal["commit", "message", "compaction"]
+#: Who found an orphan result: this toolkit's assembly, or the runtime's own record.
+FoundBy = Literal["assembly", "record"]
+#: A tool call's kind: a client tool, or a provider-executed (server) one.
+ToolKind = Literal["client", "server"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +80,9 @@ class UsageRow:
     created_at: datetime | None = None
     attempt: int | None = None
     sealed: bool | None = None
-    found_in: str = "entry"
-    accounting: str | None = None
-    provider_source: str | None = None
+    found_in: FoundIn = "entry"
+    accounting: Family | None = None
+    provider_source: ProviderSource | None = None
     session_id: str | None = None
 
 
@@ -88,7 +102,7 @@ class GrowthRow:
     """The conversation's size at one point: a commit, a message or a compaction."""
 
     position: int
-    event: str
+    event: GrowthEvent
     messages: int | None = None
     chars: int | None = None
     context_tokens: int | None = None
@@ -105,7 +119,7 @@ class OrphanRow:
     """An orphan tool result, found by assembly or recorded by the runtime."""
 
     tool_use_id: str
-    found_by: str
+    found_by: FoundBy
     step: int | None = None
     commit: str | None = None
 
@@ -144,13 +158,13 @@ class ToolEvents:
         chars: text characters of the result (results).
         input_bytes: the call's input as compact JSON, in bytes (calls with an input).
         inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
-        texts: each call's input as JSON text (``murmur_record.serde_text``) and each result's
+        texts: each call's input as JSON text (``murmur_analysis.serde.serde_text``) and each result's
             text (``model.message_text`` of its content), when kept (``None`` otherwise).
     """
 
     row: list[int] = field(default_factory=list)
     call: list[bool] = field(default_factory=list)
-    kind: list[str] = field(default_factory=list)
+    kind: list[ToolKind] = field(default_factory=list)
     call_id: list[str] = field(default_factory=list)
     name: list[str | None] = field(default_factory=list)
     is_error: list[bool | None] = field(default_factory=list)

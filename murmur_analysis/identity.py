@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 __all__ = ["HEAD_BYTES", "Identity", "KnownFile", "Verdict", "changed_since", "checksum", "classify",
            "file_identity", "probe"]
@@ -94,7 +94,7 @@ def file_identity(path: str | os.PathLike[str]) -> Identity | None:
             "head": checksum(head).hex()}
 
 
-def changed_since(value: Any, ns: int) -> bool:
+def changed_since(value: object, ns: int) -> bool:
     """Whether any identity inside ``value`` (nested lists and dicts) was modified at or after ``ns``.
 
     A file modified while it was being read (or just before) may have been read in either

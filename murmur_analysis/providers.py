@@ -34,12 +34,14 @@ __all__ = [
     "FLEXIGPT_SDK",
     "Accounting",
     "Family",
+    "ProviderSource",
     "Resolved",
     "accounting",
     "as_resolved",
     "family_of_api",
     "family_of_model",
     "resolve",
+    "route_api",
 ]
 
 Family = Literal["anthropic", "google", "openai"]
@@ -181,6 +183,16 @@ def resolve(api: str | None, model: str | None, table: tuple[tuple[str, Family],
     if family is not None:
         return Resolved(accounting(family), family, "model_name")
     return Resolved(accounting(None), None, None)
+
+
+def route_api(model: str | None) -> str | None:
+    """The provider a driver route names: ``openrouter`` in ``openrouter/anthropic/claude-sonnet-4``.
+
+    A runtime that routes calls by a ``provider/model`` string (murmur's drivers) speaks the
+    route's API whatever model it serves, so the route's head is a recorded provider; a model
+    name without a ``/`` names no route (``None``).
+    """
+    return model.split("/", 1)[0] if model is not None and "/" in model else None
 
 
 def as_resolved(api: Resolved | str | None, table: tuple[tuple[str, Family], ...] = ()) -> Resolved:

@@ -201,6 +201,9 @@ def test_a_truncated_record_is_named_with_how_many_were_dropped(tmp_path: Path) 
     assert "dropped 5 message" in report.detail
     assert reader.header(path) == header
     assert reader.read_messages(path).reports == ()  # once per reader
+    diagnostics = ma.load(path).diagnostics
+    [detail] = diagnostics.loc[diagnostics["kind"] == "truncated_record", "detail"]
+    assert detail == report.detail  # paging and loading word the truncation alike
 
 
 def test_a_paging_loop_reads_the_record_once_and_a_grown_record_once_more(tmp_path: Path) -> None:

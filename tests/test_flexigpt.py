@@ -26,7 +26,7 @@ from murmur_analysis.model import (
 )
 from murmur_analysis.schema import schema
 from murmur_analysis.sources.base import Diagnostics
-from murmur_analysis.sources.flexigpt import FlexiGPTSource, api_of, normalize_usage, parse_rfc3339
+from murmur_analysis.sources.flexigpt import FlexiGPTSource, api_of, normalize_usage
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "flexigpt"
@@ -220,19 +220,6 @@ def test_usage_rules_per_provider() -> None:
     unknown = normalize_usage(raw, api_of(None, None))
     assert unknown is not None and unknown.output_tokens == 200
     assert normalize_usage({k: 0 for k in raw}, api_of("openai", None)) is None
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("2025-08-04T14:00:00.123456789Z", datetime(2025, 8, 4, 14, 0, 0, 123456, tzinfo=UTC)),
-     ("2025-08-04T14:00:00Z", datetime(2025, 8, 4, 14, tzinfo=UTC)),
-     ("2025-08-04T16:00:00.5+02:00", datetime(2025, 8, 4, 14, 0, 0, 500000, tzinfo=UTC)),
-     ("0001-01-01T00:00:00Z", None), ("yesterday", None), (None, None)],
-)
-def test_rfc3339_nanoseconds(text: Any, expected: datetime | None) -> None:
-    got = parse_rfc3339(text)
-    assert got == expected
-    assert got is None or got.tzinfo is UTC
 
 
 def test_both_schema_versions_and_both_store_names(tmp_path: Path) -> None:

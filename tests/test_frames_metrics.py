@@ -111,8 +111,8 @@ def test_metrics_from_tables() -> None:
 def test_pairing_columns_are_the_toolcall_fields() -> None:
     import dataclasses
 
-    from murmur_analysis.assembly import Pairer, ToolCall
     from murmur_analysis.model import Entry, ToolResult, ToolUse
+    from murmur_analysis.pairing import Pairer, ToolCall
 
     pairer = Pairer()
     pairer.feed(Entry(0, "assistant", (ToolUse("c1", "ls", {"p": 1}),)))

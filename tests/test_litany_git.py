@@ -349,7 +349,8 @@ def forked_and_merged(tmp_path: Path) -> Path:
 
 
 def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path) -> None:
-    from murmur_analysis._git import GitRepo, first_parent
+    from murmur_analysis._git import GitRepo
+    from murmur_analysis._gitlog import first_parent
 
     repo = GitRepo(forked_and_merged(tmp_path))
     heads = repo.refs()
@@ -368,7 +369,8 @@ def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path
 
 @pytest.mark.parametrize("size", [1, 2, 7, 41, 1 << 20])
 def test_the_log_parser_takes_output_in_pieces_of_any_size(tmp_path: Path, size: int) -> None:
-    from murmur_analysis._git import GitRepo, LogParser, parse_log
+    from murmur_analysis._git import GitRepo
+    from murmur_analysis._gitlog import LogParser, parse_log
 
     repo = GitRepo(forked_and_merged(tmp_path))
     out = repo.run("log", "--raw", "-z", "--no-abbrev", "--root", "--diff-merges=first-parent",
@@ -392,3 +394,11 @@ def test_a_branch_git_cannot_walk_is_reported_and_the_others_load(tmp_path: Path
     assert list(corpus.diagnostics["kind"]) == ["unreadable_branch"]
     assert corpus.diagnostics["path"].iloc[0].endswith("@refs/heads/agents/q")
     assert corpus.growth.groupby("conversation_id").size().to_dict() == {"p": 4, "p-c": 5}
+
+
+def test_a_commit_time_no_datetime_holds_is_none_not_a_failed_walk() -> None:
+    from murmur_analysis._gitlog import parse_log
+
+    sha = "a" * 40
+    commits = parse_log(f"commit {sha} 99999999999999 \0commit {'b' * 40} 1700000000 {sha}\0".encode())
+    assert [c.time for c in commits] == [None, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)]

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from murmur_analysis.blocks import text_chars
 from murmur_analysis.model import (
     Document,
     Image,
@@ -21,12 +22,9 @@ from murmur_analysis.model import (
     ToolUse,
     Unknown,
     Usage,
-    block_from_wire,
-    block_to_wire,
-    blocks_from_wire,
-    text_chars,
-    uuid7_datetime,
 )
+from murmur_analysis.values import uuid7_datetime
+from murmur_analysis.wire import block_from_wire, block_to_wire, blocks_from_wire
 
 
 def golden(fixtures: Path, name: str) -> list[dict[str, Any]]:

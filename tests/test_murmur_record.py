@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
-from murmur_analysis.sources.murmur.record import LineKind, decide, lower, lower_value, parse
+from murmur_analysis.serde import lower, lower_value
+from murmur_analysis.sources.murmur.record import LineKind, decide, parse
 
 # Pieces that move a line across serde_json's rules: escapes (lone surrogates among them),
 # numbers at and beyond f64's range, nesting, trailing commas and content, a BOM, control bytes.

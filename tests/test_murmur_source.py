@@ -464,7 +464,7 @@ def test_trace_damage_is_reported(tmp_path: Path) -> None:
 
 
 def test_provider_rules() -> None:
-    from murmur_analysis.sources.murmur.trace import api_of
+    from murmur_analysis.sources.murmur.trace_events import api_of
 
     def family(model: str | None, **event: str) -> str | None:
         return api_of(event, model).family
@@ -504,8 +504,9 @@ def test_sessions_option_reaches_the_source_and_handles_reopen(tmp_path: Path) -
 )
 def test_scanned_block_columns_equal_the_model(tmp_path: Path, content: Any) -> None:
     # The native scan derives kinds, text sizes and tool events from the model's own block rules.
-    from murmur_analysis.assembly import pair_tools
-    from murmur_analysis.model import block_kind, blocks_from_wire, text_chars
+    from murmur_analysis.blocks import block_kind, text_chars
+    from murmur_analysis.pairing import pair_tools
+    from murmur_analysis.wire import blocks_from_wire
 
     record(tmp_path, "r", "c", [{"content": content, "id": "msg_1", "role": "assistant"}])
     corpus = _load(tmp_path)

@@ -70,7 +70,7 @@ def test_a_broken_plugin_is_a_warning_not_a_failed_import(
     for name in ("missing_attr", "missing_module", "not_a_source"):
         assert any(f"'{name}'" in m and "could not be loaded" in m for m in messages), name
     assert any("'flexigpt'" in m and "shadows" in m for m in messages)
-    assert found["flexigpt"].__module__ == "murmur_analysis.sources.flexigpt"
+    assert found["flexigpt"].__module__ == "murmur_analysis.sources.flexigpt.source"
     assert not {"missing_attr", "missing_module", "not_a_source"} & set(found)
     assert {"flexigpt", "dispatch", "plaintext"} <= set(found)
 

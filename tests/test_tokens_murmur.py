@@ -124,3 +124,18 @@ def test_responses_with_no_counters_are_counted_beside_tokens(tmp_path: Path) ->
         f.write(json.dumps(msg("assistant", T0 + 400, text("late"), n=9)) + "\n")
     conv = ma.load(home).conversations.iloc[0]
     assert conv["tokens"] == 1922 and conv["unreported_responses"] == 2
+
+
+def test_a_timestamp_no_datetime_holds_is_a_null_time_not_a_failed_load(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    far = 10**17  # Unix ms past year 9999
+    record(home, "bot", "ctx", [msg("user", T0 + 10), msg("assistant", T0 + 21, text("hi"), n=1)])
+    trace(home / "sessions" / "ses_1", [
+        ev("session_start", T0, capsule_name="bot", model="gpt-4.1"),
+        ev("task_start", T0 + 1, task_id="A", context_id="ctx"),
+        inference(far, "A", 0, input_tokens=10, output_tokens=2, **OPENAI_COUNTERS),
+        ev("task_end", T0 + 500, task_id="A", exit_status="ok"),
+    ])
+    usage = ma.load(home).usage
+    assert len(usage) == 1 and usage.iloc[0]["input_total_tokens"] == 1900
+    assert pd.isna(usage.iloc[0]["created_at"])

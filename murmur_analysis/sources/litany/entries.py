@@ -25,8 +25,10 @@ from typing import Any
 
 import orjson
 
-from ...model import Block, Text, Usage, blocks_from_wire, read_counter
+from ...model import Block, Text, Usage
 from ...providers import Resolved, as_resolved
+from ...values import read_counter
+from ...wire import blocks_from_wire
 
 __all__ = [
     "EntryName",

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..._git import GitRepo
-from ...assembly import Pairer, assemble
-from ...model import Entry, sorted_entries, text_chars
+from ...assembly import assemble
+from ...blocks import text_chars
+from ...model import Entry, sorted_entries
+from ...pairing import Pairer
 from ...providers import Resolved, resolve
 from ..base import Diagnostics
 from ..files import display

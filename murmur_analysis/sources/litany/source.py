@@ -47,7 +47,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
+from ..._git import GitRepo, find_git_dir, is_git_dir
+from ..._gitlog import Commit, first_parent
 from ...assembly import Assembled, assemble
 from ...diagnostics import Diagnostic
 from ...errors import GitError

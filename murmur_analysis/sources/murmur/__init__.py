@@ -4,7 +4,9 @@
 - :mod:`.index`: the persisted line index of a record.
 - :mod:`.reader`: the record reader the cursor core pages through.
 - :mod:`.engine`: the native scan of many records into typed columns.
-- :mod:`.trace`: the trace files (tasks, inferences, tool timings) and their index.
+- :mod:`.sessions`: where session traces are.
+- :mod:`.trace_events`: trace events as values (inferences and their usage, compactions, tasks).
+- :mod:`.trace`: the trace index (tasks by context id).
 - :mod:`.join`: records joined to their traces (usage, growth).
 - :mod:`.source`: the source: discovery and decoding of a murmur home.
 """

@@ -26,6 +26,7 @@ import orjson
 
 from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, write_atomic
 from ...identity import HEAD_BYTES, classify, probe
+from .record import LineReport
 
 __all__ = ["PROBE_BYTES", "IndexStore", "LineIndex", "classify", "probe"]
 
@@ -68,7 +69,7 @@ class LineIndex:
     lines_before: int = 0
     starts: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
-    skipped: list[tuple[int, str, str]] = field(default_factory=list)
+    skipped: list[LineReport] = field(default_factory=list)
     header: dict[str, Any] | None = None
     tail_start: int = 0
     saved_size: int = 0  # the size of the copy on disk (0: none); not itself persisted
@@ -155,7 +156,7 @@ def _encode(index: LineIndex) -> bytes:
         "lines_before": index.lines_before,
         "tail_start": index.tail_start,
         "count": len(index.starts),
-        "skipped": index.skipped,
+        "skipped": [list(s) for s in index.skipped],
         "header": index.header,
     }
     encoded = orjson.dumps(meta)
@@ -199,7 +200,7 @@ def _decode(data: bytes, path: str) -> LineIndex | None:
         lines_before=int(meta["lines_before"]),
         starts=starts,
         ends=ends,
-        skipped=[(int(line), str(kind), str(detail)) for line, kind, detail in meta["skipped"]],
+        skipped=[LineReport(int(line), str(kind), str(detail)) for line, kind, detail in meta["skipped"]],
         header=header if isinstance(header, dict) else None,
         tail_start=int(meta["tail_start"]),
         saved_size=int(meta["size"]),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from ...handoff import GrowthRow, UsageRow
-from .trace import Inference, Task
+from .trace_events import Inference, Task
 
 __all__ = ["Join", "inference_row", "ms_of"]
 

@@ -20,10 +20,12 @@ from typing import Any, TypeVar
 from ...cursor import Page, PageMessage, encode_cursor, window
 from ...diagnostics import Diagnostic
 from ...errors import ReadMessagesError
+from ...serde import lower
+from ...values import json_count
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, classify, probe
 from .index import LineIndex as _Snapshot
-from .record import header_of, index_lines, lower, parse
+from .record import header_of, index_lines, parse, skipped_line, truncation
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 
@@ -191,18 +193,9 @@ class RecordReader:
     def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
         fresh: list[Diagnostic] = []
         found = list(snap.skipped)
-        marker = snap.header.get("truncated") if snap.header else None
-        if isinstance(marker, dict):
-            dropped = marker.get("dropped")
-            found.append(
-                (
-                    1,
-                    "truncated_record",
-                    f"retention dropped {dropped} message(s) from the front of this record "
-                    f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole "
-                    "conversation",
-                )
-            )
+        truncated = truncation(snap.header)
+        if truncated is not None:
+            found.append(truncated)
         reported = self._reported.get(snap.path)
         if reported is None:
             reported = set()
@@ -273,7 +266,7 @@ def _dropped(header: dict[str, Any] | None) -> int | None:
     """The cumulative ``dropped`` count of a record header's truncation marker."""
     marker = header.get("truncated") if header else None
     value = marker.get("dropped") if isinstance(marker, dict) else None
-    return value if isinstance(value, int) else None
+    return json_count(value)
 
 
 def _reason(err: OSError) -> str:
@@ -306,7 +299,7 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
         if found.header is not None:
             snap.header = header_of(data[found.header[0] : found.header[1]])
         for n, terminated in found.skipped:
-            snap.skipped.append(_skipped(line_no + n, terminated))
+            snap.skipped.append(skipped_line(line_no + n, terminated))
         if found.parsed_to > snap.parsed_to:
             unterminated = found.lines > 0 and found.parsed_to < offset + cut
             snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
@@ -316,12 +309,6 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
     # At most one message can come from an unterminated last line.
     unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
     snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
-
-
-def _skipped(line_no: int, terminated: bool) -> tuple[int, str, str]:
-    if not terminated:
-        return line_no, "partial_line", f"line {line_no} is not a message (an unterminated last line) and was skipped"
-    return line_no, "not_a_message", f"line {line_no} is not a message and was skipped"
 
 
 _DEFAULT_READER = RecordReader()

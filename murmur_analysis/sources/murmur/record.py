@@ -10,31 +10,33 @@ the value, a number outside f64's range) is murmur's by construction, and a mess
 ``content`` is lowered with serde_json's own ``to_string``.
 
 The cursor's :class:`~murmur_analysis.sources.murmur.reader.RecordReader`, the murmur source's entries and its
-table scan all call these functions; nothing else reads a record line.
+table scan all call these functions; nothing else reads a record line. How a message line is
+lowered to what a hook receives is :mod:`murmur_analysis.serde`'s.
 """
 
 from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ... import _native
-from ...model import murmur_block_rules
+from ...wire import murmur_block_rules
 
 __all__ = [
     "HEADER_TYPE",
     "LineKind",
+    "LineReport",
     "decide",
     "header_of",
     "index_lines",
-    "lower",
-    "lower_value",
     "message_values",
     "parse",
     "scan_records",
-    "serde_text",
     "skipped_detail",
+    "skipped_line",
+    "truncation",
     "unreadable",
 ]
 
@@ -95,45 +97,6 @@ def parse(line: bytes) -> Any:
     return _native.parse(line)
 
 
-def lower(line: bytes) -> tuple[str, str, str | None, str | None]:
-    """The lifecycle ``message`` murmur hands a hook, from one message line.
-
-    Returns:
-        ``(role, content, id, source_id)``: ``content`` is serde_json's text of the line's
-        ``content`` (``""`` without one), or for a ``tool`` message of the envelope
-        ``{"__murmur_tool_msg__":true,"body":…,"is_error":…,"tool_call_id":…}``.
-
-    Raises:
-        ValueError: the line is not a message.
-    """
-    lowered: tuple[str, str, str | None, str | None] = _native.lower(line)
-    return lowered
-
-
-def lower_value(line: dict[str, Any]) -> tuple[str, str, str | None, str | None]:
-    """:func:`lower` of a line already parsed (:func:`parse`).
-
-    Raises:
-        ValueError: the value is not a message.
-    """
-    lowered: tuple[str, str, str | None, str | None] = _native.lower_value(line)
-    return lowered
-
-
-def serde_text(value: Any) -> str:
-    """serde_json's ``to_string`` of a JSON value: compact, keys sorted (murmur's encoding).
-
-    Raises:
-        TypeError: the value holds something JSON cannot (a lone surrogate among them: a Rust
-            string, as serde_json writes, cannot hold one).
-    """
-    try:
-        text: str = _native.to_json(value)
-    except UnicodeEncodeError as err:
-        raise TypeError(f"not JSON text: {err.reason} ({err.object[err.start:err.end]!r})") from err
-    return text
-
-
 def header_of(line: bytes) -> dict[str, Any] | None:
     """The record header line 1 holds, as murmur reads it into its header struct, or ``None``.
 
@@ -175,19 +138,45 @@ def scan_records(paths: list[str], text: bool = True) -> list[dict[str, Any]]:
     return scanned
 
 
+class LineReport(NamedTuple):
+    """What a read of a record reports about one of its lines (a diagnostics row)."""
+
+    line: int  #: the 1-based line
+    kind: str  #: the diagnostics kind
+    detail: str  #: the sentence
+
+
 def skipped_detail(line: int, code: int) -> tuple[int, str, str]:
-    """``(line, kind, detail)`` of a line a scan skipped and reports, from its code."""
+    """The report of a line a scan skipped, from its code (a :class:`LineReport`)."""
     if code == _NOT_MESSAGE:
-        return line, "not_a_message", f"line {line} is not a message and was skipped"
+        return LineReport(line, "not_a_message", f"line {line} is not a message and was skipped")
     if code == _PARTIAL_LINE:
-        return line, "partial_line", f"line {line} is not a message (an unterminated last line) and was skipped"
+        return LineReport(line, "partial_line",
+                          f"line {line} is not a message (an unterminated last line) and was skipped")
     if code in (_BAD_UTF8, _BAD_UTF8_PARTIAL):
         kind = "bad_utf8" if code == _BAD_UTF8 else "bad_utf8_partial"
-        return line, kind, f"line {line} is not valid UTF-8 and was skipped"
-    return line, "missing_tool_call_id", f"line {line}: a tool message names no tool_call_id; kept as text"
+        return LineReport(line, kind, f"line {line} is not valid UTF-8 and was skipped")
+    return LineReport(line, "missing_tool_call_id", f"line {line}: a tool message names no tool_call_id; kept as text")
 
 
-def unreadable(skipped: list[tuple[int, str, str]], settled: bool) -> tuple[int, str, str] | None:
+def skipped_line(line: int, terminated: bool) -> LineReport:
+    """The report of a line that is not a message (``terminated``: it ends with a newline)."""
+    return LineReport(*skipped_detail(line, _NOT_MESSAGE if terminated else _PARTIAL_LINE))
+
+
+def truncation(header: Mapping[str, object] | None) -> LineReport | None:
+    """The ``truncated_record`` report of a record whose header carries a truncation marker, or ``None``."""
+    marker = header.get("truncated") if header else None
+    if not isinstance(marker, dict):
+        return None
+    return LineReport(
+        1, "truncated_record",
+        f"retention dropped {marker.get('dropped')} message(s) from the front of this record "
+        f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole conversation",
+    )
+
+
+def unreadable(skipped: Iterable[tuple[int, str, str]], settled: bool) -> LineReport | None:
     """Why murmur reads nothing from a record, given the lines a read of it skipped, or ``None``.
 
     murmur reads a record as one UTF-8 string (``read_to_string``): one byte that is not UTF-8,
@@ -201,8 +190,8 @@ def unreadable(skipped: list[tuple[int, str, str]], settled: bool) -> tuple[int,
     """
     for line, kind, _ in skipped:
         if kind == "bad_utf8" or (kind == "bad_utf8_partial" and settled):
-            return line, "bad_utf8", (
+            return LineReport(line, "bad_utf8", (
                 f"line {line} is not valid UTF-8: murmur reads nothing from this record (its read "
                 "fails), so no line of it was read"
-            )
+            ))
     return None

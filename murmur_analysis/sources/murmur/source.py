@@ -38,13 +38,16 @@ import pyarrow as pa
 
 from ...handoff import Conversation, EntryColumns, ToolMeta
 from ...identity import file_identity
-from ...model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
+from ...model import Entry, Text, ToolResult
+from ...values import uuid7_datetime
+from ...wire import blocks_from_wire
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .engine import ints, pairing, scanned_columns, strings
 from .join import Join, inference_row, ms_of
 from .record import header_of, message_values, scan_records, skipped_detail, unreadable
-from .trace import TraceIndex, discover, trace_files
+from .sessions import discover, trace_files
+from .trace import TraceIndex
 
 __all__ = ["MurmurSource"]
 

@@ -1,0 +1,197 @@
+"""FlexiGPT conversation stores: one pretty JSON file per conversation (formats.md §3).
+
+Layout: ``<store>/conversations_v1/<YYYYMM>/<uuidv7>_<title>.json`` (seed era:
+``conversationsv1``). A path may be the data folder holding the store, the store itself, one
+month partition, or a single conversation file. ``conversations.fts.sqlite`` (the app's search
+index) is not read.
+
+Conversations are listed newest first, in descending UUIDv7 order, like the app: month
+partitions newest first, files within one partition newest first.
+Each file is decoded by :mod:`.decode`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import orjson
+
+from ...cursor import Paged, paginate
+from ...handoff import Conversation
+from ..base import Diagnostics, Source
+from ..files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
+from .decode import decode
+
+__all__ = ["SCHEMA_VERSIONS", "STORE_DIRS", "ConversationListItem", "FlexiGPTSource"]
+
+#: The store folder names: the current one first, then the seed era's.
+STORE_DIRS = ("conversations_v1", "conversationsv1")
+#: The ``schemaVersion`` values this reader decodes (the seed era's and the current one).
+SCHEMA_VERSIONS = frozenset({"v1.0.0", "v1"})
+
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_FILE = re.compile(rf"^({_UUID})(?:_.*)?\.json$")
+_PARTITION = re.compile(r"^[0-9]{6}$")
+_PEEK = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationListItem:
+    """One conversation in a listing (the app's ``ConversationListItem`` plus its file).
+
+    Attributes:
+        id: the conversation's UUIDv7 (from the file name).
+        title: the sanitized title in the file name.
+        path: the conversation file.
+    """
+
+    id: str
+    title: str
+    path: str
+
+
+def _json_files(folder: Path, diagnostics: Diagnostics | None) -> list[str]:
+    """The names ending ``.json`` in ``folder``, whatever they are (a reader reports what is no file)."""
+    return [e.name for e in listing(folder, diagnostics) if e.name.endswith(".json")]
+
+
+def _newest_first(folders: list[Path], diagnostics: Diagnostics | None) -> Iterator[Path]:
+    """The conversation files of some folders, merged newest first (descending UUIDv7, then name)."""
+    found = [(f, name) for f in folders for name in _json_files(f, diagnostics)]
+
+    def key(item: tuple[Path, str]) -> tuple[str, str]:
+        m = _FILE.match(item[1])
+        return (m.group(1).lower() if m else "", item[1])
+
+    for folder, name in sorted(found, key=key, reverse=True):
+        yield folder / name
+
+
+def _store_files(roots: list[Path], diagnostics: Diagnostics | None) -> Iterator[Path]:
+    """Every conversation file of some store folders, newest first: month partitions, then loose files.
+
+    Only one partition's names are held at a time.
+    """
+    parts: set[str] = set()
+    loose: list[Path] = []
+    for root in roots:
+        entries = listing(root, diagnostics)
+        parts.update(e.name for e in entries if _PARTITION.match(e.name) and entry_is_dir(e))
+        if any(e.name.endswith(".json") for e in entries):
+            loose.append(root)
+    for part in sorted(parts, reverse=True):
+        yield from _newest_first([root / part for root in roots if is_dir(root / part)], diagnostics)
+    yield from _newest_first(loose, diagnostics)
+
+
+class FlexiGPTSource(Source):
+    """FlexiGPT's JSON conversation store (both schema versions)."""
+
+    name: ClassVar[str] = "flexigpt"
+    description: ClassVar[str] = "FlexiGPT conversation stores (conversations_v1/ or conversationsv1/ JSON files)"
+
+    def guess_can_open(self, path: Path) -> bool:
+        """A store folder, a folder holding one, a month partition, or a ``<uuid>_<title>.json``."""
+        if not is_dir(path):
+            return _FILE.match(path.name) is not None and self._peek(path)
+        if path.name in STORE_DIRS:
+            return True
+        if any(is_dir(path / d) for d in STORE_DIRS):
+            return True
+        return _PARTITION.match(path.name) is not None and path.parent.name in STORE_DIRS
+
+    @staticmethod
+    def _peek(path: Path) -> bool:
+        try:
+            with open_regular(path) as fh:
+                head = fh.read(_PEEK)
+        except NotRegularFile:  # claimed where a store keeps conversations, so that it is reported
+            return path.parent.name in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
+        except OSError:
+            return True  # named as a conversation file and unreadable: claimed, so that it is reported
+        return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)
+
+    def files(self, path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Path]:
+        """Every conversation file under ``path``, newest first.
+
+        Folders that cannot be listed are reported to ``diagnostics`` when it is given.
+        """
+        if not is_dir(path):
+            yield path
+            return
+        stores = [path / d for d in STORE_DIRS if is_dir(path / d)]
+        if stores:
+            yield from _store_files(stores, diagnostics)
+        elif _PARTITION.match(path.name):
+            yield from _newest_first([path], diagnostics)
+        else:
+            yield from _store_files([path], diagnostics)
+
+    def list_conversations(
+        self, path: str | os.PathLike[str], cursor: str | None = None, limit: int = 12
+    ) -> Paged[ConversationListItem]:
+        """One page of the store's listing, newest first, through the cursor core.
+
+        Args:
+            path: a store, the folder holding it, a partition or a file.
+            cursor: ``None`` for the newest page, or the ``next_cursor`` of the page before.
+            limit: page size (the app's default is 12; the cursor core clamps to ``1..=100``).
+
+        Returns:
+            The items newest first, the next cursor and the total.
+
+        Raises:
+            ReadMessagesError: ``invalid-cursor``.
+        """
+        items: list[ConversationListItem] = []
+        for file in self.files(Path(path)):
+            m = _FILE.match(file.name)
+            stem = file.name[: -len(".json")]
+            cid, _, title = stem.partition("_") if m else (stem, "", "")
+            items.append(ConversationListItem(cid, title, str(file)))
+        items.reverse()  # the cursor core takes items oldest first
+        return paginate(items, cursor, limit)
+
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+        """Every readable conversation under ``path``, newest first.
+
+        A file reached twice (through a linked folder) loads once, and two files holding one
+        conversation id both load: the loader keys conversations on their files.
+        """
+        for file in self.files(path, diagnostics):
+            conv = self._read(str(file), diagnostics)
+            if conv is not None:
+                yield conv
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Decode the conversation file ``key`` again (an empty conversation if it became unreadable)."""
+        path = str(key)
+        conv = self._read(path, diagnostics)
+        if conv is None:
+            return Conversation(self.name, Path(path).stem.split("_")[0], [], key=path, path=path)
+        return conv
+
+    def _read(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
+        raw = read_regular(path, diagnostics)
+        if raw is None:
+            return None
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as err:
+            diagnostics.report(path, "bad_json", f"not a JSON document ({err}); skipped")
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("messages", []), list):
+            diagnostics.report(path, "bad_json", "not a FlexiGPT conversation object; skipped")
+            return None
+        version = data.get("schemaVersion")
+        if not isinstance(version, str) or version not in SCHEMA_VERSIONS:  # a list or object too
+            diagnostics.report(path, "unknown_schema",
+                               f"schemaVersion {version!r} is not one this reader knows "
+                               f"({', '.join(sorted(SCHEMA_VERSIONS))}); skipped, as the app skips it")
+            return None
+        return decode(data, path)
