@@ -32,7 +32,8 @@ from .handoff import (
     UsageRow,
     repeated,
 )
-from .model import Entry, Usage, block_kind, context_tokens, message_text, reasoning_text, sorted_entries, text_chars
+from .history import History
+from .model import Entry, Usage, block_kind, message_text, reasoning_text, sorted_entries, text_chars
 from .schema import TABLES, built_schema, schema
 from .sources.files import display, raw_name
 
@@ -238,15 +239,17 @@ class FrameBuilder:
         messages and derived growth rows are written per chunk, and the pairing walk of the
         assembly core keeps only open calls.
         """
+        reading: Reading[Any]
+        chunks: Iterable[EntryColumns]
         if conv.columns is not None:
-            chunks: Iterable[EntryColumns] = conv.columns
+            chunks = reading = Reading(conv.columns, conv.summary)
         else:
             entries: Iterable[Entry] = conv.entries
             if isinstance(entries, list):
                 entries = sorted_entries(entries)
-            chunks = entry_chunks(entries, text=self.text)
-        reading = Reading(chunks, conv.summary)
-        walk = self._walk(conv, reading)
+            reading = Reading(entries, conv.summary)  # the entries' generator may return the summary
+            chunks = entry_chunks(reading, text=self.text)
+        walk = self._walk(conv, chunks)
         self._finish(conv, walk, _settled(conv, reading.summary))
 
     def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
@@ -277,8 +280,8 @@ class FrameBuilder:
         pairer = Pairer(keep_inputs=False)
         first_at: datetime | None = None
         last_at: datetime | None = None
-        count = chars_total = 0
-        context: int | None = None
+        count = 0
+        history = History(orphans=False)
         sizes: list[tuple[pa.Array, pa.Array]] = []
         derived: list[list[pa.Array]] = []
         message = -1
@@ -319,17 +322,14 @@ class FrameBuilder:
                 rows = np.asarray(events.row, dtype=np.int64)
                 positions = chunk.position.to_numpy(zero_copy_only=False)
                 pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
-            contexts: list[int | None] = []
             if usages:
                 ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
                 for i, u in enumerate(usages):
                     if u is not None:
                         usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
                                                    times[i], found_in="entry"))
-                        context = context_tokens(u, context)
-                    contexts.append(context)
-            chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
-            sizes.append((chunk.position, pa.array(chars, _I64)))
+            grown = history.append_columns(chunk.text_chars, usages)  # one state per message
+            sizes.append((chunk.position, grown.chars))
             derived.append(
                     [
                         source,
@@ -338,10 +338,9 @@ class FrameBuilder:
                         created,
                         repeated("message", n),
                         pa.nulls(n, _STR),
-                        pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
-                        sizes[-1][1],
-                        pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
-                        if usages or context is not None else pa.nulls(n, _I64),
+                        grown.messages,
+                        grown.chars,
+                        grown.context_tokens,
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
@@ -349,7 +348,6 @@ class FrameBuilder:
                     ]
                 )
             count += n
-            chars_total = int(chars[-1])
         calls = paired if paired is not None else _paired(pairer)
         return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,16 +48,28 @@ _PROGRESS_EVERY = 65_536
 
 def _reporting_columns(
     chunks: Iterable[EntryColumns], label: str, progress: Progress
-) -> Iterator[EntryColumns]:
+) -> Generator[EntryColumns, None, Any]:
     done = 0
-    for chunk in chunks:
+    it = iter(chunks)
+    while True:
+        try:
+            chunk = next(it)
+        except StopIteration as stop:
+            return stop.value  # the summary a source's generator returns, passed on
         done += len(chunk)
         progress("entries", f"{label}: {done:,} entries")
         yield chunk
 
 
-def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Iterator[Entry]:
-    for done, entry in enumerate(entries, start=1):
+def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Generator[Entry, None, Any]:
+    done = 0
+    it = iter(entries)
+    while True:
+        try:
+            entry = next(it)
+        except StopIteration as stop:
+            return stop.value  # the summary a source's generator returns, passed on
+        done += 1
         if done % _PROGRESS_EVERY == 0:
             progress("entries", f"{label}: {done:,} entries")
         yield entry
