@@ -39,26 +39,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Hashable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._git import Commit, GitRepo, find_git_dir, first_parent, is_git_dir
+from ..._git import Commit, GitRepo, find_git_dir, first_parent
 from ...assembly import Assembled, assemble
+from ...diagnostics import Diagnostic
 from ...errors import GitError
 from ...handoff import Conversation, GrowthRow, OrphanRow, Summary
 from ...history import replay
 from ...identity import file_identity
 from ...model import Entry
 from ..base import Diagnostics, Source
-from ..files import check_file, display, entry_is_dir, is_dir, listing, open_regular
+from ..files import display, entry_is_dir, is_dir, listing
 from .branch import decode, dropped_at, message_files
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex, settle
 from .steps import StepRecord, read_steps
+from .workspaces import find_workspaces, shallow_boundary
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
 
 AGENTS = "refs/heads/agents/"
+#: The most branches after the one asked for that one read of git reads ahead.
+_MOST_AHEAD = 64
 
 
 class LitanySource(Source):
@@ -80,11 +85,11 @@ class LitanySource(Source):
 
         A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
         """
-        return bool(_workspaces(path, limit=1)) or is_dir(path / "repo.git")
+        return bool(find_workspaces(path, limit=1)) or is_dir(path / "repo.git")
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
         """Every agent branch of every workspace under ``path``, each read when its entries are."""
-        for git_dir, steps_dir in _workspaces(path, diagnostics=diagnostics):
+        for git_dir, steps_dir in find_workspaces(path, diagnostics=diagnostics):
             workspace = _Workspace.open(self.git, git_dir, steps_dir, diagnostics, None)
             if workspace is None:
                 continue
@@ -147,11 +152,15 @@ class _Workspace:
         self.steps_dir = steps_dir
         self.diags = diags
         self.wanted = wanted
-        self.shallow = _shallow(repo.git_dir)
+        self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
         self._walked = False
         self._commits: dict[str, Commit] | None = None
         self._logs: dict[str, list[Commit] | GitError] = {}
+        self._handed: list[str] = []  # branches handed over, in order
+        self._started: set[str] = set()  # branches whose entries were iterated
+        self._read_ahead = 0
+        self._ready: dict[str, tuple[list[StepRecord], list[Diagnostic], bytes | None]] = {}
 
     @classmethod
     def open(cls, git: str, git_dir: Path, steps_dir: Path | None, diags: Diagnostics,
@@ -196,6 +205,7 @@ class _Workspace:
         git_dir = os.fspath(self.repo.git_dir)
         steps_dir = os.fspath(self.steps_dir) if self.steps_dir else None
         tips = {a: self.wanted[a][1] for a in [*self._ancestors(agent), agent]}
+        self._handed.append(agent)
         return Conversation(source="litany", conversation_id=agent, entries=self._read(agent), key=(
             git_dir, steps_dir, agent), path=git_dir, part=agent, extra={"tips": dict(sorted(tips.items()))})
 
@@ -227,6 +237,36 @@ class _Workspace:
             raise found
         return found
 
+    def _prepare(self, agent: str) -> None:
+        """Read the blobs, ``name`` file and step records of ``agent``, and of some branches after it.
+
+        Git starts once per batch of branches: while every branch handed over is read (a
+        load), each batch reads ahead twice as many of the branches not handed over yet (up to
+        :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
+        one branch asked for. The blobs are read while the step records are.
+        """
+        before = self._handed[: self._handed.index(agent)] if agent in self._handed else []
+        if before and before[-1] not in self._started:
+            self._read_ahead = 0
+        elif before:
+            self._read_ahead = min(_MOST_AHEAD, max(1, 2 * self._read_ahead))
+        later = [a for a in self.wanted if a not in self._handed and a not in self._ready]
+        batch: dict[str, list[Commit]] = {}
+        for other in [agent, *later[: self._read_ahead]]:
+            try:
+                batch[other] = self.log(other)
+            except GitError:
+                continue  # reported when that branch is read
+        todo = self.replayer.plan(f for log in batch.values() for f in message_files(log))
+        names = [f"{self.wanted[a][1]}:name" for a in batch]
+        with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
+            fetching = pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
+            records = {a: _read_steps(self.steps_dir, a, self.diags.source) for a in batch}
+            data = fetching.result()
+        self.replayer.take(todo, data)
+        for a, name in zip(batch, names, strict=True):
+            self._ready[a] = (*records[a], data.get(name))
+
     def _read(self, agent: str) -> Generator[Entry, None, Summary]:
         ref, head = self.wanted[agent]
         try:
@@ -234,22 +274,29 @@ class _Workspace:
         except GitError as err:
             self.diags.report(f"{self.repo.git_dir}@{ref}", "unreadable_branch", str(err))
             return Summary(usage=(), growth=(), assembly_orphans=())
-        records = read_steps(self.steps_dir / agent, self.diags) if self.steps_dir is not None else []
-        todo = self.replayer.plan(message_files(log))
-        name = f"{head}:name"
-        data = self.repo.read([*(oid for oid, _ in todo), name])
-        self.replayer.take(todo, data)
+        if agent not in self._ready:
+            self._prepare(agent)
+        self._started.add(agent)
+        records, reported, title = self._ready.pop(agent)
+        self.diags.extend(reported)
         inherited: set[str] = set()
         for other in self._ancestors(agent):
             try:
                 inherited |= {c.sha for c in self.log(other)}
             except GitError:
                 continue  # reported when that branch is read
-        title = data.get(name)
         entries, summary = _replay(self.replayer, agent, head, log, records, inherited, self.shallow,
                                    title.decode("utf-8", "replace").strip() if title else None)
         yield from entries
         return summary
+
+
+def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[StepRecord], list[Diagnostic]]:
+    """An agent's step records, and what reading them reported (kept for the agent's turn)."""
+    if steps_dir is None:
+        return [], []
+    reported = Diagnostics(source)
+    return read_steps(steps_dir / agent, reported), reported.rows
 
 
 def _replay(
@@ -290,72 +337,6 @@ def _replay(
     summary = Summary(usage=spend.usage, growth=growth, title=title, assembly_orphans=tuple(assembly),
                       rows={"orphans": tuple(recorded), "steps": tuple(steps_rows)})
     return spend.entries, summary
-
-
-def _shallow(git_dir: Path) -> frozenset[str]:
-    """The boundary commits of a shallow clone (``<git_dir>/shallow``); empty for a whole history."""
-    try:
-        with open_regular(git_dir / "shallow") as fh:
-            return frozenset(line.strip().decode("ascii", "replace") for line in fh if line.strip())
-    except OSError:
-        return frozenset()
-
-
-
-def _has_agents(git_dir: Path) -> bool:
-    if (git_dir / "refs" / "heads" / "agents").is_dir():
-        return True
-    try:
-        with open_regular(git_dir / "packed-refs") as fh:
-            return any(b" refs/heads/agents/" in line for line in fh)
-    except OSError:
-        return False
-
-
-def _not_a_repository(repo: Path, diagnostics: Diagnostics | None) -> None:
-    """Report why a workspace's ``repo.git`` is not read: it cannot be listed, or is no repository."""
-    if diagnostics is None:
-        return
-    before = len(diagnostics.rows)
-    if not listing(repo, diagnostics) and len(diagnostics.rows) > before:
-        return  # reported as a folder that cannot be listed
-    if os.path.lexists(repo / "HEAD") and not check_file(repo / "HEAD", diagnostics):
-        return  # reported: HEAD is a FIFO, a folder, a broken link...
-    diagnostics.report(repo, "not_a_repository", "the workspace's repo.git is not a git repository "
-                       "(it needs a HEAD file, objects/ and refs/); skipped")
-
-
-def _workspaces(
-    path: Path, limit: int | None = None, diagnostics: Diagnostics | None = None
-) -> list[tuple[Path, Path | None]]:
-    """``(git_dir, steps_dir)`` of each workspace at or directly under ``path``.
-
-    A folder that cannot be listed is reported to ``diagnostics`` when it is given.
-    """
-    git_dir = find_git_dir(path)
-    if git_dir is None and is_dir(path / "repo.git"):
-        _not_a_repository(path / "repo.git", diagnostics)
-        return []
-    if git_dir is not None:
-        if git_dir.name == "repo.git" and is_dir(git_dir.parent / "steps"):
-            return [(git_dir, git_dir.parent / "steps")]
-        return [(git_dir, None)] if git_dir.name == "repo.git" or _has_agents(git_dir) else []
-    base = path / "workspaces" if is_dir(path / "workspaces") else path
-    found: list[tuple[Path, Path | None]] = []
-    if not is_dir(base):
-        return found
-    for entry in listing(base, diagnostics):
-        child = Path(entry.path)
-        repo = child / "repo.git"
-        if entry.name.startswith(".") or not is_dir(repo):
-            continue
-        if not is_git_dir(repo):
-            _not_a_repository(repo, diagnostics)
-            continue
-        found.append((repo, child / "steps" if is_dir(child / "steps") else None))
-        if limit is not None and len(found) >= limit:
-            break
-    return found
 
 
 def assemble_commit(repo: str | os.PathLike[str], rev: str) -> Assembled:
