@@ -18,7 +18,7 @@ import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -46,33 +46,44 @@ Keep = Callable[[Source, Conversation], bool]
 _PROGRESS_EVERY = 65_536
 
 
+_T = TypeVar("_T")
+
+
+def _passing(stream: Iterable[_T], each: Callable[[_T], None]) -> Generator[_T, None, Any]:
+    """``stream`` as it is, calling ``each`` on every item; returns what ``stream`` returns (its summary)."""
+    it = iter(stream)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration as stop:
+            return stop.value
+        each(item)
+        yield item
+
+
 def _reporting_columns(
     chunks: Iterable[EntryColumns], label: str, progress: Progress
 ) -> Generator[EntryColumns, None, Any]:
     done = 0
-    it = iter(chunks)
-    while True:
-        try:
-            chunk = next(it)
-        except StopIteration as stop:
-            return stop.value  # the summary a source's generator returns, passed on
+
+    def report(chunk: EntryColumns) -> None:
+        nonlocal done
         done += len(chunk)
         progress("entries", f"{label}: {done:,} entries")
-        yield chunk
+
+    return _passing(chunks, report)
 
 
 def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Generator[Entry, None, Any]:
     done = 0
-    it = iter(entries)
-    while True:
-        try:
-            entry = next(it)
-        except StopIteration as stop:
-            return stop.value  # the summary a source's generator returns, passed on
+
+    def report(_entry: Entry) -> None:
+        nonlocal done
         done += 1
         if done % _PROGRESS_EVERY == 0:
             progress("entries", f"{label}: {done:,} entries")
-        yield entry
+
+    return _passing(entries, report)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 from live_git import commit_file
 
 import murmur_analysis as ma
+from murmur_analysis._git import GitRepo
 from murmur_analysis.export import export, read_parquet
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany import replay as replay_module
@@ -89,3 +90,26 @@ def test_a_conversation_is_handed_over_unread_and_its_fingerprint_reads_nothing(
     assert [e.id for e in entries] == ["001-operator.md", "002-claude-fable-5.json"]
     assert reads.take() == (1, 2)
     assert source.fingerprint(convs[1]) == fingerprints[1]
+
+
+def test_a_load_that_reports_progress_keeps_what_each_branch_returns(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    seen: list[tuple[str, str]] = []
+    quiet, told = ma.load(ws), ma.load(ws, progress=lambda kind, what: seen.append((kind, what)))
+    assert ("conversation", "litany: b") in seen
+    for name in ("growth", "usage", "orphans", "steps", "conversations"):
+        assert told.tables[name].equals(quiet.tables[name]), name
+    assert list(told.growth["event"]) == ["commit"] * 3  # the branches' own rows, not one per message
+
+
+def test_a_load_starts_git_once_per_batch_of_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = RepoBuilder(tmp_path / "ws" / "repo.git")
+    for agent in "abcdefg":
+        Branch(repo, agent).put(tree(("001-operator.md", f"go {agent}")))
+    repo.finish()
+    reads: list[int] = []
+    real = GitRepo.read
+    monkeypatch.setattr(GitRepo, "read", lambda self, names: reads.append(1) or real(self, names))
+    corpus = ma.load(tmp_path / "ws")
+    assert len(corpus.conversations) == 7 and len(corpus.messages) == 7
+    assert len(reads) == 4  # a; b, c; d, e, f; g: each batch reads ahead twice as far as the one before
