@@ -37,6 +37,7 @@ hold it. A commit that does not touch ``messages/`` costs one log line and one g
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Generator, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -157,7 +158,9 @@ class _Workspace:
         self._walked = False
         self._commits: dict[str, Commit] | None = None
         self._logs: dict[str, list[Commit] | GitError] = {}
-        self._handed: list[str] = []  # branches handed over, in order
+        self._order = {a: i for i, a in enumerate(wanted)}
+        self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
+        self._last: str | None = None
         self._started: set[str] = set()  # branches whose entries were iterated
         self._read_ahead = 0
         self._ready: dict[str, tuple[list[StepRecord], list[Diagnostic], bytes | None]] = {}
@@ -205,7 +208,7 @@ class _Workspace:
         git_dir = os.fspath(self.repo.git_dir)
         steps_dir = os.fspath(self.steps_dir) if self.steps_dir else None
         tips = {a: self.wanted[a][1] for a in [*self._ancestors(agent), agent]}
-        self._handed.append(agent)
+        self._handed[agent], self._last = self._last, agent
         return Conversation(source="litany", conversation_id=agent, entries=self._read(agent), key=(
             git_dir, steps_dir, agent), path=git_dir, part=agent, extra={"tips": dict(sorted(tips.items()))})
 
@@ -245,14 +248,15 @@ class _Workspace:
         :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
         one branch asked for. The blobs are read while the step records are.
         """
-        before = self._handed[: self._handed.index(agent)] if agent in self._handed else []
-        if before and before[-1] not in self._started:
+        before = self._handed.get(agent)
+        if before is not None and before not in self._started:
             self._read_ahead = 0
-        elif before:
+        elif before is not None:
             self._read_ahead = min(_MOST_AHEAD, max(1, 2 * self._read_ahead))
-        later = [a for a in self.wanted if a not in self._handed and a not in self._ready]
+        following = itertools.islice(self.wanted, self._order[agent] + 1, None)
+        later = (a for a in following if a not in self._handed and a not in self._ready)
         batch: dict[str, list[Commit]] = {}
-        for other in [agent, *later[: self._read_ahead]]:
+        for other in [agent, *itertools.islice(later, self._read_ahead)]:
             try:
                 batch[other] = self.log(other)
             except GitError:
