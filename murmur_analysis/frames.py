@@ -29,7 +29,7 @@ from .handoff import (
     UsageRow,
     repeated,
 )
-from .model import context_tokens
+from .history import History
 from .rows import CallColumns, ConversationRow
 from .schema import TABLES
 from .tables import TableBuilder, to_pandas, usage_table
@@ -138,8 +138,8 @@ class FrameBuilder:
         bare: list[int] = []
         first_at: datetime | None = None
         last_at: datetime | None = None
-        count = chars_total = 0
-        context: int | None = None
+        count = 0
+        history = History(orphans=False)
         sizes: list[tuple[pa.Array, pa.Array]] = []
         derived: list[list[pa.Array]] = []
         for chunk in walking:
@@ -158,17 +158,14 @@ class FrameBuilder:
             positions_all = chunk.position.to_numpy(zero_copy_only=False)
             bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
             self.builders["messages"].add_columns(chunk, n, {"source": key[0], "conversation_id": key[1]})
-            contexts: list[int | None] = []
             if usages:
                 ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
                 for i, u in enumerate(usages):
                     if u is not None:
                         usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
                                                    times[i], found_in="entry"))
-                        context = context_tokens(u, context)
-                    contexts.append(context)
-            chars = np.cumsum(chunk.text_chars.to_numpy(zero_copy_only=False)) + chars_total
-            sizes.append((chunk.position, pa.array(chars, _I64)))
+            grown = history.append_columns(chunk.text_chars, usages)  # one state per message
+            sizes.append((chunk.position, grown.chars))
             derived.append(
                     [
                         source,
@@ -177,10 +174,9 @@ class FrameBuilder:
                         created,
                         repeated("message", n),
                         pa.nulls(n, _STR),
-                        pa.array(np.arange(count + 1, count + n + 1, dtype=np.int64), _I64),
-                        sizes[-1][1],
-                        pa.array(contexts if usages else np.full(n, context, dtype=np.int64), _I64)
-                        if usages or context is not None else pa.nulls(n, _I64),
+                        grown.messages,
+                        grown.chars,
+                        grown.context_tokens,
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
                         pa.nulls(n, _I64),
@@ -188,7 +184,6 @@ class FrameBuilder:
                     ]
                 )
             count += n
-            chars_total = int(chars[-1])
         calls = walking.pairing()
         return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
 

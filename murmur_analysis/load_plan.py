@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -45,21 +45,44 @@ Keep = Callable[[Source, Conversation], bool]
 _PROGRESS_EVERY = 65_536
 
 
+_T = TypeVar("_T")
+
+
+def _passing(stream: Iterable[_T], each: Callable[[_T], None]) -> Generator[_T, None, Any]:
+    """``stream`` as it is, calling ``each`` on every item; returns what ``stream`` returns (its summary)."""
+    it = iter(stream)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration as stop:
+            return stop.value
+        each(item)
+        yield item
+
+
 def _reporting_columns(
     chunks: Iterable[EntryColumns], label: str, progress: Progress
-) -> Iterator[EntryColumns]:
+) -> Generator[EntryColumns, None, Any]:
     done = 0
-    for chunk in chunks:
+
+    def report(chunk: EntryColumns) -> None:
+        nonlocal done
         done += len(chunk)
         progress("entries", f"{label}: {done:,} entries")
-        yield chunk
+
+    return _passing(chunks, report)
 
 
-def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Iterator[Entry]:
-    for done, entry in enumerate(entries, start=1):
+def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Generator[Entry, None, Any]:
+    done = 0
+
+    def report(_entry: Entry) -> None:
+        nonlocal done
+        done += 1
         if done % _PROGRESS_EVERY == 0:
             progress("entries", f"{label}: {done:,} entries")
-        yield entry
+
+    return _passing(entries, report)
 
 
 @dataclass

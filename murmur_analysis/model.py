@@ -51,7 +51,6 @@ __all__ = [
     "ToolUse",
     "Unknown",
     "Usage",
-    "context_tokens",
     "sorted_entries",
 ]
 
@@ -197,18 +196,6 @@ class Usage:
         """Whether the provider reported any counter of the prompt or the output."""
         return (self.input_total_tokens is not None or self.output_tokens is not None
                 or self.reasoning_tokens is not None or self.provider_output_tokens is not None)
-
-
-def context_tokens(usage: Usage, previous: int | None) -> int | None:
-    """Tokens in context after a response: its whole prompt plus everything it generated.
-
-    That is ``input_total_tokens + output_tokens + reasoning_tokens`` (reasoning included); a
-    response whose prompt was not reported leaves ``previous`` standing.
-    """
-    if usage.input_total_tokens is None:
-        return previous
-    return usage.input_total_tokens + (usage.output_tokens or 0) + (usage.reasoning_tokens or 0)
-
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ pairing}/tests.rs) but replays git trees: entries come from `messages/` blobs of
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +15,7 @@ import pytest
 from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
+from murmur_analysis.history import History, State
 from murmur_analysis.model import Text, ToolResult, ToolUse
 from murmur_analysis.sources.litany import replay as litany_module
 
@@ -217,23 +218,24 @@ def worktree_only_history(root: Path, extra_commits: int) -> Path:
 def test_cost_is_flat_in_history_length_for_unchanged_content(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     parses: list[int] = []
-    summaries: list[int] = []
-    real_parse, real_summary = litany_module.parse_body, litany_module.Replayer.summary
+    fed: list[int] = []  # entries the history core took, per call
+    real_parse, real_append = litany_module.parse_body, History.append
     monkeypatch.setattr(litany_module, "parse_body", lambda data, md: parses.append(1) or real_parse(data, md))
 
-    def counting_summary(self: litany_module.Replayer, entries: list[ma.Entry], key: tuple[object, ...]) -> object:
-        summaries.append(1)
-        return real_summary(self, entries, key)  # type: ignore[arg-type]
+    def counting_append(self: History, entries: Iterable[ma.Entry]) -> State:
+        taken = list(entries)
+        fed.append(len(taken))
+        return real_append(self, taken)
 
-    monkeypatch.setattr(litany_module.Replayer, "summary", counting_summary)
+    monkeypatch.setattr(History, "append", counting_append)
     counts = []
     for n in (10, 100):
         parses.clear()
-        summaries.clear()
+        fed.clear()
         corpus = ma.load(worktree_only_history(tmp_path / str(n), n))
         assert len(corpus.growth) == n + 1
-        counts.append((len(parses), len(summaries)))
-    assert counts[0] == counts[1] == (3, 1)
+        counts.append((len(parses), sum(fed)))
+    assert counts[0] == counts[1] == (3, 3)
 
 
 def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
@@ -390,7 +392,9 @@ def test_a_branch_git_cannot_walk_is_reported_and_the_others_load(tmp_path: Path
     broken = git("hash-object", "-t", "commit", "-w", "--stdin", stdin=body.encode()).decode().strip()
     git("update-ref", "refs/heads/agents/q", broken)
     corpus = ma.load(git_dir)
-    assert list(corpus.conversations["conversation_id"]) == ["p", "p-c"]
+    # The branch is handed over before its history is walked: it is a conversation with nothing read.
+    assert list(corpus.conversations["conversation_id"]) == ["p", "p-c", "q"]
+    assert corpus.conversations.set_index("conversation_id").loc["q", "messages"] == 0
     assert list(corpus.diagnostics["kind"]) == ["unreadable_branch"]
     assert corpus.diagnostics["path"].iloc[0].endswith("@refs/heads/agents/q")
     assert corpus.growth.groupby("conversation_id").size().to_dict() == {"p": 4, "p-c": 5}

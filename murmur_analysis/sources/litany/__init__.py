@@ -1,9 +1,13 @@
 """litany: a transcript of files committed to one git branch per agent.
 
 - :mod:`.entries`: one committed entry file decoded.
-- :mod:`.replay`: the branch's commits replayed in order.
+- :mod:`.replay`: the ``messages/`` files of a repository decoded, each blob once.
+- :mod:`.branch`: a branch's commits decoded into the events of its history, which the
+  history core (:mod:`murmur_analysis.history`) counts.
 - :mod:`.steps`: the step records under ``steps/<agent>/``.
-- :mod:`.source`: the source: workspaces, repositories and branches.
+- :mod:`.spend`: which step committed each model entry, and the usage rows.
+- :mod:`.workspaces`: where the workspaces and repositories are.
+- :mod:`.source`: the source: each branch handed over unread, and read when iterated.
 """
 
 from .source import LitanySource, Replayer, assemble_commit

@@ -1,91 +1,31 @@
-"""Replaying litany ``messages/`` states from git: decode each blob once, assemble each state once.
+"""Decoding litany ``messages/`` files from git: each blob parsed once per load.
 
-:class:`Replayer` holds one repository's caches: parsed blobs keyed by ``(blob id, kind)``
-and state summaries keyed by the state's files, so neither grows with commits that leave
-``messages/`` alone. Assembly is the assembly core's (:func:`murmur_analysis.assembly.assemble`).
-
-:class:`Tally` follows one branch's state as it grows: a commit that only appends entries
-after the last one (the common case: litany commits one entry at a time) costs the appended
-entries, not the whole state. Its orphans are exactly :func:`~murmur_analysis.assembly.drop_orphans`'
-(the runs before the last are final; the open last run is recomputed, as a later entry of the
-same run can call a result met earlier in it), computed by the assembly core's pairing walk.
+:class:`Replayer` holds one repository's cache of parsed blobs, keyed by ``(blob id, kind)``,
+so a blob held by many commits and branches is parsed once, and turns a ``messages/`` file of
+a commit into an :class:`~murmur_analysis.model.Entry`. Counting the states those entries make
+is the history core's (:mod:`murmur_analysis.history`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from ..._git import GitRepo
-from ...assembly import assemble
-from ...blocks import text_chars
 from ...model import Entry, sorted_entries
-from ...pairing import Pairer
 from ...providers import Resolved, resolve
 from ..base import Diagnostics
 from ..files import display
 from .entries import Parsed, entry_name, normalize_usage, parse_body
 
-__all__ = ["MESSAGES", "Replayer", "Summary", "Tally"]
+__all__ = ["MESSAGES", "Replayer"]
 
 MESSAGES = "messages/"
 _FILE_MODES = ("100644", "100755")
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """Size and dropped orphans of one ``messages/`` state.
-
-    Its context tokens need the steps' usage: :func:`~murmur_analysis.sources.litany.fill_context`.
-    """
-
-    messages: int
-    chars: int
-    dropped: tuple[str, ...]
-
-
-class Tally:
-    """One branch's ``messages/`` state, in order, with what its summary needs kept current.
-
-    ``append`` an entry sorting after every entry held; anything else (a deletion, a rewrite,
-    an entry sorting earlier) is a ``reset`` to the new state's entries. Orphans come from the
-    assembly core's pairing walk, fed as the state grows.
-
-    Attributes:
-        entries: the state's entries in position order.
-    """
-
-    __slots__ = ("_chars", "_pairer", "entries")
-
-    entries: list[Entry]
-    _chars: int
-    _pairer: Pairer
-
-    def __init__(self, entries: Iterable[Entry] = ()) -> None:
-        self.reset(entries)
-
-    def reset(self, entries: Iterable[Entry]) -> None:
-        """Start over from a state's entries (any order: they are sorted by position)."""
-        self.entries = []
-        self._chars = 0
-        self._pairer = Pairer(keep_inputs=False)
-        for entry in sorted_entries(entries):
-            self.append(entry)
-
-    def append(self, entry: Entry) -> None:
-        """Add an entry whose position is at or after every entry held."""
-        self._pairer.feed(entry)
-        self.entries.append(entry)
-        self._chars += text_chars(entry.blocks)
-
-    def summary(self) -> Summary:
-        """Size and orphans of the state held."""
-        return Summary(len(self.entries), self._chars, tuple(self._pairer.dropped_orphans()))
-
-
 class Replayer:
-    """Decodes and assembles ``messages/`` states of one repository, with its caches.
+    """Decodes the ``messages/`` files of one repository, with its cache of parsed blobs.
 
     Attributes:
         parses: blobs parsed so far (each ``(blob id, kind)`` once).
@@ -96,7 +36,6 @@ class Replayer:
         self.diags = diags
         self.parses = 0
         self._parsed: dict[tuple[str, bool], Parsed] = {}
-        self._summaries: dict[Hashable, Summary] = {}
         self._reported: set[tuple[str, str]] = set()
 
     def where(self, commit: str, name: str) -> str:
@@ -186,25 +125,6 @@ class Replayer:
             position=parsed_name.seq, side=parsed_name.side, blocks=parsed.blocks, id=display(name),
             origin=display(parsed_name.origin), model=model, created_at=at, usage=usage,
         )
-
-    def summary(self, entries: Sequence[Entry] | Tally, key: Hashable | None = None) -> Summary:
-        """Size, context and orphans of one state.
-
-        Args:
-            entries: the state's entries in order, or a :class:`Tally` holding them (whose
-                running sums are used: no assembly).
-            key: when given, summaries of entry lists are cached under it (the state's files
-                and their accounting).
-        """
-        if isinstance(entries, Tally):
-            return entries.summary()
-        hit = self._summaries.get(key) if key is not None else None
-        if hit is None:
-            dropped = assemble(entries).dropped_orphans
-            hit = Summary(len(entries), sum(text_chars(e.blocks) for e in entries), tuple(dropped))
-            if key is not None:
-                self._summaries[key] = hit
-        return hit
 
     def entries_at(self, rev: str) -> tuple[str, list[Entry]]:
         """The commit ``rev`` names and the entries of its tree, in order (``created_at`` null).

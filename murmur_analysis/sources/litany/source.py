@@ -5,93 +5,67 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
 ``agents/<agent-id>`` is one conversation:
 
 * **entries** are the ``messages/`` files of the branch head, decoded as litany reads them
-  (:mod:`.litany_entries`); ``message_id`` is the file name, ``created_at`` the commit time
-  of the commit that added the file;
+  (:mod:`.entries`); ``message_id`` is the file name, ``created_at`` the commit time of the
+  commit that added the file;
 * **growth** has one row per commit of the branch (first-parent, oldest first): the entries,
   characters, context tokens (the last reported prompt plus its output) and the orphans
-  assembly would drop, for the tree of that commit;
-* **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.litany_steps`);
-* **usage**: a step whose ``response.json`` reported usage gives one row per attempt
-  (``found_in="response"``; ``sealed`` false for spend on a discarded attempt); a model
-  entry whose step's sealing attempt reported no usage (or that no step claims) gives its own
-  row (``found_in="entry"``). The entry's usage is the sealing attempt's, so the two are never
-  both counted. A step whose read-state commit left the branch (a rebase, an unreadable
-  ``meta.json``) is matched to its entry by content (:func:`_match_outputs`). A child agent's branch
-  (its id extends a loaded parent's with ``-``) inherits the parent's history: entries added
-  by commits of the parent's branch are the parent's spend and give no usage row here;
+  assembly would drop, for the tree of that commit. The branch's commits are decoded into
+  history events (:mod:`.branch`) and counted by the history core
+  (:mod:`murmur_analysis.history`);
+* **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.steps`);
+* **usage**: per step attempt and per unclaimed model entry (:mod:`.spend`). A child agent's
+  branch (its id extends a loaded parent's with ``-``) inherits the parent's history: entries
+  added by commits of the parent's branch are the parent's spend and give no usage row here;
 * **orphans**: ``found_by="assembly"`` for the orphans dropped when assembling each step's
   read-state commit and the branch head (``step`` null), ``found_by="record"`` for the ids
   each ``meta.json`` recorded, so a disagreement is a row under one and not the other. An
   orphan that stays in the tree is dropped again at every later step, so it has a row per
   step; ``conversations.orphans`` counts the head's rows (what the branch drops now).
 
-Git is read through :mod:`.git` (plumbing only, safe on hostile repositories): one ``git log``
-for the whole repository, listing only ``messages/`` changes, gives every branch's first-parent
-history, and one ``git cat-file --batch`` reads every blob; every blob is parsed once per load
-however many commits and branches hold it. A commit that does not touch ``messages/`` costs one
-log line and one growth row: no read, no parse, no assembly. A commit that adds entries after
-the last one (litany's usual commit) costs the entries it adds: the branch's running
-:class:`~.litany_replay.Tally` carries sizes, context and orphans forward. Any other change to
-``messages/`` (a deletion, a rewrite, an entry sorting earlier, as compaction makes) re-tallies
-that state once. The cost grows with the entries each commit adds, not with the commits that
-leave them alone nor with the length of the transcript.
+A conversation is handed over before anything of it is read: its key, path, part and branch
+tips are known from the refs alone, so an incremental export can compare
+:meth:`LitanySource.fingerprint` and skip it unread. Its commits are walked, its blobs read and
+its steps matched when its entries are iterated; the entries' generator returns the
+conversation's :class:`~murmur_analysis.handoff.Summary`.
+
+Git is read through :mod:`murmur_analysis._git` (plumbing only, safe on hostile repositories).
+The first branch read walks every branch of its repository in one ``git log`` listing only
+``messages/`` changes; each branch then reads, in one ``git cat-file --batch``, the blobs no
+branch read before it: every blob is parsed once per load however many commits and branches
+hold it. A commit that does not touch ``messages/`` costs one log line and one growth row.
 """
 
 from __future__ import annotations
 
-import bisect
+import itertools
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Generator, Hashable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._git import GitRepo, find_git_dir, is_git_dir
+from ..._git import GitRepo, find_git_dir
 from ..._gitlog import Commit, first_parent
 from ...assembly import Assembled, assemble
 from ...diagnostics import Diagnostic
 from ...errors import GitError
-from ...handoff import Conversation, GrowthRow, OrphanRow, StepRow, UsageRow
+from ...handoff import Conversation, GrowthRow, OrphanRow, Summary
+from ...history import replay
 from ...identity import file_identity
-from ...model import Entry, Usage, context_tokens
-from ...providers import Resolved, resolve
+from ...model import Entry
 from ..base import Diagnostics, Source
-from ..files import check_file, display, entry_is_dir, is_dir, listing, open_regular
-from .entries import entry_name, normalize_usage
-from .replay import MESSAGES, Replayer, Summary, Tally
+from ..files import display, entry_is_dir, is_dir, listing
+from .branch import decode, dropped_at, message_files
+from .replay import MESSAGES, Replayer
+from .spend import StepIndex, settle
 from .steps import StepRecord, read_steps
+from .workspaces import find_workspaces, shallow_boundary
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
 
 AGENTS = "refs/heads/agents/"
-# One messages/ file as a branch holds it: name, blob id, mode, index of the commit adding it.
-_Item = tuple[str, str, str, int]
-
-
-def _sort_key(name: str) -> tuple[int, bytes]:
-    parsed = entry_name(name)
-    return (parsed.seq if parsed else -1, name.encode("utf-8", "surrogateescape"))
-
-
-@dataclass
-class _Branch:
-    agent_id: str
-    head: str
-    log: list[Commit]
-
-
-class _Steps:
-    """Which step a commit of the branch belongs to: the last whose read state precedes it."""
-
-    def __init__(self, records: list[StepRecord], index_of: dict[str, int]) -> None:
-        points = sorted((index_of[r.commit], r.step, r) for r in records if r.commit in index_of)
-        self._at = [p[0] for p in points]
-        self._records = [p[2] for p in points]
-
-    def of(self, commit_index: int) -> StepRecord | None:
-        i = bisect.bisect_left(self._at, commit_index)
-        return self._records[i - 1] if i else None
+#: The most branches after the one asked for that one read of git reads ahead.
+_MOST_AHEAD = 64
 
 
 class LitanySource(Source):
@@ -113,15 +87,33 @@ class LitanySource(Source):
 
         A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
         """
-        return bool(_workspaces(path, limit=1)) or is_dir(path / "repo.git")
+        return bool(find_workspaces(path, limit=1)) or is_dir(path / "repo.git")
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every agent branch of every workspace under ``path``."""
-        for git_dir, steps_dir in _workspaces(path, diagnostics=diagnostics):
-            yield from self._read(git_dir, steps_dir, diagnostics, None)
+        """Every agent branch of every workspace under ``path``, each read when its entries are."""
+        for git_dir, steps_dir in find_workspaces(path, diagnostics=diagnostics):
+            workspace = _Workspace.open(self.git, git_dir, steps_dir, diagnostics, None)
+            if workspace is None:
+                continue
+            shallow = workspace.shallow
+            if shallow:
+                diagnostics.report(git_dir, "shallow_history",
+                                   f"a shallow clone: the history before {len(shallow)} boundary commit(s) is not in "
+                                   "the repository; the entries a boundary commit holds were written at an unknown "
+                                   "time (created_at null), and growth starts at the boundary")
+            for agent in workspace.wanted:
+                yield workspace.conversation(agent)
+            if steps_dir is not None and is_dir(steps_dir):
+                for entry in listing(steps_dir, diagnostics):
+                    if entry_is_dir(entry) and entry.name not in workspace.wanted:
+                        diagnostics.report(entry.path, "no_branch",
+                                           f"step records for agent {entry.name} with no agents/ branch")
 
     def fingerprint(self, conv: Conversation) -> Any:
-        """The branch's tip and its ancestors' tips, and the identity of its step records."""
+        """The branch's tip and its ancestors' tips, and the identity of its step records.
+
+        Known without reading the conversation: the tips come with it from the refs.
+        """
         tips = conv.extra.get("tips")
         if not isinstance(conv.key, tuple) or tips is None:
             return None
@@ -134,28 +126,65 @@ class LitanySource(Source):
         return ["git", sorted(tips.items()), records]
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
-        """Decode one agent branch again (``key`` is ``(git_dir, steps_dir, agent_id)``)."""
+        """The agent branch ``key`` names (``(git_dir, steps_dir, agent_id)``), read when iterated.
+
+        Raises:
+            GitError: the repository has no such branch.
+        """
         assert isinstance(key, tuple)
         git_dir, steps_dir, agent_id = key
-        for conv in self._read(Path(git_dir), Path(steps_dir) if steps_dir else None, diagnostics, agent_id):
-            return conv
-        raise GitError(f"no branch agents/{agent_id} in {git_dir}")
+        workspace = _Workspace.open(self.git, Path(git_dir), Path(steps_dir) if steps_dir else None, diagnostics,
+                                    agent_id)
+        if workspace is None or agent_id not in workspace.wanted:
+            raise GitError(f"no branch agents/{agent_id} in {git_dir}")
+        return workspace.conversation(agent_id)
 
-    def _read(
-        self, git_dir: Path, steps_dir: Path | None, diags: Diagnostics, only: str | None
-    ) -> Iterator[Conversation]:
-        repo = GitRepo(git_dir, self.git)
-        replayer = Replayer(repo, diags)
+
+class _Workspace:
+    """One repository's agent branches: listed up front, walked and read on demand.
+
+    Attributes:
+        wanted: each branch to read, ``agent id -> (ref, head)``, in ref order.
+        shallow: the boundary commits of a shallow clone.
+    """
+
+    def __init__(self, repo: GitRepo, steps_dir: Path | None, diags: Diagnostics,
+                 wanted: dict[str, tuple[str, str]]) -> None:
+        self.repo = repo
+        self.steps_dir = steps_dir
+        self.diags = diags
+        self.wanted = wanted
+        self.shallow = shallow_boundary(repo.git_dir)
+        self.replayer = Replayer(repo, diags)
+        self._walked = False
+        self._commits: dict[str, Commit] | None = None
+        self._logs: dict[str, list[Commit] | GitError] = {}
+        self._order = {a: i for i, a in enumerate(wanted)}
+        self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
+        self._last: str | None = None
+        self._started: set[str] = set()  # branches whose entries were iterated
+        self._read_ahead = 0
+        self._ready: dict[str, tuple[list[StepRecord], list[Diagnostic], bytes | None]] = {}
+
+    @classmethod
+    def open(cls, git: str, git_dir: Path, steps_dir: Path | None, diags: Diagnostics,
+             only: str | None) -> _Workspace | None:
+        """List a repository's agent branches (only ``only`` and its ancestors when given).
+
+        What makes the repository or a branch unreadable is reported (for ``only``: nothing
+        about other branches); ``None`` when the repository cannot be read at all.
+        """
+        repo = GitRepo(git_dir, git)
         if repo.hazards():
             for where in repo.hazards():
                 diags.report(where, "not_a_regular_file", "a FIFO, socket or device among the repository's files: "
                              "git would block on it, so the repository is not read")
-            return
+            return None
         try:
             refs = repo.ref_kinds(AGENTS)
         except GitError as err:
             diags.report(git_dir, "unreadable_repo", str(err))
-            return
+            return None
         wanted: dict[str, tuple[str, str]] = {}
         for ref, (head, kind) in refs.items():
             if kind == "commit":
@@ -169,47 +198,102 @@ class LitanySource(Source):
         if only is not None:
             # One branch, with the histories of the agents it was forked from: their commits
             # are what it inherited, and their spend is theirs, not counted again here.
-            if only not in wanted:
-                return
             wanted = {a: v for a, v in wanted.items() if a == only or only.startswith(a + "-")}
+        return cls(repo, steps_dir, diags, wanted)
+
+    def _ancestors(self, agent: str) -> list[str]:
+        return [a for a in self.wanted if agent.startswith(a + "-")]
+
+    def conversation(self, agent: str) -> Conversation:
+        """The conversation of branch ``agent``: nothing of it read until its entries are iterated."""
+        git_dir = os.fspath(self.repo.git_dir)
+        steps_dir = os.fspath(self.steps_dir) if self.steps_dir else None
+        tips = {a: self.wanted[a][1] for a in [*self._ancestors(agent), agent]}
+        self._handed[agent], self._last = self._last, agent
+        return Conversation(source="litany", conversation_id=agent, entries=self._read(agent), key=(
+            git_dir, steps_dir, agent), path=git_dir, part=agent, extra={"tips": dict(sorted(tips.items()))})
+
+    def log(self, agent: str) -> list[Commit]:
+        """The branch's first-parent history, oldest first (the first call walks every branch).
+
+        The walk is one ``git log`` of every wanted branch, listing only ``messages/`` changes;
+        should it fail (a missing object, say), each branch is walked alone, so that only the
+        broken ones fail.
+
+        Raises:
+            GitError: git cannot walk this branch.
+        """
+        if not self._walked:
+            self._walked = True
+            try:
+                self._commits = self.repo.walk((head for _ref, head in self.wanted.values()), [MESSAGES])
+            except GitError:
+                self._commits = None
+        if agent not in self._logs:
+            head = self.wanted[agent][1]
+            try:
+                self._logs[agent] = first_parent(self._commits, head) if self._commits is not None else self.repo.log(
+                    head)
+            except GitError as err:
+                self._logs[agent] = err
+        found = self._logs[agent]
+        if isinstance(found, GitError):
+            raise found
+        return found
+
+    def _prepare(self, agent: str) -> None:
+        """Read the blobs, ``name`` file and step records of ``agent``, and of some branches after it.
+
+        Git starts once per batch of branches: while every branch handed over is read (a
+        load), each batch reads ahead twice as many of the branches not handed over yet (up to
+        :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
+        one branch asked for. The blobs are read while the step records are.
+        """
+        before = self._handed.get(agent)
+        if before is not None and before not in self._started:
+            self._read_ahead = 0
+        elif before is not None:
+            self._read_ahead = min(_MOST_AHEAD, max(1, 2 * self._read_ahead))
+        following = itertools.islice(self.wanted, self._order[agent] + 1, None)
+        later = (a for a in following if a not in self._handed and a not in self._ready)
+        batch: dict[str, list[Commit]] = {}
+        for other in [agent, *itertools.islice(later, self._read_ahead)]:
+            try:
+                batch[other] = self.log(other)
+            except GitError:
+                continue  # reported when that branch is read
+        todo = self.replayer.plan(f for log in batch.values() for f in message_files(log))
+        names = [f"{self.wanted[a][1]}:name" for a in batch]
         with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
-            fetching = pool.submit(_fetch, repo, replayer, wanted)
-            records = {agent: _read_steps(steps_dir, agent, diags.source) for agent in wanted}
-            branches, failed, todo, data = fetching.result()
-        for where, why in failed:
-            diags.report(where, "unreadable_branch", why)
-        replayer.take(todo, data)
-        shallow = _shallow(git_dir)
-        if shallow and only is None:
-            diags.report(git_dir, "shallow_history",
-                         f"a shallow clone: the history before {len(shallow)} boundary commit(s) is not in the "
-                         "repository; the entries a boundary commit holds were written at an unknown time "
-                         "(created_at null), and growth starts at the boundary")
-        names = {f"{b.head}:name": data.get(f"{b.head}:name") for b in branches}
-        shas = {b.agent_id: {c.sha for c in b.log} for b in branches}
-        for branch in branches:
-            if only is not None and branch.agent_id != only:
-                continue
-            steps, reported = records[branch.agent_id]
-            diags.extend(reported)
-            inherited: set[str] = set()
-            for other, held in shas.items():
-                if branch.agent_id.startswith(other + "-"):
-                    inherited |= held
-            conv = _replay(replayer, branch, steps, inherited, shallow)
-            title = names.get(f"{branch.head}:name")
-            conv.title = title.decode("utf-8", "replace").strip() if title else None
-            conv.path = os.fspath(git_dir)
-            conv.part = branch.agent_id
-            conv.key = (os.fspath(git_dir), os.fspath(steps_dir) if steps_dir else None, branch.agent_id)
-            conv.extra["tips"] = {b.agent_id: b.head for b in branches
-                                  if b is branch or branch.agent_id.startswith(b.agent_id + "-")}
-            yield conv
-        if steps_dir is not None and only is None and is_dir(steps_dir):
-            known = {b.agent_id for b in branches}
-            for entry in listing(steps_dir, diags):
-                if entry_is_dir(entry) and entry.name not in known:
-                    diags.report(entry.path, "no_branch", f"step records for agent {entry.name} with no agents/ branch")
+            fetching = pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
+            records = {a: _read_steps(self.steps_dir, a, self.diags.source) for a in batch}
+            data = fetching.result()
+        self.replayer.take(todo, data)
+        for a, name in zip(batch, names, strict=True):
+            self._ready[a] = (*records[a], data.get(name))
+
+    def _read(self, agent: str) -> Generator[Entry, None, Summary]:
+        ref, head = self.wanted[agent]
+        try:
+            log = self.log(agent)
+        except GitError as err:
+            self.diags.report(f"{self.repo.git_dir}@{ref}", "unreadable_branch", str(err))
+            return Summary(usage=(), growth=(), assembly_orphans=())
+        if agent not in self._ready:
+            self._prepare(agent)
+        self._started.add(agent)
+        records, reported, title = self._ready.pop(agent)
+        self.diags.extend(reported)
+        inherited: set[str] = set()
+        for other in self._ancestors(agent):
+            try:
+                inherited |= {c.sha for c in self.log(other)}
+            except GitError:
+                continue  # reported when that branch is read
+        entries, summary = _replay(self.replayer, agent, head, log, records, inherited, self.shallow,
+                                   title.decode("utf-8", "replace").strip() if title else None)
+        yield from entries
+        return summary
 
 
 def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[StepRecord], list[Diagnostic]]:
@@ -220,350 +304,44 @@ def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[S
     return read_steps(steps_dir / agent, reported), reported.rows
 
 
-_Fetched = tuple[list[_Branch], list[tuple[str, str]], dict[tuple[str, bool], str], dict[str, bytes | None]]
-
-
-def _fetch(repo: GitRepo, replayer: Replayer, wanted: dict[str, tuple[str, str]]) -> _Fetched:
-    """What git has to say, in two processes: every wanted branch with its history, and the blobs.
-
-    Returns ``(branches, failures, blobs planned, contents)``: each wanted branch
-    (``agent id -> (ref, head)``) with its first-parent history; ``(where, why)`` of each
-    branch git could not walk; the ``messages/`` blobs to parse (:meth:`Replayer.plan`) and the
-    contents of those and of each head's ``name`` file. The history is one ``git log`` of the
-    whole repository (:meth:`GitRepo.walk`, listing only ``messages/`` changes); should it fail
-    (a missing object, say), each branch is walked alone so that only the broken ones fail.
-    Nothing is reported here: this runs beside the reading of the step records.
-    """
-    try:
-        commits: dict[str, Commit] | None = repo.walk((head for _ref, head in wanted.values()), [MESSAGES])
-    except GitError:
-        commits = None
-    branches: list[_Branch] = []
-    failed: list[tuple[str, str]] = []
-    for agent, (ref, head) in wanted.items():
-        try:
-            log = first_parent(commits, head) if commits is not None else repo.log(head)
-        except GitError as err:
-            failed.append((f"{repo.git_dir}@{ref}", str(err)))
-            continue
-        branches.append(_Branch(agent, head, log))
-    todo = replayer.plan(_message_files(branches))
-    names = [f"{b.head}:name" for b in branches]
-    data = repo.read([*(oid for oid, _ in todo), *names]) if todo or names else {}
-    return branches, failed, todo, data
-
-
-def _message_files(branches: list[_Branch]) -> Iterator[tuple[str, str, str, str]]:
-    """``(name, blob id, mode, commit)`` of every file added or changed in ``messages/``."""
-    seen: set[str] = set()  # commits shared by branches (forks) are listed once
-    for b in branches:
-        for c in b.log:
-            if not c.changes or c.sha in seen:
-                continue
-            seen.add(c.sha)
-            for ch in c.changes:
-                name = ch.path[len(MESSAGES) :]
-                if ch.status != "D" and ch.path.startswith(MESSAGES) and "/" not in name:
-                    yield name, ch.blob, ch.mode, c.sha
-
-
-def _shallow(git_dir: Path) -> frozenset[str]:
-    """The boundary commits of a shallow clone (``<git_dir>/shallow``); empty for a whole history."""
-    try:
-        with open_regular(git_dir / "shallow") as fh:
-            return frozenset(line.strip().decode("ascii", "replace") for line in fh if line.strip())
-    except OSError:
-        return frozenset()
-
-
 def _replay(
-    replayer: Replayer, branch: _Branch, records: list[StepRecord], inherited: set[str], shallow: frozenset[str]
-) -> Conversation:
-    log = branch.log
+    replayer: Replayer, agent: str, head: str, log: list[Commit], records: list[StepRecord], inherited: set[str],
+    shallow: frozenset[str], title: str | None,
+) -> tuple[list[Entry], Summary]:
+    """One branch read: its entries (in order) and its summary.
+
+    The commits are decoded into history events (:func:`.branch.decode`), the steps' spend is
+    settled (:func:`.spend.settle`), and the history core counts each commit's state.
+    """
     index_of = {c.sha: i for i, c in enumerate(log)}
-    steps = _Steps(records, index_of)
-    state: dict[str, tuple[str, str, int]] = {}  # name -> (oid, mode, index of the adding commit)
-    made: dict[_Item, Entry | None] = {}
-    nested: set[str] = set()
-    growth: list[GrowthRow] = []
-    states: list[tuple[list[Entry], int]] = []  # each growth row's state: a prefix of a tally's entries
-    dropped_at: list[tuple[str, ...]] = []
-    tally = Tally()
-    last: tuple[int, bytes] | None = None  # the sort key of the last entry name held
-    summary: Summary | None = None
-
-    def make(name: str, added: int) -> Entry | None:
-        oid, mode, _added = state[name]
-        item = (name, oid, mode, added)
-        if item not in made:
-            parsed = entry_name(name)
-            rec = steps.of(added)
-            api = resolve(rec.provider, parsed.origin if parsed else None) if rec and rec.provider else None
-            # A shallow clone's boundary commit holds, as if it added them, entries written before it.
-            at = None if log[added].sha in shallow else log[added].time
-            made[item] = replayer.entry(name, oid, mode, log[added].sha, at, api)
-        return made[item]
-
-    for i, commit in enumerate(log):
-        if not commit.changes and summary is not None:  # nothing in messages/ changed: the last state stands
-            dropped_at.append(summary.dropped)
-            growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
-                                    orphans=len(summary.dropped), at=commit.time, commit=commit.sha))
-            states.append(states[-1])
-            continue
-        changed = summary is None
-        appended: list[tuple[tuple[int, bytes], str]] = []
-        rebuild = False
-        for ch in commit.changes:
-            if not ch.path.startswith(MESSAGES):
-                continue
-            name = ch.path[len(MESSAGES) :]
-            if "/" in name:
-                top = name.split("/", 1)[0]
-                if entry_name(top) is not None and top not in nested:
-                    nested.add(top)
-                    replayer.diags.report(replayer.where(commit.sha, top), "not_a_file",
-                                          "an entry name that is a folder cannot be read")
-                continue
-            changed = True
-            key = _sort_key(name)
-            if ch.status == "D":
-                if state.pop(name, None) is not None and key[0] >= 0:
-                    rebuild = True
-            else:
-                old = state.get(name)
-                state[name] = (ch.blob, ch.mode, old[2] if old else i)
-                if key[0] < 0:
-                    continue  # not an entry: nothing to assemble
-                if old is not None or (last is not None and key <= last):
-                    rebuild = True
-                else:
-                    appended.append((key, name))
-        if changed:
-            if rebuild:
-                ordered = sorted((k, n) for n in state if (k := _sort_key(n))[0] >= 0)
-                tally.reset(e for _k, n in ordered if (e := make(n, state[n][2])) is not None)
-                last = ordered[-1][0] if ordered else None
-            elif appended:
-                appended.sort()
-                for _key, name in appended:
-                    entry = make(name, i)
-                    if entry is not None:
-                        tally.append(entry)
-                last = appended[-1][0]
-            summary = replayer.summary(tally, None)
-        assert summary is not None
-        dropped_at.append(summary.dropped)
-        growth.append(GrowthRow(position=i, event="commit", messages=summary.messages, chars=summary.chars,
-                                orphans=len(summary.dropped), at=commit.time, commit=commit.sha))
-        states.append((tally.entries, len(tally.entries)))
-    entries = tally.entries
-    added_at = {display(name): added for name, (_oid, _mode, added) in state.items()}  # keyed as entry ids
-    theirs = {name for name, added in added_at.items() if log[added].sha in inherited}
-    conv = Conversation(source="litany", conversation_id=branch.agent_id, entries=entries, growth=growth)
-    _attach_steps(conv, replayer, branch, records, steps, index_of, added_at, theirs, dropped_at)
-    conv.growth = fill_context(growth, states, conv.usage or [])
-    return conv
-
-
-def fill_context(growth: list[GrowthRow], states: list[tuple[list[Entry], int]],
-                 usage: list[UsageRow]) -> list[GrowthRow]:
-    """Each state's context tokens (``model.context_tokens``), over the responses it holds.
-
-    A response's counters are its entry's own or, where the entry has none, its step's sealing
-    attempt's (the usage row linked to it). A state that history was rewritten to (a compaction
-    that removed or replaced entries) holds only its own entries, so its context is theirs.
-    """
-    linked = {r.message_id: r.usage for r in usage if r.message_id is not None and r.sealed is not False}
-    prefix: dict[int, list[int | None]] = {}  # id(entries) -> context after each prefix
-    out: list[GrowthRow] = []
-    for row, (entries, n) in zip(growth, states, strict=True):
-        contexts = prefix.get(id(entries))
-        if contexts is None or len(contexts) <= n:
-            contexts = [None]
-            for e in entries:
-                u = e.usage if e.usage is not None else linked.get(e.id or "")
-                contexts.append(contexts[-1] if u is None else context_tokens(u, contexts[-1]))
-            prefix[id(entries)] = contexts
-        out.append(replace(row, context_tokens=contexts[n]))
-    return out
-
-
-def _dropped_at(replayer: Replayer, commit: str, index_of: dict[str, int],
-                dropped_at: list[tuple[str, ...]]) -> tuple[str, ...] | None:
-    index = index_of.get(commit)
-    if index is not None:
-        return dropped_at[index]
-    try:  # a read state no longer on the branch (history rewritten): replay its tree alone
-        _sha, entries = replayer.entries_at(commit)
-    except GitError as err:
-        replayer.diags.report(f"{replayer.repo.git_dir}@{commit}", "unknown_commit", str(err))
-        return None
-    return tuple(assemble(entries).dropped_orphans)
-
-
-def _usage_key(u: Usage) -> tuple[int | None, ...]:
-    """The counters as written, whatever accounting read them: equal for an entry and its attempt."""
-    total = u.input_total_tokens if u.provider_input_tokens is None else None
-    return (u.provider_input_tokens, total, u.provider_output_tokens, u.cache_read_tokens, u.cache_write_tokens,
-            u.reasoning_tokens, u.context_window)
-
-
-def _match_outputs(
-    entries: list[Entry], records: list[StepRecord], placed: dict[str, StepRecord | None],
-    sealed_usage: dict[int, Usage], theirs: set[str],
-) -> dict[str, StepRecord]:
-    """Which step committed each model entry.
-
-    A step whose read-state commit is on the branch owns the model entries added after it (and
-    before the next such step); among them the one whose usage equals the sealing attempt's
-    is its output, else the first. A step whose commit is not on the branch (history rewritten
-    by a rebase, a ``meta.json`` that cannot be read) is matched by content: the first model
-    entry no step claims whose counters equal its sealing attempt's (the entry's usage is the
-    sealing attempt's, formats.md §2).
-    """
-    model = [e for e in entries if e.side == "assistant" and e.id not in theirs]
-    owner: dict[str, StepRecord] = {}
-    claimed: set[int] = set()
-
-    def take(rec: StepRecord, pool: list[Entry], placed_pool: bool) -> bool:
-        want = sealed_usage.get(rec.step)
-        pick = next((e for e in pool if want is not None and e.usage is not None
-                     and _usage_key(e.usage) == _usage_key(want)), None)
-        if pick is None and placed_pool and pool:
-            pick = pool[0]
-        if pick is None:
-            return False
-        owner[pick.id or ""] = rec
-        claimed.add(rec.step)
-        return True
-
-    for rec in records:
-        pool = [e for e in model if placed.get(e.id or "") is rec and (e.id or "") not in owner]
-        take(rec, pool, True)
-    for rec in records:
-        if rec.step not in claimed and rec.step in sealed_usage:
-            take(rec, [e for e in model if (e.id or "") not in owner], False)
-    return owner
-
-
-def _attach_steps(
-    conv: Conversation, replayer: Replayer, branch: _Branch, records: list[StepRecord], steps: _Steps,
-    index_of: dict[str, int], added_at: dict[str, int], theirs: set[str], dropped_at: list[tuple[str, ...]],
-) -> None:
-    entries = conv.entries
-    assert isinstance(entries, list)
-    assembly = [OrphanRow(t, "assembly", None, branch.head) for t in (dropped_at[-1] if dropped_at else ())]
-    placed = {e.id or "": steps.of(added_at[e.id or ""]) for e in entries}
-    attempts_usage: dict[tuple[int, int], tuple[Usage, str | None, Resolved]] = {}
-    sealed_usage: dict[int, Usage] = {}
-    for rec in records:
-        for attempt in rec.attempts:
-            model = rec.model or attempt.model
-            api = resolve(rec.provider, model)
-            u = normalize_usage(attempt.usage, api)
-            if u is not None:
-                attempts_usage[(rec.step, attempt.number)] = (u, model, api)
-                if attempt is rec.sealing:
-                    sealed_usage[rec.step] = u
-    owner = _match_outputs(entries, records, placed, sealed_usage, theirs)
-    output_of = {r.step: e for e in entries if (r := owner.get(e.id or "")) is not None}
-    usage: list[UsageRow] = []
+    steps = StepIndex(records, index_of)
+    decoded = decode(replayer, log, steps, shallow)
+    theirs = {name for name, added in decoded.added_at.items() if log[added].sha in inherited}
+    spend = settle(decoded.entries, records, steps, decoded.added_at, theirs)
+    states = list(replay(decoded.events, spend.usage_of))
+    growth = tuple(GrowthRow(position=i, event="commit", messages=s.messages, chars=s.chars,
+                             context_tokens=s.context_tokens, orphans=s.orphans, at=c.time, commit=c.sha)
+                   for i, (c, s) in enumerate(zip(log, states, strict=True)))
+    assembly = [OrphanRow(t, "assembly", None, head) for t in (states[-1].dropped if states else ())]
+    recorded: list[dict[str, Any]] = []
+    steps_rows: list[dict[str, Any]] = []
     for rec in records:
         last = rec.attempts[-1] if rec.attempts else None
         sealing = rec.sealing
-        conv.steps.append(StepRow(
-            branch.agent_id, rec.step, rec.commit, rec.started_at, rec.ended_at, rec.model, rec.provider,
-            rec.dropped_orphans, len(rec.attempts), sealing.finish_reason if sealing else None,
-            last.error if last is not None else None,
-        ))
-        conv.recorded_orphans += [OrphanRow(t, "record", rec.step, rec.commit) for t in rec.dropped_orphans or ()]
-        dropped = _dropped_at(replayer, rec.commit, index_of, dropped_at) if rec.commit else None
+        steps_rows.append({
+            "agent_id": display(agent), "step": rec.step, "commit": rec.commit, "started_at": rec.started_at,
+            "ended_at": rec.ended_at, "model": rec.model, "provider": rec.provider,
+            "dropped_orphans": list(rec.dropped_orphans) if rec.dropped_orphans is not None else None,
+            "attempts": len(rec.attempts), "finish_reason": sealing.finish_reason if sealing else None,
+            "error": last.error if last is not None else None,
+        })
+        recorded += [{"step": rec.step, "commit": rec.commit, "tool_use_id": t, "found_by": "record"}
+                     for t in rec.dropped_orphans or ()]
+        dropped = dropped_at(replayer, rec.commit, index_of, states) if rec.commit else None
         assembly += [OrphanRow(t, "assembly", rec.step, rec.commit) for t in dropped or ()]
-        out = output_of.get(rec.step)
-        for attempt in rec.attempts:
-            found = attempts_usage.get((rec.step, attempt.number))
-            if found is None:
-                continue
-            u, model, api = found
-            sealed = attempt is sealing
-            linked = out if sealed else None
-            usage.append(UsageRow(
-                u, linked.id if linked else None, linked.position if linked else None,
-                model or (out.model if out else None), rec.provider, rec.ended_at, attempt.number, sealed, "response",
-                api.accounting.family, api.source,
-            ))
-    for i, e in enumerate(entries):
-        claim = owner.get(e.id or "")
-        if e.usage is None or e.id in theirs:
-            continue
-        if claim is not None and claim.step in sealed_usage:
-            # The step's sealing attempt reported this response: its row counts it, and its
-            # normalization (by the API the step recorded) is the message's.
-            entries[i] = replace(e, usage=sealed_usage[claim.step])
-            continue
-        provider = claim.provider if claim else None
-        api = resolve(provider, e.model)
-        usage.append(UsageRow(e.usage, e.id, e.position, e.model, provider, e.created_at, found_in="entry",
-                              accounting=api.accounting.family, provider_source=api.source))
-    conv.usage = usage
-    conv.assembly_orphans = assembly
-
-
-def _has_agents(git_dir: Path) -> bool:
-    if (git_dir / "refs" / "heads" / "agents").is_dir():
-        return True
-    try:
-        with open_regular(git_dir / "packed-refs") as fh:
-            return any(b" refs/heads/agents/" in line for line in fh)
-    except OSError:
-        return False
-
-
-def _not_a_repository(repo: Path, diagnostics: Diagnostics | None) -> None:
-    """Report why a workspace's ``repo.git`` is not read: it cannot be listed, or is no repository."""
-    if diagnostics is None:
-        return
-    before = len(diagnostics.rows)
-    if not listing(repo, diagnostics) and len(diagnostics.rows) > before:
-        return  # reported as a folder that cannot be listed
-    if os.path.lexists(repo / "HEAD") and not check_file(repo / "HEAD", diagnostics):
-        return  # reported: HEAD is a FIFO, a folder, a broken link...
-    diagnostics.report(repo, "not_a_repository", "the workspace's repo.git is not a git repository "
-                       "(it needs a HEAD file, objects/ and refs/); skipped")
-
-
-def _workspaces(
-    path: Path, limit: int | None = None, diagnostics: Diagnostics | None = None
-) -> list[tuple[Path, Path | None]]:
-    """``(git_dir, steps_dir)`` of each workspace at or directly under ``path``.
-
-    A folder that cannot be listed is reported to ``diagnostics`` when it is given.
-    """
-    git_dir = find_git_dir(path)
-    if git_dir is None and is_dir(path / "repo.git"):
-        _not_a_repository(path / "repo.git", diagnostics)
-        return []
-    if git_dir is not None:
-        if git_dir.name == "repo.git" and is_dir(git_dir.parent / "steps"):
-            return [(git_dir, git_dir.parent / "steps")]
-        return [(git_dir, None)] if git_dir.name == "repo.git" or _has_agents(git_dir) else []
-    base = path / "workspaces" if is_dir(path / "workspaces") else path
-    found: list[tuple[Path, Path | None]] = []
-    if not is_dir(base):
-        return found
-    for entry in listing(base, diagnostics):
-        child = Path(entry.path)
-        repo = child / "repo.git"
-        if entry.name.startswith(".") or not is_dir(repo):
-            continue
-        if not is_git_dir(repo):
-            _not_a_repository(repo, diagnostics)
-            continue
-        found.append((repo, child / "steps" if is_dir(child / "steps") else None))
-        if limit is not None and len(found) >= limit:
-            break
-    return found
+    summary = Summary(usage=spend.usage, growth=growth, title=title, assembly_orphans=tuple(assembly),
+                      rows={"orphans": tuple(recorded), "steps": tuple(steps_rows)})
+    return spend.entries, summary
 
 
 def assemble_commit(repo: str | os.PathLike[str], rev: str) -> Assembled:

@@ -1,0 +1,115 @@
+"""A litany branch is handed over before it is read: an unchanged branch is not read on re-export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
+from live_git import commit_file
+
+import murmur_analysis as ma
+from murmur_analysis._git import GitRepo
+from murmur_analysis.export import export, read_parquet
+from murmur_analysis.sources import Diagnostics
+from murmur_analysis.sources.litany import replay as replay_module
+from murmur_analysis.sources.litany import source as source_module
+
+USE = {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls"}}
+
+
+def workspace(root: Path) -> Path:
+    repo = RepoBuilder(root / "repo.git")
+    a, b = Branch(repo, "a"), Branch(repo, "b")
+    a.put(tree(("001-operator.md", "go a"), ("002-claude-fable-5.json", blocks(USE))))
+    b.put(tree(("001-operator.md", "go b")))
+    b.put(tree(("002-claude-fable-5.json", j({"content": [{"type": "text", "text": "done"}]}))))
+    repo.finish()
+    return root
+
+
+class Reads:
+    """Counts the branches replayed and the blobs parsed."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.replays = 0
+        self.parses = 0
+        real_replay, real_parse = source_module._replay, replay_module.parse_body
+
+        def replay(*args: Any, **kwargs: Any) -> Any:
+            self.replays += 1
+            return real_replay(*args, **kwargs)
+
+        def parse(*args: Any, **kwargs: Any) -> Any:
+            self.parses += 1
+            return real_parse(*args, **kwargs)
+
+        monkeypatch.setattr(source_module, "_replay", replay)
+        monkeypatch.setattr(replay_module, "parse_body", parse)
+
+    def take(self) -> tuple[int, int]:
+        seen, self.replays, self.parses = (self.replays, self.parses), 0, 0
+        return seen
+
+
+def test_an_unchanged_branch_is_not_read_again_on_re_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = workspace(tmp_path / "ws")
+    out = tmp_path / "out"
+    reads = Reads(monkeypatch)
+    first = export(ws, out=out)
+    assert first.conversations_read == 2 and reads.take() == (2, 4)
+    again = export(ws, out=out)
+    assert (again.conversations_read, again.conversations_kept) == (0, 2)
+    assert reads.take() == (0, 0)  # neither branch walked, read nor parsed
+    commit_file(ws / "repo.git", "agents/b", "messages/003-operator.md", b"more", T0 + 600)
+    third = export(ws, out=out)
+    assert (third.conversations_read, third.conversations_kept) == (1, 1)
+    assert reads.take() == (1, 3)  # b alone: its three blobs, none of a's
+    exported = read_parquet(out).tables
+    loaded = ma.load(ws).tables
+    keys = {"messages": ["conversation_id", "seq"], "growth": ["conversation_id", "position"],
+            "orphans": ["conversation_id", "tool_use_id"], "conversations": ["conversation_id"]}
+    for name, key in keys.items():
+        pd.testing.assert_frame_equal(exported[name].to_pandas().sort_values(key).reset_index(drop=True),
+                                      loaded[name].to_pandas().sort_values(key).reset_index(drop=True))
+
+
+def test_a_conversation_is_handed_over_unread_and_its_fingerprint_reads_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = workspace(tmp_path / "ws")
+    reads = Reads(monkeypatch)
+    source = source_module.LitanySource()
+    convs = list(source.open(ws, Diagnostics("litany")))
+    fingerprints = [source.fingerprint(c) for c in convs]
+    assert [c.conversation_id for c in convs] == ["a", "b"] and all(fingerprints)
+    assert [(c.part, c.key[2]) for c in convs] == [("a", "a"), ("b", "b")]  # type: ignore[index]
+    assert reads.take() == (0, 0)
+    entries = list(convs[1].entries)
+    assert [e.id for e in entries] == ["001-operator.md", "002-claude-fable-5.json"]
+    assert reads.take() == (1, 2)
+    assert source.fingerprint(convs[1]) == fingerprints[1]
+
+
+def test_a_load_that_reports_progress_keeps_what_each_branch_returns(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    seen: list[tuple[str, str]] = []
+    quiet, told = ma.load(ws), ma.load(ws, progress=lambda kind, what: seen.append((kind, what)))
+    assert ("conversation", "litany: b") in seen
+    for name in ("growth", "usage", "orphans", "steps", "conversations"):
+        assert told.tables[name].equals(quiet.tables[name]), name
+    assert list(told.growth["event"]) == ["commit"] * 3  # the branches' own rows, not one per message
+
+
+def test_a_load_starts_git_once_per_batch_of_branches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = RepoBuilder(tmp_path / "ws" / "repo.git")
+    for agent in "abcdefg":
+        Branch(repo, agent).put(tree(("001-operator.md", f"go {agent}")))
+    repo.finish()
+    reads: list[int] = []
+    real = GitRepo.read
+    monkeypatch.setattr(GitRepo, "read", lambda self, names: reads.append(1) or real(self, names))
+    corpus = ma.load(tmp_path / "ws")
+    assert len(corpus.conversations) == 7 and len(corpus.messages) == 7
+    assert len(reads) == 4  # a; b, c; d, e, f; g: each batch reads ahead twice as far as the one before
