@@ -7,7 +7,7 @@ batches every ``batch_rows`` rows, so memory stays bounded and no schema is infe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -172,19 +172,24 @@ def _token_column(usages: list[Usage | None], index: int) -> pa.Array:
     return pa.array([None if u is None else _tokens(u)[index] for u in usages], _I64)
 
 
-def entry_chunks(entries: Iterable[Entry], rows: int = BATCH_ROWS, text: bool = True) -> Iterator[EntryColumns]:
+def entry_chunks(
+    entries: Iterable[Entry], rows: int = BATCH_ROWS, text: bool = True
+) -> Generator[EntryColumns, None, Summary | None]:
     """Entries (in position order) turned into the column chunks a columnar decoder builds.
 
     ``text`` computes the text columns (else they are null), by the rules the engine follows.
+    Returns the :class:`Summary` the entries' stream returns, if any.
     """
+    reading = Reading(entries, None)
     chunk: list[Entry] = []
-    for entry in entries:
+    for entry in reading:
         chunk.append(entry)
         if len(chunk) >= rows:
             yield _entry_chunk(chunk, text)
             chunk = []
     if chunk:
         yield _entry_chunk(chunk, text)
+    return reading.summary
 
 
 def _entry_chunk(entries: list[Entry], text: bool) -> EntryColumns:
