@@ -18,7 +18,7 @@ from ...handoff import Summary
 from ...model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
 from ..base import Diagnostics
 from ..files import open_regular
-from .join import Join, ms_of
+from .join import Join, learned, ms_of
 from .record import message_values, unreadable
 
 __all__ = ["TITLE_CHARS", "report_skipped", "settled", "stream", "title_of"]
@@ -88,9 +88,7 @@ def stream(
             title = next((title_of(b.text) for b in entry.blocks if isinstance(b, Text) and b.text.strip()), None)
         yield entry
     report_skipped(path, skipped[done:], is_settled, diagnostics)
-    if join is None:
-        return Summary(title=title)
-    return Summary(usage=tuple(join.usage_rows()), growth=tuple(join.growth_rows()), title=title)
+    return learned(join, title)
 
 
 def _entry(

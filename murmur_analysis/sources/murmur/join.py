@@ -15,12 +15,12 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
-from ...handoff import GrowthRow, UsageRow
+from ...handoff import GrowthRow, Pairing, Summary, UsageRow
 from ...model import Usage
 from ...schema import built_schema
 from .trace import Inference, Task
 
-__all__ = ["Join", "inference_row", "ms_of", "usage_columns"]
+__all__ = ["Join", "inference_row", "learned", "ms_of", "usage_columns"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -159,3 +159,14 @@ class Join:
                 )
             )
         return rows
+
+
+def learned(join: Join | None, title: str | None, paired: Pairing | None = None) -> Summary:
+    """What reading a record taught, once all of it was fed to ``join``.
+
+    The usage and compaction rows of its tasks (``None`` when no session names it: the usage on
+    the entries stands), its title and, when the engine walked it, its tool pairing.
+    """
+    if join is None:
+        return Summary(title=title, paired=paired)
+    return Summary(usage=tuple(join.usage_rows()), growth=tuple(join.growth_rows()), title=title, paired=paired)

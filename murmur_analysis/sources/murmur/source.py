@@ -4,7 +4,7 @@ murmur keeps one record per (record store, context id) at
 ``~/.murmur/conversations/<record>/<context-id>/conversation.jsonl``: one JSON message per line,
 appended by the runtime while it runs. This source finds records under a murmur home, its
 ``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
-Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
+Every line is decided by murmur's line rules (:mod:`.record`, serde_json itself, the same
 decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
@@ -14,12 +14,17 @@ decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
   and is reported (``partial_line``) only once the file has been still for ``settle_seconds``.
 
 For the tables, the records are scanned natively, many at once on every core
-(:func:`~.murmur_record.scan_records`): each message line becomes one row of typed columns and
-the record's tool events are paired by the assembly core's walk in the same pass. Reopened,
-each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the parsed line,
-so the cursor core lowers it exactly as murmur's host does). Token usage, tool timings,
-compactions and retention come from session traces (:mod:`.murmur_trace`); the join rules are
+(:func:`~.record.scan_records`): each message line becomes one row of typed columns and the
+record's tool events are paired by the assembly core's walk in the same pass. Reopened, each
+message becomes one :class:`~murmur_analysis.model.Entry` (:mod:`.entries`). Token usage, tool
+timings, compactions and retention come from session traces (:mod:`.trace`); the join rules are
 in ``docs/tokens.md`` (``## murmur``).
+
+Nothing is written into a conversation once it is made: what is known before its lines are read
+(the sessions, tool timings, retention) goes in at construction, with the scanned columns'
+:class:`~murmur_analysis.handoff.Summary` (usage, compactions, title, pairing); the entries
+stream returns its own summary when it ends. The usage of no conversation (a session's own
+spend) is yielded beside the conversations as ``usage`` rows.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .engine import ints, pairing, scanned_columns, strings
 from .entries import report_skipped, settled, stream, title_of
-from .join import Join, inference_row, ms_of, usage_columns
+from .join import Join, inference_row, learned, ms_of, usage_columns
 from .record import header_of, scan_records, skipped_detail, unreadable
 from .trace import TraceIndex, discover, trace_files
 
@@ -351,7 +356,7 @@ class MurmurSource(Source):
         n = scanned["rows"]
         title = title_of(scanned["title"]) if scanned["title"] is not None else None
         if join is None:
-            return scanned_columns(scanned, pa.nulls(n, _STR), None), Summary(title=title, paired=pairing(scanned))
+            return scanned_columns(scanned, pa.nulls(n, _STR), None), learned(None, title, pairing(scanned))
         models: list[str | None] = []
         usages: list[Any] = []
         triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
@@ -361,6 +366,4 @@ class MurmurSource(Source):
             models.append(found.model if found is not None else None)
             usages.append(found.usage if found is not None else None)
         usage = usages if any(u is not None for u in usages) else None
-        summary = Summary(usage=tuple(join.usage_rows()), growth=tuple(join.growth_rows()), title=title,
-                          paired=pairing(scanned))
-        return scanned_columns(scanned, pa.array(models, _STR), usage), summary
+        return scanned_columns(scanned, pa.array(models, _STR), usage), learned(join, title, pairing(scanned))
