@@ -20,6 +20,7 @@ from murmur_home import T0, ev, inference, msg, record, text, trace
 
 import murmur_analysis as ma
 from murmur_analysis import handoff
+from murmur_analysis.export import export, read_parquet
 from murmur_analysis.handoff import Conversation, Summary, TableRows
 from murmur_analysis.load_plan import iter_batches
 from murmur_analysis.sources.base import Diagnostics
@@ -157,7 +158,8 @@ def test_a_streamed_murmur_record_returns_its_summary(samples: Path, sealed: lis
     assert len(opened) == len(corpus.conversations) and joined and compacted and not sealed
 
 
-def test_session_spend_is_rows_beside_the_conversations(tmp_path: Path, sealed: list[str]) -> None:
+def _session_home(tmp_path: Path) -> Path:
+    """A home whose session spent tokens outside any task (an on-session-end hook)."""
     home = tmp_path / "home"
     record(home, "bot", "ctx", [msg("user", T0 + 10), msg("assistant", T0 + 21, text("answer"), n=1)])
     hook = {"input_tokens": 300, "output_tokens": 40, "input_tokens_actual": 310, "output_tokens_actual": 41,
@@ -170,6 +172,14 @@ def test_session_spend_is_rows_beside_the_conversations(tmp_path: Path, sealed: 
         ev("inference", T0 + 600, task_id=None, **hook),
         ev("session_end", T0 + 900, exit_status="ok"),
     ])
+    old = T0 / 1000  # every file settled, and the same time on every run
+    for path in home.rglob("*"):
+        os.utime(path, (old, old))
+    return home
+
+
+def test_session_spend_is_rows_beside_the_conversations(tmp_path: Path, sealed: list[str]) -> None:
+    home = _session_home(tmp_path)
     source = MurmurSource()
     items = list(source.open(home, Diagnostics("murmur")))
     rows = [item for item in items if isinstance(item, TableRows)]
@@ -182,3 +192,18 @@ def test_session_spend_is_rows_beside_the_conversations(tmp_path: Path, sealed: 
     session = usage[usage["conversation_id"].isna()]
     assert session["source"].tolist() == ["murmur"] and session["input_total_tokens"].tolist() == [310]
     assert not sealed
+
+
+def test_session_spend_is_exported_once_however_often_the_export_runs(tmp_path: Path) -> None:
+    home, out = _session_home(tmp_path), tmp_path / "out"
+    expected = [("", 310), ("bot/ctx", 1900)]
+    for run in range(3):
+        if run == 2:  # a new conversation beside the one kept
+            record(home, "bot", "new", [msg("user", T0 + 10)])
+            for path in home.rglob("*"):
+                os.utime(path, (T0 / 1000, T0 / 1000))
+        result = export(home, out=out)
+        # the second run reads no conversation again (none changed), the third reads the new one
+        assert (result.conversations_read, result.conversations_kept) == [(1, 0), (0, 1), (1, 1)][run]
+        usage = read_parquet(out).tables["usage"].to_pylist()
+        assert sorted((r["conversation_id"] or "", r["input_total_tokens"]) for r in usage) == expected
