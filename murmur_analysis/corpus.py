@@ -24,7 +24,6 @@ from .cursor import Page, entries_page
 from .discovery import PathArg
 from .errors import UnknownConversationError, UnknownTableError
 from .frames import to_pandas
-from .handoff import Conversation
 from .load_plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .model import Entry, Message, sorted_entries
 from .pairing import ToolCall, pair_tools
@@ -47,22 +46,15 @@ class ConversationHandle:
     conversation_id: str
     _source: Source
     _key: Hashable
-    _cached: Conversation | None = None
-
-    def _conversation(self) -> Conversation:
-        if self._cached is None:
-            self._cached = self._source.reopen(self._key, Diagnostics(self.source))
-        return self._cached
+    _entries: list[Entry] | None = None
 
     @property
     def entries(self) -> list[Entry]:
-        """The conversation's entries, oldest first."""
-        conv = self._conversation()
-        if not isinstance(conv.entries, list) or not conv.extra.get("_sorted"):
-            conv.entries = list(sorted_entries(conv.entries))
-            conv.extra["_sorted"] = True
-        assert isinstance(conv.entries, list)
-        return conv.entries
+        """The conversation's entries, oldest first (decoded again once, then kept)."""
+        if self._entries is None:
+            conv = self._source.reopen(self._key, Diagnostics(self.source))
+            self._entries = list(sorted_entries(conv.entries))
+        return self._entries
 
     def read_messages(self, cursor: str | None = None, limit: int = 100) -> Page:
         """A page of this conversation, newest first, exactly as murmur pages a record.

@@ -168,29 +168,28 @@ class Discovery:
                 out.append(row)
         return out
 
-    def admit(self, conv: Conversation, diags: Diagnostics) -> bool:
-        """Whether to load ``conv``: not if it was reached before (then reported and marked skipped).
+    def admit(self, conv: Conversation, diags: Diagnostics) -> Conversation | None:
+        """``conv`` as it loads, or ``None`` when it was reached before in this load (then reported).
 
-        An admitted conversation gets an id no other of its source holds in this load.
+        The conversation handed over is never changed: an admitted one whose id another of its
+        source holds in this load loads as a copy under an id of its own.
         """
         ident = _identity(conv)
         if ident is not None and ident in self._seen:
-            conv.skipped = True
             diags.report(conv.path or "", REACHED_TWICE,
                          f"conversation {conv.conversation_id} was reached twice (first as {self._seen[ident]}); "
                          "loaded once")
-            return False
+            return None
         if ident is not None:
             self._seen[ident] = conv.path or ""
-        _unique_id(conv, ident, self._taken, diags)
-        return True
-
+        unique = _unique_id(conv, ident, self._taken, diags)
+        return conv if unique == conv.conversation_id else replace(conv, conversation_id=unique)
 
 
 def _unique_id(
     conv: Conversation, ident: Hashable | None, taken: dict[tuple[str, str], Hashable], diags: Diagnostics
-) -> None:
-    """Give ``conv`` an id no other conversation of its source holds in this corpus.
+) -> str:
+    """An id for ``conv`` no other conversation of its source holds in this corpus.
 
     Two different files may carry the same id (two homes with a record of the same name, two
     session files of one name): both load, the later one's id qualified with ``#2``, ``#3``, ...
@@ -198,15 +197,15 @@ def _unique_id(
     key = (conv.source, conv.conversation_id)
     if key not in taken:
         taken[key] = ident
-        return
+        return conv.conversation_id
     n = 2
     while (conv.source, f"{conv.conversation_id}#{n}") in taken:
         n += 1
     new = f"{conv.conversation_id}#{n}"
     diags.report(conv.path or "", "duplicate_id",
                  f"conversation id {conv.conversation_id} is already held by another file; this one loads as {new}")
-    conv.conversation_id = new
     taken[(conv.source, new)] = ident
+    return new
 
 
 def printable(conv: Conversation) -> Conversation:
@@ -217,9 +216,11 @@ def printable(conv: Conversation) -> Conversation:
     raw_id, raw_path = raw_name(conv.conversation_id), raw_name(conv.path)
     if raw_id is None and raw_path is None and all(raw_name(st.agent_id) is None for st in conv.steps):
         return conv
-    conv.extra["conversation_id_bytes"], conv.extra["path_bytes"] = raw_id, raw_path
-    conv.conversation_id = display(conv.conversation_id)
-    conv.path = display(conv.path) if conv.path is not None else None
-    conv.steps = [replace(st, agent_id=display(st.agent_id)) for st in conv.steps]
-    return conv
+    return replace(
+        conv,
+        conversation_id=display(conv.conversation_id),
+        path=display(conv.path) if conv.path is not None else None,
+        steps=[replace(st, agent_id=display(st.agent_id)) for st in conv.steps],
+        extra={**conv.extra, "conversation_id_bytes": raw_id, "path_bytes": raw_path},
+    )
 

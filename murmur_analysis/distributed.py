@@ -14,6 +14,7 @@ Requires the ``dask`` extra (``pip install murmur-analysis[dask]``).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -34,8 +35,7 @@ def _tables(jobs: list[tuple[Source, Hashable, str]], prices: Prices | None, tex
     builder = FrameBuilder(text=text)
     for source, key, conversation_id in jobs:
         diagnostics = Diagnostics(source.name)
-        conv = source.reopen(key, diagnostics)
-        conv.conversation_id = conversation_id
+        conv = replace(source.reopen(key, diagnostics), conversation_id=conversation_id)
         builder.add(printable(conv))
         builder.add_diagnostics(diagnostics.rows)
     return price_tables(builder.finish(), prices)
@@ -93,8 +93,8 @@ def load_dask(
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if isinstance(conv, TableRows):  # rows no conversation holds: read by the listing
                 listing.add_rows(conv, src.name)
-            elif discovery.admit(conv, diagnostics):
-                jobs.append((src, conv.key, conv.conversation_id))
+            elif (admitted := discovery.admit(conv, diagnostics)) is not None:
+                jobs.append((src, admitted.key, admitted.conversation_id))
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))
     listing.add_diagnostics(discovery.fresh(discovery.rows))
     listed = listing.finish()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 from .diagnostics import Diagnostic
 from .discovery import Discovery, PathArg, checked_options, nothing_found, printable
 from .frames import FrameBuilder
-from .handoff import Conversation, EntryColumns, TableRows
+from .handoff import Conversation, EntryColumns, Reading, Summary, TableRows
 from .model import Entry
 from .pricing import Pricer, Prices, price_tables
 from .sources import Diagnostics
@@ -62,27 +62,46 @@ def _passing(stream: Iterable[_T], each: Callable[[_T], None]) -> Generator[_T, 
 
 def _reporting_columns(
     chunks: Iterable[EntryColumns], label: str, progress: Progress
-) -> Generator[EntryColumns, None, Any]:
+) -> Generator[EntryColumns, None, Summary | None]:
+    """``chunks`` as they are read, progress told after each; returns the summary their stream returns."""
+    reading = Reading(chunks, None)
     done = 0
-
-    def report(chunk: EntryColumns) -> None:
-        nonlocal done
+    for chunk in reading:
         done += len(chunk)
         progress("entries", f"{label}: {done:,} entries")
+        yield chunk
+    return reading.summary
 
-    return _passing(chunks, report)
 
-
-def _reporting_entries(entries: Iterable[Entry], label: str, progress: Progress) -> Generator[Entry, None, Any]:
-    done = 0
-
-    def report(_entry: Entry) -> None:
-        nonlocal done
-        done += 1
+def _reporting_entries(
+    entries: Iterable[Entry], label: str, progress: Progress
+) -> Generator[Entry, None, Summary | None]:
+    """``entries`` as they are read, progress told every so often; returns the summary their stream returns."""
+    reading = Reading(entries, None)
+    for done, entry in enumerate(reading, start=1):
         if done % _PROGRESS_EVERY == 0:
             progress("entries", f"{label}: {done:,} entries")
+        yield entry
+    return reading.summary
 
-    return _passing(entries, report)
+
+def _reporting(conv: Conversation, progress: Progress) -> Conversation:
+    """``conv`` reading its entries or columns through a progress wrapper (a list is read at once)."""
+    label = f"{conv.source}: {conv.conversation_id}"
+    if conv.columns is not None:
+        return replace(conv, columns=_reporting_columns(conv.columns, label, progress))
+    if not isinstance(conv.entries, list):
+        return replace(conv, entries=_reporting_entries(conv.entries, label, progress))
+    return conv
+
+
+def _row_tables(found: list[TableRows], source: str) -> dict[str, pa.Table]:
+    """Rows no conversation holds, as a table per table they name (built as the frame builder builds rows)."""
+    builder = FrameBuilder()
+    for rows in found:
+        builder.add_rows(rows, source)
+    named = {rows.table for rows in found}
+    return {name: table for name, table in builder.finish().items() if name in named}
 
 
 @dataclass
@@ -104,8 +123,9 @@ class LoadEvent:
         diagnostics: for ``conversation``, the rows its decoding reported (not yet in the
             builder); for ``target``, the source's rows that belong to no conversation.
         all_diagnostics: for ``target``, every row of that path in the order reported.
-        extra_tables: for ``target``, the rows of that path that belong to no conversation, by
-            table (the source's :class:`~murmur_analysis.handoff.TableRows` and ``Source.extra_tables``).
+        extra_tables: for ``target``, the rows of the path no conversation holds (the
+            :class:`~murmur_analysis.handoff.TableRows` its source yielded, as tables) and the
+            source's own tables (``Source.extra_tables``).
     """
 
     kind: str
@@ -197,30 +217,29 @@ class LoadPlan:
             owned: set[int] = set()  # indexes of diags.rows a conversation reported
             kept: dict[int, Diagnostic] = {}  # the rows not already reported in this load
             found = 0
-            for conv in src.open(target, diags):
-                if isinstance(conv, TableRows):
-                    loose.add_rows(conv, src.name)
-                    loose_tables.add(conv.table)
+            # Rows no conversation holds go out with the path's own event, never with the
+            # rows of the conversations being read beside them.
+            table_rows: list[TableRows] = []
+            for item in src.open(target, diags):
+                if isinstance(item, TableRows):
+                    table_rows.append(item)
                     continue
-                if not discovery.admit(conv, diags):
+                conv = discovery.admit(item, diags)
+                if conv is None:
                     continue
                 found += 1
                 if keep is not None and not keep(src, conv):
                     yield LoadEvent("skipped", src, target, conv, conv.conversation_id)
                     continue
-                if progress:
-                    label = f"{conv.source}: {conv.conversation_id}"
-                    if conv.columns is not None:
-                        conv.columns = _reporting_columns(conv.columns, label, progress)
-                    elif not isinstance(conv.entries, list):
-                        conv.entries = _reporting_entries(conv.entries, label, progress)
+                lossless = conv.conversation_id
+                shown = printable(_reporting(conv, progress) if progress else conv)
                 before = self._counts()
                 mark = len(diags.rows)
-                lossless = conv.conversation_id
-                self.builder.add(printable(conv))
+                self.builder.add(shown)
                 after = self._counts()
                 owned.update(range(mark, len(diags.rows)))
                 mine = self._fresh(diags.rows, range(mark, len(diags.rows)), kept)
+                conv = shown
                 yield LoadEvent(
                     "conversation", src, target, conv, lossless,
                     rows={name: after[name] - before.get(name, 0) for name in after},
@@ -239,7 +258,7 @@ class LoadPlan:
                 "target", src, target,
                 diagnostics=rest,
                 all_diagnostics=[kept[i] for i in sorted(kept)],
-                extra_tables=extra,
+                extra_tables=_merged(_row_tables(table_rows, src.name), src.extra_tables()),
             )
 
     def _fresh(self, rows: list[Diagnostic], indexes: Iterable[int], kept: dict[int, Diagnostic]) -> list[Diagnostic]:
@@ -273,6 +292,11 @@ def merge_extra(tables: dict[str, pa.Table], extra: Mapping[str, pa.Table]) -> N
     """Add a source's own tables to ``tables``; a core table's extra rows (a session's usage) are appended."""
     for name, table in extra.items():
         tables[name] = pa.concat_tables([tables[name], table], promote_options="default") if name in tables else table
+
+
+def _merged(tables: dict[str, pa.Table], extra: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+    merge_extra(tables, extra)
+    return tables
 
 
 def iter_batches(

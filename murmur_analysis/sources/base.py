@@ -5,6 +5,12 @@ into :class:`Conversation` objects holding ordered :class:`~murmur_analysis.mode
 values plus whatever side facts the runtime recorded (trace usage, tool timings, steps). It
 never sorts, pages, pairs or counts: the cursor and assembly cores and the frame builder do
 that, once, for every source.
+
+The hand-off is one-way (:mod:`murmur_analysis.handoff`): a conversation gets every fact at
+construction, or its entries' generator returns a :class:`~murmur_analysis.handoff.Summary`
+when its stream ends; nothing is written into it afterwards, by the source or by the loader.
+Rows that belong to no conversation are yielded beside the conversations as
+:class:`~murmur_analysis.handoff.TableRows`.
 """
 
 from __future__ import annotations

@@ -11,12 +11,16 @@ from __future__ import annotations
 import bisect
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import fields
 from datetime import UTC, datetime
+from typing import Any
 
-from ...handoff import GrowthRow, UsageRow
+from ...handoff import GrowthRow, Pairing, Summary, UsageRow
+from ...model import Usage
+from ...schema import built_schema
 from .trace_events import Inference, Task
 
-__all__ = ["Join", "inference_row", "ms_of"]
+__all__ = ["Join", "inference_row", "learned", "ms_of", "usage_columns"]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -37,6 +41,23 @@ def inference_row(inf: Inference, message_id: str | None = None, seq: int | None
     """The usage row of one ``inference`` (``message_id``/``seq``: the message it answered)."""
     return UsageRow(inf.usage, message_id, seq, inf.model, inf.provider, inf.at, found_in="trace",
                     accounting=inf.api.accounting.family, provider_source=inf.api.source, session_id=inf.session_id)
+
+
+_ROW_FIELDS = frozenset(f.name for f in fields(UsageRow)) - {"usage"}
+_COUNTERS = frozenset(f.name for f in fields(Usage))
+#: The ``usage`` columns a usage row gives, by name (the frame builder fills ``source`` and
+#: ``conversation_id``; a column named by neither stays null).
+_USAGE_COLUMNS = tuple(n for n in built_schema("usage").names if n in _ROW_FIELDS | _COUNTERS)
+
+
+def usage_columns(row: UsageRow) -> dict[str, Any]:
+    """``row`` keyed by the ``usage`` table's column names.
+
+    Each column is the row's field of that name, else its counter of that name
+    (:class:`~murmur_analysis.model.Usage`).
+    """
+    usage = row.usage
+    return {n: getattr(row, n) if n in _ROW_FIELDS else getattr(usage, n) for n in _USAGE_COLUMNS}
 
 
 class Join:
@@ -138,3 +159,14 @@ class Join:
                 )
             )
         return rows
+
+
+def learned(join: Join | None, title: str | None, paired: Pairing | None = None) -> Summary:
+    """What reading a record taught, once all of it was fed to ``join``.
+
+    The usage and compaction rows of its tasks (``None`` when no session names it: the usage on
+    the entries stands), its title and, when the engine walked it, its tool pairing.
+    """
+    if join is None:
+        return Summary(title=title, paired=paired)
+    return Summary(usage=tuple(join.usage_rows()), growth=tuple(join.growth_rows()), title=title, paired=paired)

@@ -4,7 +4,7 @@ murmur keeps one record per (record store, context id) at
 ``~/.murmur/conversations/<record>/<context-id>/conversation.jsonl``: one JSON message per line,
 appended by the runtime while it runs. This source finds records under a murmur home, its
 ``conversations/`` folder, a record folder, a context folder, or one ``conversation.jsonl``.
-Every line is decided by murmur's line rules (:mod:`.murmur_record`, serde_json itself, the same
+Every line is decided by murmur's line rules (:mod:`.record`, serde_json itself, the same
 decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 
 * blank lines are skipped; a line that is not a JSON object with a string ``role`` is skipped
@@ -14,12 +14,17 @@ decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
   and is reported (``partial_line``) only once the file has been still for ``settle_seconds``.
 
 For the tables, the records are scanned natively, many at once on every core
-(:func:`~.murmur_record.scan_records`): each message line becomes one row of typed columns and
-the record's tool events are paired by the assembly core's walk in the same pass. Reopened,
-each message becomes one :class:`~murmur_analysis.model.Entry` (``raw`` keeps the parsed line,
-so the cursor core lowers it exactly as murmur's host does). Token usage, tool timings,
-compactions and retention come from session traces (:mod:`.murmur_trace`); the join rules are
+(:func:`~.record.scan_records`): each message line becomes one row of typed columns and the
+record's tool events are paired by the assembly core's walk in the same pass. Reopened, each
+message becomes one :class:`~murmur_analysis.model.Entry` (:mod:`.entries`). Token usage, tool
+timings, compactions and retention come from session traces (:mod:`.trace`); the join rules are
 in ``docs/tokens.md`` (``## murmur``).
+
+Nothing is written into a conversation once it is made: what is known before its lines are read
+(the sessions, tool timings, retention) goes in at construction, with the scanned columns'
+:class:`~murmur_analysis.handoff.Summary` (usage, compactions, title, pairing); the entries
+stream returns its own summary when it ends. The usage of no conversation (a session's own
+spend) is yielded beside the conversations as ``usage`` rows.
 """
 
 from __future__ import annotations
@@ -27,8 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import time
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,16 +40,15 @@ from typing import Any, ClassVar
 import orjson
 import pyarrow as pa
 
-from ...handoff import Conversation, EntryColumns, ToolMeta
+from ...handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
 from ...identity import file_identity
-from ...model import Entry, Text, ToolResult
 from ...values import uuid7_datetime
-from ...wire import blocks_from_wire
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .engine import ints, pairing, scanned_columns, strings
-from .join import Join, inference_row, ms_of
-from .record import header_of, message_values, scan_records, skipped_detail, unreadable
+from .entries import report_skipped, settled, stream, title_of
+from .join import Join, inference_row, learned, ms_of, usage_columns
+from .record import header_of, scan_records, skipped_detail, unreadable
 from .sessions import discover, trace_files
 from .trace import TraceIndex
 
@@ -53,7 +56,6 @@ __all__ = ["MurmurSource"]
 
 RECORD_NAME = "conversation.jsonl"
 CONVERSATIONS = "conversations"
-TITLE_CHARS = 80
 _PEEK = 1 << 20
 # Records are scanned together (every core busy, one native call) in groups of about this size.
 _SCAN_BYTES = 256 << 20
@@ -71,11 +73,6 @@ class _Record:
     @property
     def conversation_id(self) -> str:
         return f"{self.record}/{self.context_id}"
-
-
-def _title(text: str) -> str:
-    """A conversation's title from its first user text that is not blank."""
-    return text.strip().splitlines()[0][:TITLE_CHARS]
 
 
 def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
@@ -210,8 +207,14 @@ class MurmurSource(Source):
 
     # ---------------------------------------------------------------------------- decoding
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every record under ``path``, each joined to its sessions (see the module doc)."""
+    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation | TableRows]:
+        """Every record under ``path``, each joined to its sessions (see the module doc).
+
+        Then the usage no conversation holds, as ``usage`` rows: ``inference`` events outside
+        any task (the session's). murmur writes ``task_id`` null when no task is in scope, as for
+        the calls of on-session-end hooks made after the task loop; those rows have
+        ``conversation_id`` null and name their ``session_id``.
+        """
         index = self._build_index(path, diagnostics)
         self._index = index
         by_context: dict[str, list[_Record]] = {}
@@ -237,19 +240,8 @@ class MurmurSource(Source):
                         diagnostics.report(rec.path, "retention", detail)
                 else:
                     diagnostics.report(event.trace, "retention", detail + " (no such record loaded)", event.line)
-
-    def extra_tables(self) -> Mapping[str, Any]:
-        """Usage no conversation holds: ``inference`` events outside any task (the session's).
-
-        murmur writes ``task_id`` null when no task is in scope, as for the calls of
-        on-session-end hooks made after the task loop; those rows have ``conversation_id``
-        null and name their ``session_id``.
-        """
-        if self._index is None or not self._index.session_usage:
-            return {}
-        from ...frames import usage_table  # the frame builder's own rows (frames imports the sources)
-
-        return {"usage": usage_table(self.name, [inference_row(inf) for _trace, inf in self._index.session_usage])}
+        if index.session_usage:
+            yield TableRows("usage", tuple(usage_columns(inference_row(inf)) for _trace, inf in index.session_usage))
 
     def fingerprint(self, conv: Conversation) -> Any:
         """The identities of the record and of every trace it is joined to, and which have settled.
@@ -281,65 +273,65 @@ class MurmurSource(Source):
     def _conversation(
         self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: dict[str, Any] | None = None
     ) -> Conversation:
+        key, where = (str(rec.path), rec.record, rec.context_id), str(rec.path)
         if scanned is not None:
             skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
             bad = unreadable(skipped, self._settled(rec.path))
             if bad is not None:
                 diagnostics.report(rec.path, bad[1], bad[2], bad[0])
-                return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(),
-                                    key=(str(rec.path), rec.record, rec.context_id), path=str(rec.path))
+                return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(), key=key,
+                                    path=where)
         if scanned is None:
             header = self._peek_header(rec.path)
         else:
             header = header_of(scanned["header"]) if scanned["header"] is not None else None
-        marker = header.get("truncated") if header else None
-        dropped: int | None = None
-        cutoff: int | None = None
-        if isinstance(marker, dict):
-            raw_dropped = marker.get("dropped")
-            dropped = raw_dropped if type(raw_dropped) is int else None
-            last_id = marker.get("last_dropped_id")
-            at_ms = marker.get("at_ms")
-            cutoff = ms_of(uuid7_datetime(last_id)) if isinstance(last_id, str) else None
-            if cutoff is None:
-                cutoff = at_ms if type(at_ms) is int else (1 << 62)
-            diagnostics.report(
-                rec.path,
-                "truncated_record",
-                f"retention dropped {raw_dropped} message(s) from the front of this record "
-                f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole conversation",
-                1,
-            )
+        dropped, cutoff = self._truncation(rec.path, header, diagnostics)
         tasks = index.for_record(rec.record, rec.context_id)
-        conv = Conversation(
-            source=self.name,
-            conversation_id=rec.conversation_id,
-            entries=(),
-            key=(str(rec.path), rec.record, rec.context_id),
-            path=str(rec.path),
-            truncated_dropped=dropped,
-        )
-        join: Join | None = None
+        meta: dict[str, ToolMeta] = {}
+        extra: dict[str, Any] = {}
         if tasks:
-            join = Join(tasks, cutoff)
-            conv.usage = []
-            conv.growth = []
-            meta: dict[str, ToolMeta] = {}
             for task in tasks:
                 meta.update(task.tool_meta)
-            conv.tool_meta = meta
-            conv.extra["sessions"] = sorted({t.session_id for t in tasks if t.session_id})
+            extra["sessions"] = sorted({t.session_id for t in tasks if t.session_id})
             summaries = [c.summary for t in tasks for c in t.compactions if c.summary is not None]
             if summaries:
-                conv.extra["compaction_summaries"] = summaries
+                extra["compaction_summaries"] = summaries
         # Two views of the same lines, each with a join of its own: the frame builder reads the
         # scanned ``columns``; handles and tests read ``entries`` (decoded when iterated, and then
         # reporting their lines only when they are the view asked for).
         stream_diagnostics = Diagnostics(self.name) if scanned is not None else diagnostics
-        conv.entries = self._stream(rec, conv, Join(tasks, cutoff) if join else None, stream_diagnostics)
+        entries = stream(rec.path, Join(tasks, cutoff) if tasks else None, self.settle_seconds, stream_diagnostics)
+        columns: list[EntryColumns] | None = None
+        summary: Summary | None = None
         if scanned is not None:
-            conv.columns = [self._columns(rec, scanned, conv, join, diagnostics)]
-        return conv
+            chunk, summary = self._columns(rec, scanned, Join(tasks, cutoff) if tasks else None, diagnostics)
+            columns = [chunk]
+        return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=entries, key=key,
+                            path=where, tool_meta=meta, truncated_dropped=dropped, extra=extra, columns=columns,
+                            summary=summary)
+
+    @staticmethod
+    def _truncation(
+        path: Path, header: dict[str, Any] | None, diagnostics: Diagnostics
+    ) -> tuple[int | None, int | None]:
+        """The messages retention dropped from the record's front, and when (ms), from its header."""
+        marker = header.get("truncated") if header else None
+        if not isinstance(marker, dict):
+            return None, None
+        raw_dropped = marker.get("dropped")
+        last_id = marker.get("last_dropped_id")
+        at_ms = marker.get("at_ms")
+        cutoff = ms_of(uuid7_datetime(last_id)) if isinstance(last_id, str) else None
+        if cutoff is None:
+            cutoff = at_ms if type(at_ms) is int else (1 << 62)
+        diagnostics.report(
+            path,
+            "truncated_record",
+            f"retention dropped {raw_dropped} message(s) from the front of this record "
+            f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole conversation",
+            1,
+        )
+        return (raw_dropped if type(raw_dropped) is int else None), cutoff
 
     @staticmethod
     def _peek_header(path: Path) -> dict[str, Any] | None:
@@ -351,135 +343,28 @@ class MurmurSource(Source):
         return header_of(first)  # its type may be written with escapes: serde decides
 
     def _settled(self, path: Path) -> bool:
-        try:
-            return time.time() - path.stat().st_mtime >= self.settle_seconds
-        except OSError:
-            return True
-
-    def _report(self, path: Path, skipped: list[tuple[int, str, str]], settled: bool, diagnostics: Diagnostics) -> None:
-        """Report skipped lines; an unterminated last line only once the file has settled."""
-        for line_no, kind, detail in skipped:
-            if kind.endswith("_partial") or kind == "partial_line":
-                if not settled:
-                    continue
-                kind = kind.removesuffix("_partial")
-            diagnostics.report(path, kind, detail, line_no)
-
-    def _stream(
-        self, rec: _Record, conv: Conversation, join: Join | None, diagnostics: Diagnostics
-    ) -> Iterator[Entry]:
-        """The record's entries, decided by the native line rules (read when iterated).
-
-        When the stream ends it hands the joined usage and compaction rows to ``conv``.
-        """
-        path = rec.path
-        settled = self._settled(path)
-        try:
-            with open_regular(path) as f:
-                data = f.read()
-        except OSError as err:
-            diagnostics.report(path, "unreadable", f"could not read: {err.strerror or err}")
-            return
-        values, skipped = message_values(data)
-        del data
-        bad = unreadable(skipped, settled)
-        if bad is not None:
-            diagnostics.report(path, bad[1], bad[2], bad[0])
-            return
-        entry_of = self._entry
-        done = 0  # skipped lines reported so far: reports come in line order
-        for position, (line_no, value) in enumerate(values):
-            ahead = done
-            while ahead < len(skipped) and skipped[ahead][0] < line_no:
-                ahead += 1
-            self._report(path, skipped[done:ahead], settled, diagnostics)
-            done = ahead
-            yield entry_of(value, position, line_no, conv, join, path, diagnostics)
-        self._report(path, skipped[done:], settled, diagnostics)
-        if join is not None:
-            conv.usage = join.usage_rows()
-            conv.growth = join.growth_rows()
+        return settled(path, self.settle_seconds)
 
     def _columns(
-        self, rec: _Record, scanned: dict[str, Any], conv: Conversation, join: Join | None, diagnostics: Diagnostics
-    ) -> EntryColumns:
-        """The record's message rows as scanned by the native engine, joined to its traces."""
+        self, rec: _Record, scanned: dict[str, Any], join: Join | None, diagnostics: Diagnostics
+    ) -> tuple[EntryColumns, Summary]:
+        """The record's message rows as scanned by the native engine, joined to its traces, and what they tell."""
         path = rec.path
         if scanned["error"] is not None:
             diagnostics.report(path, "unreadable", scanned["error"])
         skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
-        self._report(path, skipped, self._settled(path), diagnostics)
+        report_skipped(path, skipped, self._settled(path), diagnostics)
         n = scanned["rows"]
-        if scanned["title"] is not None and conv.title is None:
-            conv.title = _title(scanned["title"])
-        model: pa.Array = pa.nulls(n, _STR)
-        usage: list[Any] | None = None
-        if join is not None:
-            models: list[str | None] = []
-            usages: list[Any] = []
-            triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
-                          ints(scanned, "created_ms").to_pylist(), strict=True)
-            for position, (msg_id, side, ms) in enumerate(triples):
-                found = join.claim(position, msg_id, side, ms)
-                models.append(found.model if found is not None else None)
-                usages.append(found.usage if found is not None else None)
-            model = pa.array(models, _STR)
-            usage = usages if any(u is not None for u in usages) else None
-            conv.usage = join.usage_rows()
-            conv.growth = join.growth_rows()
-        conv.paired = pairing(scanned)
-        return scanned_columns(scanned, model, usage)
-
-    @staticmethod
-    def _entry(
-        line: dict[str, Any],
-        position: int,
-        line_no: int,
-        conv: Conversation,
-        join: Join | None,
-        path: Path,
-        diagnostics: Diagnostics,
-    ) -> Entry:
-        role: str = line["role"]
-        msg_id = line.get("id")
-        if type(msg_id) is not str:
-            msg_id = None
-        created = uuid7_datetime(msg_id) if msg_id is not None else None
-        source_id = line.get("source_id")
-        content = line.get("content")
-        blocks = blocks_from_wire(content, "murmur") if content is not None else ()
-        call_id: str | None = None
-        is_error: bool | None = None
-        if role == "tool":
-            raw_call = line.get("tool_call_id")
-            call_id = raw_call if type(raw_call) is str else None
-            raw_error = line.get("is_error")
-            is_error = raw_error if type(raw_error) is bool else None
-            if call_id is not None:
-                blocks = (ToolResult(call_id, blocks if content is not None else None, is_error),)
-            else:
-                diagnostics.report(path, "missing_tool_call_id",
-                                   f"line {line_no}: a tool message names no tool_call_id; kept as text", line_no)
-        elif conv.title is None and role == "user":
-            for block in blocks:
-                if isinstance(block, Text) and block.text.strip():
-                    conv.title = _title(block.text)
-                    break
-        usage = model = None
-        if join is not None:
-            found = join.claim(position, msg_id, role, ms_of(created))
-            if found is not None:
-                usage, model = found.usage, found.model
-        return Entry(
-            position=position,
-            side=role,
-            blocks=blocks,
-            id=msg_id,
-            model=model,
-            created_at=created,
-            source_id=source_id if type(source_id) is str else None,
-            usage=usage,
-            tool_call_id=call_id,
-            is_error=is_error,
-            raw=line,
-        )
+        title = title_of(scanned["title"]) if scanned["title"] is not None else None
+        if join is None:
+            return scanned_columns(scanned, pa.nulls(n, _STR), None), learned(None, title, pairing(scanned))
+        models: list[str | None] = []
+        usages: list[Any] = []
+        triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
+                      ints(scanned, "created_ms").to_pylist(), strict=True)
+        for position, (msg_id, side, ms) in enumerate(triples):
+            found = join.claim(position, msg_id, side, ms)
+            models.append(found.model if found is not None else None)
+            usages.append(found.usage if found is not None else None)
+        usage = usages if any(u is not None for u in usages) else None
+        return scanned_columns(scanned, pa.array(models, _STR), usage), learned(join, title, pairing(scanned))
