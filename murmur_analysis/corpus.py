@@ -261,6 +261,8 @@ def _load(
     for event in plan.events():
         conv = event.conversation
         if conv is not None and event.conversation_id is not None:
+            if event.kind == "conversation" and not event.rows.get("conversations"):
+                continue  # handed over unread, then found unreadable: no rows, no handle
             handles[(conv.source, display(event.conversation_id))] = ConversationHandle(
                 conv.source, event.conversation_id, event.source, conv.key
             )

@@ -214,13 +214,12 @@ def printable(conv: Conversation) -> Conversation:
     The exact bytes go to ``conversations.conversation_id_bytes`` and ``conversations.path_bytes``.
     """
     raw_id, raw_path = raw_name(conv.conversation_id), raw_name(conv.path)
-    if raw_id is None and raw_path is None and all(raw_name(st.agent_id) is None for st in conv.steps):
+    if raw_id is None and raw_path is None:
         return conv
     return replace(
         conv,
         conversation_id=display(conv.conversation_id),
         path=display(conv.path) if conv.path is not None else None,
-        steps=[replace(st, agent_id=display(st.agent_id)) for st in conv.steps],
         extra={**conv.extra, "conversation_id_bytes": raw_id, "path_bytes": raw_path},
     )
 

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -74,17 +74,9 @@ def _derive_growth(summary: Summary) -> bool:
 
 
 def _settled(conv: Conversation, summary: Summary | None) -> Summary:
-    """The conversation's summary once its stream is read (fields it leaves unset: the conversation's)."""
+    """The conversation's summary once its stream is read (tool timings: its own when the summary has none)."""
     s = summary or Summary()
-    return Summary(
-        usage=s.usage if s.usage is not None else (None if conv.usage is None else tuple(conv.usage)),
-        growth=s.growth if s.growth is not None else (None if conv.growth is None else tuple(conv.growth)),
-        title=s.title if s.title is not None else conv.title,
-        paired=s.paired if s.paired is not None else conv.paired,
-        assembly_orphans=s.assembly_orphans if s.assembly_orphans is not None else (
-            None if conv.assembly_orphans is None else tuple(conv.assembly_orphans)),
-        rows=s.rows,
-    )
+    return s if s.tool_meta is not None else replace(s, tool_meta=conv.tool_meta)
 
 
 class FrameBuilder:
@@ -188,6 +180,8 @@ class FrameBuilder:
         return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
 
     def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
+        if not summary.readable:  # handed over unread, and then found unreadable: no rows
+            return
         key = (conv.source, conv.conversation_id)
         given = {"source": conv.source, "conversation_id": conv.conversation_id}
         pairing = walk.calls
@@ -195,7 +189,7 @@ class FrameBuilder:
         if _derive_growth(summary):
             for arrays in walk.derived:
                 growth.append_batch(arrays)
-        calls = CallColumns.join(pairing.rows, conv.tool_meta)
+        calls = CallColumns.join(pairing.rows, summary.tool_meta or {})
         if calls.rows.num_rows:
             self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
         # Read after the walk: a streaming source hands over its summary when its stream ends.
@@ -210,7 +204,7 @@ class FrameBuilder:
         # drops of earlier states (a litany step's read state) marks its last state's rows with
         # no step.
         n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
-        for orphan in [*orphan_rows, *conv.recorded_orphans]:
+        for orphan in orphan_rows:
             self.builders["orphans"].add(orphan, given)
         for g in summary.growth or ():
             chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
@@ -220,8 +214,6 @@ class FrameBuilder:
             )
         for table, table_rows in summary.rows.items():
             self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
-        for step in conv.steps:
-            self.builders["steps"].add(step, given)
         row = ConversationRow(
             title=summary.title,
             path=conv.path,

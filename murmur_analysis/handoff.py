@@ -257,7 +257,7 @@ class Pairing:
     dropped: list[str]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Conversation:
     """One conversation as a source decoded it.
 
@@ -268,56 +268,33 @@ class Conversation:
             iterable is streamed once by the frame builder and must already be in position
             order (a long murmur record is read this way, in bounded memory).
         key: what :meth:`Source.reopen` needs to decode this conversation again.
-        title: a title or display name, when the runtime keeps one.
         path: where it was read from.
-        usage: usage rows the runtime recorded outside the entries. ``None`` means "take the
-            usage on the entries"; a list replaces it (so nothing is counted twice).
-        tool_meta: timings and outcomes per tool call id.
-        growth: growth rows; ``None`` means one row per entry, derived by the frame builder.
-            A list holding only ``compaction`` rows adds them to the derived rows.
-        steps: step records (litany).
-        recorded_orphans: orphans the runtime itself recorded.
-        assembly_orphans: orphans found by replaying states the entries alone do not show
-            (litany commits); ``None`` means "assemble the entries". Rows with no ``step`` are
-            the last state's, which ``conversations.orphans`` counts.
+        tool_meta: timings and outcomes per tool call id, when known before the entries are read.
         truncated_dropped: messages retention removed before the oldest entry, if known.
         columns: the entries as column chunks, in position order (see :class:`EntryColumns`);
             when set, the frame builder reads these instead of ``entries``.
-        paired: the conversation's tool pairing when the assembly core's pairing walk already
-            ran over its events (the native scan runs it while it reads a record): columns
-            ``call_id, tool_name, kind, called_seq, result_seq, status, is_error, result_chars,
-            input_bytes``. ``None``: the frame builder walks the chunks' tool events.
         extra: anything else a source wants to keep (shown nowhere by default).
         part: what names this conversation inside ``path`` when that file or folder holds
             several (a branch of a repository, a row of a database); ``None`` when ``path``
             holds this conversation alone. The loader loads a conversation once however many
             ways it is reached: ``(path's device and inode, part)`` is its identity.
-        skipped: set by the loader when it does not load this conversation (it was reached
-            before, through another path or a link). A source that gathers rows of its own
-            tables per conversation leaves a skipped one's rows out.
-        summary: what the source learned by reading it, when known before the entries are
-            read; a generator in ``entries`` or ``columns`` may instead *return* its
-            :class:`Summary` when its stream ends (see :class:`Reading`).
+        summary: what the source learned by reading it (usage, growth, title, the pairing the
+            engine walked, rows of its own tables), when known before the entries are read; a
+            generator in ``entries`` or ``columns`` may instead *return* its :class:`Summary`
+            when its stream ends (see :class:`Reading`). Nothing is written into a conversation
+            once it is made: it is frozen, and a loader that needs another makes a copy.
     """
 
     source: str
     conversation_id: str
     entries: Iterable[Entry]
     key: Hashable = None
-    title: str | None = None
     path: str | None = None
-    usage: list[UsageRow] | None = None
     tool_meta: Mapping[str, ToolMeta] = field(default_factory=dict)
-    growth: list[GrowthRow] | None = None
-    steps: list[StepRow] = field(default_factory=list)
-    recorded_orphans: list[OrphanRow] = field(default_factory=list)
-    assembly_orphans: list[OrphanRow] | None = None
     truncated_dropped: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
     columns: Iterable[EntryColumns] | None = None
     part: str | None = None
-    skipped: bool = False
-    paired: Pairing | None = None
     summary: Summary | None = None
 
 
@@ -339,6 +316,10 @@ class Summary:
         rows: rows of the source's own tables (declared in :mod:`murmur_analysis.schema`)
             that belong to this conversation, by table name; each row maps column names to
             values (``source`` and ``conversation_id`` are filled in by the frame builder).
+        tool_meta: timings and outcomes per tool call id, when learned by reading (else the
+            conversation's own :attr:`Conversation.tool_meta`).
+        readable: ``False`` when the conversation handed over unread turned out not to be
+            readable at all (its diagnostics row says why): it adds no row to any table.
     """
 
     usage: tuple[UsageRow, ...] | None = None
@@ -347,6 +328,8 @@ class Summary:
     paired: Pairing | None = None
     assembly_orphans: tuple[OrphanRow, ...] | None = None
     rows: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    tool_meta: Mapping[str, ToolMeta] | None = None
+    readable: bool = True
 
 
 @dataclass(frozen=True, slots=True)

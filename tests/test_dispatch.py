@@ -220,9 +220,9 @@ def test_unreadable_files_are_diagnostics(tmp_path: Path) -> None:
     corpus = ma.load(tmp_path)
     assert corpus.diagnostics["kind"].tolist() == ["bad_json", "not_a_session", "not_a_trace"]
     # two files holding one session id are two histories: both load, keyed on their files
-    assert corpus.conversations["conversation_id"].tolist() == ["a", "b", "eval:/c", "d", "e", "f"]
-    # a file is a conversation before it is read: one that holds no session has no messages and no session row
-    assert corpus.conversations["messages"].tolist() == [0, 0, 0, 4, 4, 3]
+    # a file is handed over before it is read; one that holds no session adds no row to any table
+    assert corpus.conversations["conversation_id"].tolist() == ["d", "e", "f"]
+    assert corpus.conversations["messages"].tolist() == [4, 4, 3]
     assert corpus.frame("dispatch_sessions")["session_id"].tolist() == ["dup", "dup", "odd"]
     odd = corpus.conversation("f").entries
     assert [e.side for e in odd] == ["user", "unknown", "unknown"]
@@ -417,7 +417,7 @@ def test_a_session_file_holding_json_null_is_reported_not_dropped(tmp_path: Path
     path = tmp_path / "1754000000000-3f9a1c2b7d4e.session.json"
     path.write_text("null")
     corpus = ma.load(path, source="dispatch")
-    assert corpus.conversations["messages"].tolist() == [0]  # found by its name, read when loaded
+    assert corpus.conversations.empty  # found by its name, read when loaded: no rows
     assert corpus.frame("dispatch_sessions").empty
     assert list(corpus.diagnostics.kind) == ["not_a_session"]
 
@@ -546,9 +546,9 @@ def test_every_session_file_is_one_conversation_read_only_when_loaded(tmp_path_f
         corpus = ma.load(folder)
     sessions = [d for d in docs if isinstance(d, dict) and isinstance(d.get("history"), list)]
     assert len(parsed) == len(docs)  # the load read each file once
-    assert corpus.conversations["conversation_id"].tolist() == [f"s{i}" for i in range(len(docs))]
-    assert corpus.conversations["messages"].tolist() == [
-        len(d["history"]) if d in sessions else 0 for d in docs]
+    # a file that turns out to hold no session adds no row to any table
+    assert corpus.conversations["conversation_id"].tolist() == [f"s{i}" for i, d in enumerate(docs) if d in sessions]
+    assert corpus.conversations["messages"].tolist() == [len(d["history"]) for d in sessions]
     assert corpus.frame("dispatch_sessions")["history_messages"].tolist() == [len(d["history"]) for d in sessions]
     assert len(corpus.diagnostics) == len(docs) - len(sessions)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pyarrow as pa
 from litany_entries import model, result, tool, use, user
 
 from murmur_analysis.frames import FrameBuilder, to_pandas
-from murmur_analysis.handoff import Conversation, OrphanRow, ToolMeta, UsageRow
+from murmur_analysis.handoff import Conversation, Summary, ToolMeta, UsageRow
 from murmur_analysis.metrics import growth_curves, orphan_drops, token_usage, tool_error_rates
 from murmur_analysis.model import Entry, Text, Unknown, Usage
 from murmur_analysis.schema import TABLES, schema
@@ -31,7 +32,7 @@ def conversation() -> Conversation:
         model(7, use("c")),
     ]
     return Conversation("test", "c1", entries, tool_meta={"a": ToolMeta(duration_ms=12.5, exit_code=0)},
-                        recorded_orphans=[OrphanRow("gone", "record", step=2)])
+                        summary=Summary(rows={"orphans": ({"tool_use_id": "gone", "found_by": "record", "step": 2},)}))
 
 
 def build(*convs: Conversation) -> dict[str, pa.Table]:
@@ -76,8 +77,8 @@ def test_rows_of_one_conversation() -> None:
 def test_given_usage_rows_replace_entry_usage_so_nothing_counts_twice() -> None:
     conv = conversation()
     attempt = Usage.normalize(input_tokens=5, output_tokens=1, cache_in_input=True, reasoning_in_output=True)
-    conv.usage = [UsageRow(attempt, attempt=1, sealed=False, found_in="response")]
-    t = build(conv)
+    given = (UsageRow(attempt, attempt=1, sealed=False, found_in="response"),)
+    t = build(replace(conv, summary=replace(conv.summary or Summary(), usage=given)))
     assert t["usage"].num_rows == 1
     assert t["conversations"].column("tokens").to_pylist() == [6]
 
@@ -85,15 +86,13 @@ def test_given_usage_rows_replace_entry_usage_so_nothing_counts_twice() -> None:
 def test_streamed_entries_give_the_same_tables_as_a_list() -> None:
     listed = build(conversation())
     conv = conversation()
-    conv.entries = iter(list(conv.entries))
-    streamed = build(conv)
+    streamed = build(replace(conv, entries=iter(list(conv.entries))))
     for name in TABLES:
         assert streamed[name].equals(listed[name]), name
 
 
 def test_metrics_from_tables() -> None:
-    other = conversation()
-    other.conversation_id = "c2"
+    other = replace(conversation(), conversation_id="c2")
     t = {k: to_pandas(v) for k, v in build(conversation(), other).items()}
     usage = token_usage(t["usage"])
     assert usage.loc[0, "responses"] == 2

@@ -19,7 +19,7 @@ import murmur_analysis as ma
 from murmur_analysis import metrics
 from murmur_analysis.corpus import Corpus
 from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.handoff import Conversation, GrowthRow, ToolMeta, UsageRow
+from murmur_analysis.handoff import Conversation, GrowthRow, Summary, ToolMeta, UsageRow
 from murmur_analysis.model import Entry, Text, Usage
 from murmur_analysis.pricing import price_tables
 
@@ -52,7 +52,7 @@ TIMES = [
 def spend() -> Corpus:
     rows = [UsageRow(tokens(10 ** i), model="m", created_at=at(t)) for i, t in enumerate(TIMES)]
     rows.append(UsageRow(tokens(10_000), model="m"))  # no time
-    return corpus(Conversation("test", "c", [Entry(1, "user", (Text("hi"),))], usage=rows))
+    return corpus(Conversation("test", "c", [Entry(1, "user", (Text("hi"),))], summary=Summary(usage=tuple(rows))))
 
 
 def buckets(frame: pd.DataFrame) -> dict[date | None, int]:
@@ -145,7 +145,7 @@ def test_growth_per_conversation() -> None:
     entries = [Entry(i, "user" if i % 2 else "assistant", (Text("x" * i),),
                      usage=None if i % 2 else tokens(100 * i)) for i in range(1, 6)]
     compaction = [GrowthRow(position=3, event="compaction", tokens_before=900, tokens_after=200)]
-    out = metrics.growth(corpus(Conversation("test", "c", entries, growth=compaction))).iloc[0]
+    out = metrics.growth(corpus(Conversation("test", "c", entries, summary=Summary(growth=tuple(compaction))))).iloc[0]
     assert (out.states, out.messages, out.chars, out.compactions, out.compacted_tokens) == (6, 5, 15, 1, 700)
     assert (out.peak_context_tokens, out.last_context_tokens) == (401, 401)
 

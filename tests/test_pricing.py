@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis.frames import FrameBuilder, to_pandas
-from murmur_analysis.handoff import Conversation, UsageRow
+from murmur_analysis.handoff import Conversation, Summary, UsageRow
 from murmur_analysis.model import Entry, Text, Usage
 from murmur_analysis.pricing import Pricer, price_data_version, price_tables, sum_costs
 
@@ -31,7 +31,8 @@ def openai(prompt: int, read: int | None, output: int, reasoning: int | None) ->
 
 
 def conversation(cid: str, rows: list[UsageRow]) -> Conversation:
-    return Conversation("test", cid, [Entry(1, "user", (Text("hi"),), created_at=T0)], usage=rows)
+    return Conversation("test", cid, [Entry(1, "user", (Text("hi"),), created_at=T0)],
+                        summary=Summary(usage=tuple(rows)))
 
 
 def tables(*convs: Conversation, prices: ma.pricing.Prices | None = None) -> dict[str, pa.Table]:

@@ -86,12 +86,12 @@ def read_session_document(path: Path, diagnostics: Diagnostics) -> dict[str, Any
 def read_session(found: Found, diagnostics: Diagnostics) -> Generator[Entry, None, Summary]:
     """A session file's entries, read when first asked for; returns the session's summary.
 
-    A file that holds no session gives no entries, a diagnostics row, and no
-    ``dispatch_sessions`` row.
+    A file that holds no session gives no entries, a diagnostics row, and no row of any
+    table.
     """
     data = read_session_document(Path(found.path), diagnostics)
     if data is None:
-        return Summary()
+        return Summary(readable=False)
     entries = history_entries(data["history"])
     yield from entries
     return session_summary(data, found, len(entries))

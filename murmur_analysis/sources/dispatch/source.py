@@ -34,7 +34,7 @@ from .layout import (
 from .runs import run_record, session_of
 from .sessions import Found, read_session
 from .store import blocking_sidecar, read_store, store_tables
-from .traces import LazyTrace
+from .traces import read_trace
 
 __all__ = ["DispatchSource"]
 
@@ -209,6 +209,5 @@ class DispatchSource(Source):
 
     def _trace(self, path: Path, diagnostics: Diagnostics) -> Conversation:
         """An eval trace's conversation, named from its path; the file is read when loaded."""
-        trace = LazyTrace(path, diagnostics)
-        return Conversation(self.name, trace_id(path), trace.entries(), key=("trace", str(path)), path=str(path),
-                            tool_meta=trace.tool_meta)
+        return Conversation(self.name, trace_id(path), read_trace(path, diagnostics), key=("trace", str(path)),
+                            path=str(path))

@@ -15,8 +15,8 @@ trace holds the whole reply.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from ...model import Block, Entry, Text, ToolResult, ToolUse, Unknown
 from ..base import Diagnostics
 from .documents import as_int, as_str, document, ms_time, printable_row
 
-__all__ = ["LazyTrace", "Trace", "decode_trace", "read_trace_document"]
+__all__ = ["Trace", "decode_trace", "read_trace", "read_trace_document"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,44 +182,14 @@ def read_trace_document(path: Path, diagnostics: Diagnostics) -> dict[str, Any] 
     return document(path, "steps", diagnostics, "not_a_trace", "a dispatch trace artifact")
 
 
-class LazyTrace:
-    """One eval trace file, read and decoded once, when its entries or tool outcomes are first asked for.
+def read_trace(path: Path, diagnostics: Diagnostics) -> Generator[Entry, None, Summary]:
+    """An eval trace file's entries, read when first asked for; returns its summary (tool outcomes included).
 
-    :meth:`entries` and :attr:`tool_meta` are two views of that one decoding, so a
-    conversation built from them is complete when handed over and is read only if loaded.
+    A file that holds no trace gives no entries and a diagnostics row, and no row of any table.
     """
-
-    def __init__(self, path: Path, diagnostics: Diagnostics) -> None:
-        self.path = path
-        self._diagnostics = diagnostics
-        self._trace: Trace | None = None
-        self.tool_meta: Mapping[str, ToolMeta] = _ToolMetaView(self)
-
-    def decoded(self) -> Trace:
-        """The trace, decoded on first use (no entries and no row when the file holds no trace)."""
-        if self._trace is None:
-            data = read_trace_document(self.path, self._diagnostics)
-            self._trace = decode_trace(data, str(self.path)) if data is not None else Trace([], {}, Summary())
-        return self._trace
-
-    def entries(self) -> Generator[Entry, None, Summary]:
-        """The trace's entries; returns its summary."""
-        trace = self.decoded()
-        yield from trace.entries
-        return trace.summary
-
-
-class _ToolMetaView(Mapping[str, ToolMeta]):
-    """The tool outcomes of a :class:`LazyTrace`, decoding it when first read."""
-
-    def __init__(self, trace: LazyTrace) -> None:
-        self._trace = trace
-
-    def __getitem__(self, call_id: str) -> ToolMeta:
-        return self._trace.decoded().tool_meta[call_id]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._trace.decoded().tool_meta)
-
-    def __len__(self) -> int:
-        return len(self._trace.decoded().tool_meta)
+    data = read_trace_document(path, diagnostics)
+    if data is None:
+        return Summary(readable=False)
+    trace = decode_trace(data, str(path))
+    yield from trace.entries
+    return replace(trace.summary, tool_meta=trace.tool_meta)

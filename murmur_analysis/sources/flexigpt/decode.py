@@ -26,11 +26,10 @@ Decoding rules (what the tables show):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import orjson
 
-from ...handoff import Conversation, ToolMeta, UsageRow
+from ...handoff import Summary, ToolMeta, UsageRow
 from ...model import (
     Block,
     Entry,
@@ -218,8 +217,13 @@ def _error_text(raw: object) -> str | None:
     return code or message
 
 
-def decode(data: Mapping[str, object], path: str) -> Conversation:
-    """Decode one parsed conversation file (of a known schema version) into a conversation."""
+def decode(data: Mapping[str, object]) -> tuple[str | None, list[Entry], Summary]:
+    """Decode one parsed conversation file (of a known schema version).
+
+    Returns:
+        The conversation id the document holds (``None`` when it holds none), its entries,
+        and what reading them taught: usage rows, title and tool timings.
+    """
     entries: list[Entry] = []
     usage_rows: list[UsageRow] = []
     meta: dict[str, ToolMeta] = {}
@@ -268,13 +272,9 @@ def decode(data: Mapping[str, object], path: str) -> Conversation:
                                        found_in="entry", accounting=api.accounting.family, provider_source=api.source))
     conv_id = data.get("id")
     title = data.get("title")
-    return Conversation(
-        source="flexigpt",
-        conversation_id=str(conv_id) if isinstance(conv_id, str) and conv_id else Path(path).stem.split("_")[0],
-        entries=entries,
-        key=path,
+    summary = Summary(
+        usage=tuple(usage_rows),
         title=title if isinstance(title, str) and title else None,
-        path=path,
-        usage=usage_rows,
         tool_meta=meta,
     )
+    return (conv_id if isinstance(conv_id, str) and conv_id else None), entries, summary

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Hashable, Iterator
+from collections.abc import Generator, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -22,7 +22,8 @@ from typing import ClassVar
 import orjson
 
 from ...cursor import Paged, paginate
-from ...handoff import Conversation
+from ...handoff import Conversation, Summary
+from ...model import Entry
 from ..base import Diagnostics, Source
 from ..files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
 from .decode import decode
@@ -158,25 +159,51 @@ class FlexiGPTSource(Source):
         return paginate(items, cursor, limit)
 
     def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
-        """Every readable conversation under ``path``, newest first.
+        """Every conversation under ``path``, newest first, handed over before its file is read.
 
-        A file reached twice (through a linked folder) loads once, and two files holding one
-        conversation id both load: the loader keys conversations on their files.
+        The conversation id is the one in the file's name (``<id>_<title>.json``), as the app's
+        listing shows it; a document holding another id is a diagnostics row. A file whose name
+        holds no id is read at once, for the id its document holds. A file reached twice
+        (through a linked folder) loads once, and two files holding one conversation id both
+        load: the loader keys conversations on their files.
         """
         for file in self.files(path, diagnostics):
-            conv = self._read(str(file), diagnostics)
+            conv = self._conversation(str(file), diagnostics)
             if conv is not None:
                 yield conv
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode the conversation file ``key`` again (an empty conversation if it became unreadable)."""
         path = str(key)
-        conv = self._read(path, diagnostics)
+        conv = self._conversation(path, diagnostics)
         if conv is None:
-            return Conversation(self.name, Path(path).stem.split("_")[0], [], key=path, path=path)
+            return Conversation(self.name, _named_id(path), [], key=path, path=path)
         return conv
 
-    def _read(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
+    def _conversation(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
+        named = _FILE.match(Path(path).name)
+        if named is not None:  # known by its name: read when its entries are
+            cid = named.group(1)
+            return Conversation(self.name, cid, self._entries(path, cid, diagnostics), key=path, path=path)
+        read = self._read(path, diagnostics)
+        if read is None:
+            return None
+        held, entries, summary = read
+        return Conversation(self.name, held or _named_id(path), entries, key=path, path=path, summary=summary)
+
+    def _entries(self, path: str, cid: str, diagnostics: Diagnostics) -> Generator[Entry, None, Summary]:
+        """The file's entries, read when iterated; returns what reading them taught."""
+        read = self._read(path, diagnostics)
+        if read is None:
+            return Summary(readable=False)
+        held, entries, summary = read
+        if held is not None and held != cid:
+            diagnostics.report(path, "id_mismatch",
+                               f"the document holds id {held!r}, its file name {cid!r}; loaded under the file name's")
+        yield from entries
+        return summary
+
+    def _read(self, path: str, diagnostics: Diagnostics) -> tuple[str | None, list[Entry], Summary] | None:
         raw = read_regular(path, diagnostics)
         if raw is None:
             return None
@@ -194,4 +221,9 @@ class FlexiGPTSource(Source):
                                f"schemaVersion {version!r} is not one this reader knows "
                                f"({', '.join(sorted(SCHEMA_VERSIONS))}); skipped, as the app skips it")
             return None
-        return decode(data, path)
+        return decode(data)
+
+
+def _named_id(path: str) -> str:
+    """The id a conversation file's name gives (what precedes the first ``_``)."""
+    return Path(path).stem.split("_")[0]

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from murmur_analysis.handoff import Conversation
+from murmur_analysis.handoff import Conversation, Summary
 from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
 from murmur_analysis.sources.base import Diagnostics, Source
 
@@ -88,5 +88,5 @@ class PlaintextSource(Source):
                 continue
             turns.append((m.group(1), m.group(2)))
         entries = [Entry(i, role, _blocks(role, text)) for i, (role, text) in enumerate(turns)]
-        return Conversation(self.name, conv_id, entries, key=str(file), title=conv_id.replace("-", " "),
-                            path=str(file))
+        return Conversation(self.name, conv_id, entries, key=str(file), path=str(file),
+                            summary=Summary(title=conv_id.replace("-", " ")))
