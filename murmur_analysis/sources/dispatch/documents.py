@@ -7,7 +7,6 @@ row, never an exception and never silence. Values of the wrong JSON type read as
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import orjson
 from ..base import Diagnostics
 from ..files import display, read_regular
 
-__all__ = ["as_int", "as_str", "document", "ms_time", "printable_row", "read_json"]
+__all__ = ["document", "printable_row", "read_json"]
 
 #: What :func:`_parse_json` gives for a document that is not JSON (``None`` is JSON's ``null``).
 _UNREADABLE = object()
@@ -52,26 +51,6 @@ def document(path: Path, listing: str, diagnostics: Diagnostics, kind: str, what
         diagnostics.report(path, kind, f"not {what} (no {listing} list); skipped")
         return None
     return data
-
-
-def as_str(value: Any) -> str | None:
-    """A JSON string, else ``None``."""
-    return value if isinstance(value, str) else None
-
-
-def as_int(value: Any) -> int | None:
-    """A JSON integer (not a boolean), else ``None``."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def ms_time(value: Any) -> datetime | None:
-    """Unix milliseconds as a UTC time; ``None`` for anything else or a time out of range."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return None
-    try:
-        return datetime.fromtimestamp(value / 1000, UTC)
-    except (OverflowError, OSError, ValueError):
-        return None
 
 
 def printable_row(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ...values import json_str
 from ..base import Diagnostics
 from ..files import file_kind
-from .documents import as_str, read_json
+from .documents import read_json
 from .layout import FINAL_SUFFIX, SESSION_SUFFIX, beside
 
 __all__ = ["run_record", "session_of"]
@@ -46,7 +47,7 @@ def session_of(record_path: Path, diagnostics: Diagnostics) -> Path | None:
     if os.path.lexists(near):
         return near
     record = run_record(record_path, diagnostics)
-    named = as_str(record.get("session_file")) if record else None
+    named = json_str(record.get("session_file")) if record else None
     if not named:
         return None
     where = Path(named)

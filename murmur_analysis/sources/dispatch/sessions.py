@@ -15,8 +15,9 @@ from typing import Any
 
 from ...handoff import Summary
 from ...model import Entry, Text, Unknown
+from ...values import datetime_of_ms, json_count, json_int, json_str
 from ..base import Diagnostics
-from .documents import as_int, as_str, document, ms_time, printable_row
+from .documents import document, printable_row
 
 __all__ = ["Found", "history_entries", "read_session", "read_session_document", "session_summary"]
 
@@ -57,25 +58,25 @@ def session_summary(data: Mapping[str, Any], found: Found, messages: int) -> Sum
     rec = found.record or {}
     row = {
         "kind": found.kind,
-        "session_id": found.session_id or as_str(data.get("id")),
-        "run_id": as_str(rec.get("run_id")),
-        "parcel_digest": as_str(data.get("parcel_digest")) or as_str(rec.get("parcel_digest")),
-        "parcel_name": as_str(rec.get("parcel_name")),
-        "entrypoint": as_str(data.get("entrypoint")),
-        "label": as_str(data.get("label")),
+        "session_id": found.session_id or json_str(data.get("id")),
+        "run_id": json_str(rec.get("run_id")),
+        "parcel_digest": json_str(data.get("parcel_digest")) or json_str(rec.get("parcel_digest")),
+        "parcel_name": json_str(rec.get("parcel_name")),
+        "entrypoint": json_str(data.get("entrypoint")),
+        "label": json_str(data.get("label")),
         "channel": found.channel,
-        "courier": as_str(rec.get("courier")),
-        "status": as_str(rec.get("status")),
-        "exit_code": as_int(rec.get("exit_code")),
-        "turn_count": as_int(data.get("turn_count")),
-        "elapsed_ms": as_int(data.get("elapsed_ms")),
+        "courier": json_str(rec.get("courier")),
+        "status": json_str(rec.get("status")),
+        "exit_code": json_int(rec.get("exit_code")),
+        "turn_count": json_int(data.get("turn_count")),
+        "elapsed_ms": json_int(data.get("elapsed_ms")),
         "history_messages": messages,
-        "started_at": ms_time(rec.get("started_at_ms")),
-        "stopped_at": ms_time(rec.get("stopped_at_ms")),
-        "error": as_str(rec.get("last_error")),
+        "started_at": datetime_of_ms(json_count(rec.get("started_at_ms"))),
+        "stopped_at": datetime_of_ms(json_count(rec.get("stopped_at_ms"))),
+        "error": json_str(rec.get("last_error")),
         "path": found.path,
     }
-    return Summary(title=as_str(data.get("label")), rows={"dispatch_sessions": (printable_row(row),)})
+    return Summary(title=json_str(data.get("label")), rows={"dispatch_sessions": (printable_row(row),)})
 
 
 def read_session_document(path: Path, diagnostics: Diagnostics) -> dict[str, Any] | None:

@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 
 from ...handoff import Conversation, TableRows
 from ...identity import file_identity
+from ...values import json_str
 from ..base import Diagnostics, Source
 from ..files import NOT_REGULAR, check_file, file_kind, identity, is_dir, listing
-from .documents import as_str, read_json
+from .documents import read_json
 from .layout import (
     DB_SUFFIXES,
     FINAL_SUFFIX,
@@ -186,7 +187,7 @@ class DispatchSource(Source):
         session = session_of(path, diagnostics)
         if session is None:
             doc = read_json(path, Diagnostics(self.name))
-            named = as_str(doc.get("session_file")) if isinstance(doc, dict) else None
+            named = json_str(doc.get("session_file")) if isinstance(doc, dict) else None
             diagnostics.report(path, "missing_session",
                                f"run record {rid}: its session ({named or rid + SESSION_SUFFIX}) "
                                "was not found; no history to read")
@@ -200,7 +201,7 @@ class DispatchSource(Source):
         kind = "run" if record is not None else ("channel" if channel else "session_file")
         name = stem(path.name, SESSION_SUFFIX)
         if record is not None:
-            conv_id = as_str(record.get("run_id")) or (run_id(record_path.name) if record_path else None) or name
+            conv_id = json_str(record.get("run_id")) or (run_id(record_path.name) if record_path else None) or name
         else:
             conv_id = f"{channel}/{name}" if channel else name
         key = ("file", str(path), str(record_path) if record is not None else None)

@@ -27,9 +27,10 @@ from urllib.parse import quote
 import orjson
 
 from ...handoff import Conversation, TableRows
+from ...values import datetime_of_ms, json_count, json_int, json_str
 from ..base import Diagnostics
 from ..files import NotRegularFile, file_kind
-from .documents import as_int, as_str, ms_time, printable_row
+from .documents import printable_row
 from .sessions import Found, history_entries, session_summary
 
 __all__ = ["blocking_sidecar", "database", "read_store", "store_tables"]
@@ -38,10 +39,12 @@ __all__ = ["blocking_sidecar", "database", "read_store", "store_tables"]
 _TABLES = frozenset({"dispatch_sessions", "dispatch_memory"})
 
 
-def _memory_time(value: Any) -> datetime | None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+def _memory_time(value: object) -> datetime | None:
+    """``updated_at`` as a time: Unix seconds, or milliseconds once past 1e11."""
+    n = json_count(value)
+    if n is None:
         return None
-    return ms_time(value if value >= 100_000_000_000 else value * 1000)
+    return datetime_of_ms(n if n >= 100_000_000_000 else n * 1000)
 
 
 def _memory_text(value: Any) -> str | None:
@@ -154,7 +157,7 @@ def _sessions(source: str, con: sqlite3.Connection, path: Path, diagnostics: Dia
         data.setdefault("parcel_digest", digest)
         data.setdefault("entrypoint", entrypoint)
         data.setdefault("turn_count", turns)
-        sid = sid if isinstance(sid, str) else as_str(data.get("id")) or str(rowid)
+        sid = sid if isinstance(sid, str) else json_str(data.get("id")) or str(rowid)
         entries = history_entries(data["history"])
         summary = session_summary(data, Found("sqlite", str(path), session_id=sid), len(entries))
         yield Conversation(source, sid, entries, key=("sqlite", str(path), sid), path=str(path), part=sid,
@@ -168,7 +171,7 @@ def _memory(con: sqlite3.Connection, path: Path) -> Iterator[dict[str, Any]]:
         f"SELECT {digest_col}, namespace, key, value, updated_at FROM dispatch_memory ORDER BY 1, namespace, key"
     ):
         yield printable_row({
-            "parcel_digest": as_str(digest), "namespace": as_str(ns), "key": as_str(key),
+            "parcel_digest": json_str(digest), "namespace": json_str(ns), "key": json_str(key),
             "value": _memory_text(value), "value_bytes": bytes(value) if isinstance(value, bytes) else None,
-            "updated_at": _memory_time(updated), "updated_at_raw": as_int(updated), "path": str(path),
+            "updated_at": _memory_time(updated), "updated_at_raw": json_int(updated), "path": str(path),
         })

@@ -24,8 +24,9 @@ import orjson
 
 from ...handoff import Summary, ToolMeta
 from ...model import Block, Entry, Text, ToolResult, ToolUse, Unknown
+from ...values import datetime_of_ms, json_count, json_int, json_str
 from ..base import Diagnostics
-from .documents import as_int, as_str, document, ms_time, printable_row
+from .documents import document, printable_row
 
 __all__ = ["Trace", "decode_trace", "read_trace", "read_trace_document"]
 
@@ -82,11 +83,11 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
             continue
         kind = step.get("kind")
         if kind == "operation":
-            text = as_str(step.get("input"))
+            text = json_str(step.get("input"))
             add("user", Text(text) if text is not None else Unknown(dict(step)))
             continue
         if kind == "session_open":
-            session_id = as_str(step.get("session_id")) or session_id
+            session_id = json_str(step.get("session_id")) or session_id
             continue
         event = step.get("event") if kind == "event" else None
         if not isinstance(event, Mapping):
@@ -100,13 +101,13 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
         flush_deltas()
         if ekind == "tool_call_started":
             inv = event.get("invocation")
-            name = as_str(inv.get("name")) if isinstance(inv, Mapping) else None
+            name = json_str(inv.get("name")) if isinstance(inv, Mapping) else None
             if name is None or not isinstance(inv, Mapping):
                 add("event", Unknown(dict(event)))
                 continue
             calls += 1
             call_id = f"call_{calls}"
-            raw = as_str(inv.get("input"))
+            raw = json_str(inv.get("input"))
             args: Any = None
             if raw is not None:
                 try:
@@ -125,10 +126,10 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
                 add("event", Unknown(dict(event)))
                 continue
             results += 1
-            tool, code = as_str(res.get("tool")), as_int(res.get("exit_code"))
+            tool, code = json_str(res.get("tool")), json_int(res.get("exit_code"))
             match = next((i for i, (_, n) in enumerate(open_calls) if n == tool), 0 if open_calls else None)
             call_id = open_calls.pop(match)[0] if match is not None else f"result_{results}"
-            stdout, stderr = as_str(res.get("stdout")) or "", as_str(res.get("stderr")) or ""
+            stdout, stderr = json_str(res.get("stdout")) or "", json_str(res.get("stderr")) or ""
             content: tuple[Block, ...] = (Text(stdout),) + ((Text(stderr),) if stderr else ())
             extra = {k: v for k, v in res.items() if k not in ("stdout",)}
             is_error = code != 0 if code is not None else None
@@ -137,13 +138,13 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
                 meta[call_id] = ToolMeta(input_bytes=meta[call_id].input_bytes, exit_code=code,
                                          status=None if is_error is None else ("error" if is_error else "ok"))
         elif ekind == "message":
-            role, text = as_str(event.get("role")), as_str(event.get("content"))
+            role, text = json_str(event.get("role")), json_str(event.get("content"))
             add(role or "unknown", Text(text) if text is not None else Unknown(dict(event)))
         elif ekind == "channel_reply":
             # courier's normalize_assistant_reply: a reply tagged for a channel is the assistant's
             # reply; its text is the envelope's content, the rest of the envelope is kept beside it.
             envelope = event.get("message")
-            text = as_str(envelope.get("content")) if isinstance(envelope, Mapping) else None
+            text = json_str(envelope.get("content")) if isinstance(envelope, Mapping) else None
             if text is None:
                 add("assistant", Unknown(dict(event)))
             else:
@@ -158,22 +159,22 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
     flush_deltas()
     failures = [f for f in data.get("failures", []) if isinstance(f, str)] if isinstance(
         data.get("failures"), list) else []
-    errors = [e for e in [as_str(data.get("error")), *failures] if e]
+    errors = [e for e in [json_str(data.get("error")), *failures] if e]
     passed = data.get("passed")
     row = {
         "kind": "eval_trace",
         "session_id": session_id,
-        "parcel_digest": as_str(data.get("parcel_digest")) or None,
-        "entrypoint": as_str(data.get("entrypoint")),
-        "label": as_str(data.get("case_name")),
-        "courier": as_str(data.get("courier")),
+        "parcel_digest": json_str(data.get("parcel_digest")) or None,
+        "entrypoint": json_str(data.get("entrypoint")),
+        "label": json_str(data.get("case_name")),
+        "courier": json_str(data.get("courier")),
         "status": ("passed" if passed else "failed") if isinstance(passed, bool) else None,
-        "started_at": ms_time(data.get("started_at_ms")),
-        "stopped_at": ms_time(data.get("finished_at_ms")),
+        "started_at": datetime_of_ms(json_count(data.get("started_at_ms"))),
+        "stopped_at": datetime_of_ms(json_count(data.get("finished_at_ms"))),
         "error": "; ".join(errors) or None,
         "path": path,
     }
-    summary = Summary(title=as_str(data.get("case_name")), rows={"dispatch_sessions": (printable_row(row),)})
+    summary = Summary(title=json_str(data.get("case_name")), rows={"dispatch_sessions": (printable_row(row),)})
     return Trace(entries, meta, summary)
 
 

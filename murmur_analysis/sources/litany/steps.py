@@ -19,12 +19,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ...values import iso_datetime
 from ..base import Diagnostics
 from ..files import entry_is_dir, listing, read_regular
 
@@ -71,16 +72,6 @@ class StepRecord:
         return None
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-
-
 def _read(path: str, diags: Diagnostics) -> bytes | None:
     if not os.path.lexists(path):
         return None
@@ -115,8 +106,8 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
         meta = _json(meta_path, diags)
         if isinstance(meta, dict):
             rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
-            rec.started_at = _time(meta.get("started_at"))
-            rec.ended_at = _time(meta.get("ended_at"))
+            rec.started_at = iso_datetime(meta.get("started_at"))
+            rec.ended_at = iso_datetime(meta.get("ended_at"))
             rec.provider = meta.get("provider") if isinstance(meta.get("provider"), str) else None
             dropped = meta.get("dropped_orphans")
             if isinstance(dropped, list):

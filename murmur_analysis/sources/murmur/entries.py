@@ -16,11 +16,11 @@ from typing import Any
 
 from ...handoff import Summary
 from ...model import Entry, Text, ToolResult
-from ...values import uuid7_datetime
+from ...values import ms_of_datetime, uuid7_datetime
 from ...wire import blocks_from_wire
 from ..base import Diagnostics
 from ..files import open_regular
-from .join import Join, learned, ms_of
+from .join import Join, learned
 from .record import message_values, unreadable
 
 __all__ = ["TITLE_CHARS", "report_skipped", "settled", "stream", "title_of"]
@@ -118,7 +118,7 @@ def _entry(
                                f"line {line_no}: a tool message names no tool_call_id; kept as text", line_no)
     usage = model = None
     if join is not None:
-        found = join.claim(position, msg_id, role, ms_of(created))
+        found = join.claim(position, msg_id, role, ms_of_datetime(created))
         if found is not None:
             usage, model = found.usage, found.model
     return Entry(

@@ -12,7 +12,6 @@ import bisect
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import fields
-from datetime import UTC, datetime
 from typing import Any
 
 from ...handoff import GrowthRow, Pairing, Summary, UsageRow
@@ -20,21 +19,10 @@ from ...model import Usage
 from ...schema import built_schema
 from .trace_events import Inference, Task
 
-__all__ = ["Join", "inference_row", "learned", "ms_of", "usage_columns"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
+__all__ = ["Join", "inference_row", "learned", "usage_columns"]
 
 def _before(at_ms: int | None, created_ms: int) -> bool:
     return at_ms is not None and at_ms < created_ms
-
-
-def ms_of(at: datetime | None) -> int | None:
-    """Unix milliseconds of ``at`` (exact: no float on the way)."""
-    if at is None:
-        return None
-    delta = at - _EPOCH
-    return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
 def inference_row(inf: Inference, message_id: str | None = None, seq: int | None = None) -> UsageRow:

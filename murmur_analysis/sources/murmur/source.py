@@ -42,13 +42,13 @@ import pyarrow as pa
 
 from ...handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
 from ...identity import file_identity
-from ...values import uuid7_datetime
+from ...values import json_int, uuid7_ms
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .engine import ints, pairing, scanned_columns, strings
 from .entries import report_skipped, settled, stream, title_of
-from .join import Join, inference_row, learned, ms_of, usage_columns
-from .record import header_of, scan_records, skipped_detail, unreadable
+from .join import Join, inference_row, learned, usage_columns
+from .record import header_of, scan_records, skipped_detail, truncation, unreadable
 from .sessions import discover, trace_files
 from .trace import TraceIndex
 
@@ -315,23 +315,16 @@ class MurmurSource(Source):
         path: Path, header: dict[str, Any] | None, diagnostics: Diagnostics
     ) -> tuple[int | None, int | None]:
         """The messages retention dropped from the record's front, and when (ms), from its header."""
+        report = truncation(header)
         marker = header.get("truncated") if header else None
-        if not isinstance(marker, dict):
+        if report is None or not isinstance(marker, dict):
             return None, None
-        raw_dropped = marker.get("dropped")
-        last_id = marker.get("last_dropped_id")
-        at_ms = marker.get("at_ms")
-        cutoff = ms_of(uuid7_datetime(last_id)) if isinstance(last_id, str) else None
+        diagnostics.report(path, report.kind, report.detail, report.line)
+        last_id, at_ms = marker.get("last_dropped_id"), json_int(marker.get("at_ms"))
+        cutoff = uuid7_ms(last_id) if isinstance(last_id, str) else None
         if cutoff is None:
-            cutoff = at_ms if type(at_ms) is int else (1 << 62)
-        diagnostics.report(
-            path,
-            "truncated_record",
-            f"retention dropped {raw_dropped} message(s) from the front of this record "
-            f"(oldest surviving {marker.get('oldest_surviving_id')}); it is not the whole conversation",
-            1,
-        )
-        return (raw_dropped if type(raw_dropped) is int else None), cutoff
+            cutoff = at_ms if at_ms is not None else (1 << 62)
+        return json_int(marker.get("dropped")), cutoff
 
     @staticmethod
     def _peek_header(path: Path) -> dict[str, Any] | None:
