@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .model import Block, Entry, Message, ToolResult, ToolUse, sorted_entries
+from .pairing import MessageRuns
 
 __all__ = ["Assembled", "assemble", "drop_orphans", "group", "transcript"]
 
@@ -39,11 +40,15 @@ class Assembled:
 
 def group(entries: Iterable[Entry]) -> Iterator[list[Entry]]:
     """Entries in position order, cut into runs of the same side (one run per message)."""
+    runs = MessageRuns()
     run: list[Entry] = []
+    current = -1
     for entry in sorted_entries(entries):
-        if run and run[-1].side != entry.side:
+        message = runs.next(entry.side)
+        if message != current and run:
             yield run
             run = []
+        current = message
         run.append(entry)
     if run:
         yield run

@@ -14,12 +14,11 @@ from collections.abc import Generator, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .blocks import block_kind, message_text, reasoning_text, text_chars
 from .handoff import PAIRED, Conversation, EntryColumns, Pairing, Reading, Summary
 from .model import Entry, sorted_entries
-from .pairing import Pairer, tool_event_columns
+from .pairing import MessageRuns, Pairer, tool_event_columns
 from .tables import BATCH_ROWS, arrow_array
 
 __all__ = ["PairedChunks", "conversation_chunks", "entry_chunks"]
@@ -98,8 +97,7 @@ class PairedChunks:
         self._chunks = chunks
         self._known = known
         self._pairer = Pairer(keep_inputs=False)
-        self._message = -1  # the message (run of same-side entries) index of the last entry read
-        self._side: str | None = None
+        self._runs = MessageRuns()
 
     def __iter__(self) -> Iterator[EntryColumns]:
         for chunk in self._chunks:
@@ -108,16 +106,7 @@ class PairedChunks:
             yield chunk
 
     def _feed(self, chunk: EntryColumns) -> None:
-        # Message (run) index of each entry: a new run at every change of side.
-        n = len(chunk)
-        side = chunk.side
-        starts = np.zeros(n, dtype=np.int64)
-        starts[0] = side[0].as_py() != self._side
-        if n > 1:
-            starts[1:] = pc.not_equal(side[1:], side[:-1]).to_numpy(zero_copy_only=False)
-        runs = np.cumsum(starts) + self._message
-        self._message = int(runs[-1])
-        self._side = side[-1].as_py()
+        runs = self._runs.of_sides(chunk.side)
         events = chunk.events
         if len(events):
             rows = np.asarray(events.row, dtype=np.int64)

@@ -159,7 +159,7 @@ class ToolEvents:
         input_bytes: the call's input as compact JSON, in bytes (calls with an input).
         inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
         texts: each call's input as JSON text (``murmur_analysis.serde.serde_text``) and each result's
-            text (``model.message_text`` of its content), when kept (``None`` otherwise).
+            text (``blocks.message_text`` of its content), when kept (``None`` otherwise).
     """
 
     row: list[int] = field(default_factory=list)
@@ -193,13 +193,13 @@ class EntryColumns:
         model: the model that produced each, when known (string).
         created_at: creation times (timestamp[us, UTC]).
         n_blocks: blocks per entry (int32).
-        text_chars: ``model.text_chars`` of each entry's blocks (int64).
+        text_chars: ``blocks.text_chars`` of each entry's blocks (int64).
         status: each entry's status (string).
         error: each entry's error (string).
         source_id: each entry's source id (string).
         block_kinds: each entry's block kinds (list<string>).
-        text: ``model.message_text`` of each entry's blocks (string; null when text is left out).
-        reasoning_text: ``model.reasoning_text`` of each entry's blocks (string).
+        text: ``blocks.message_text`` of each entry's blocks (string; null when text is left out).
+        reasoning_text: ``blocks.reasoning_text`` of each entry's blocks (string).
         usage: each entry's usage, or ``None`` when no entry of the chunk has any.
         events: the chunk's tool events.
     """

@@ -13,6 +13,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from . import _native
 from .blocks import message_text, text_chars
 from .handoff import ToolEvents, ToolKind
@@ -21,6 +25,7 @@ from .serde import serde_text
 
 __all__ = [
     "CallEvent",
+    "MessageRuns",
     "PairSummary",
     "Pairer",
     "ResultEvent",
@@ -213,6 +218,41 @@ def _append(out: ToolEvents, row: int, event: ToolEvent) -> None:
             out.texts.append(event.text)
 
 
+class MessageRuns:
+    """Which message each entry belongs to, entry after entry: the one home of that rule.
+
+    Consecutive entries of one side are one message; a new message starts at every change of
+    side. Assembly groups entries by it, and the pairing walk counts calls and results by it,
+    one entry at a time (:meth:`next`) or a column chunk at a time (:meth:`of_sides`).
+
+    Attributes:
+        index: the 0-based message index of the last entry seen (-1 before any).
+    """
+
+    def __init__(self) -> None:
+        self.index = -1
+        self._side: str | None = None
+
+    def next(self, side: str) -> int:
+        """The message index of the next entry, of ``side``."""
+        if side != self._side:
+            self.index += 1
+            self._side = side
+        return self.index
+
+    def of_sides(self, sides: pa.Array) -> np.ndarray:
+        """The message index of each of the next entries, given their sides (a non-empty string column)."""
+        n = len(sides)
+        starts = np.zeros(n, dtype=np.int64)
+        starts[0] = sides[0].as_py() != self._side
+        if n > 1:
+            starts[1:] = pc.not_equal(sides[1:], sides[:-1]).to_numpy(zero_copy_only=False)
+        runs: np.ndarray = np.cumsum(starts) + self.index
+        self.index = int(runs[-1])
+        self._side = sides[-1].as_py()
+        return runs
+
+
 class Pairer:
     """The pairing walk, fed in position order: one entry at a time, or tool events as columns.
 
@@ -232,8 +272,7 @@ class Pairer:
         self._walk = _native.Pairer()
         self._inputs: list[object] = []
         self._summary = PairSummary(0, 0, [])
-        self._side: str | None = None
-        self._message = -1
+        self._runs = MessageRuns()
         self._last: int | None = None
 
     def feed(self, entry: Entry) -> None:
@@ -245,12 +284,10 @@ class Pairer:
         if self._last is not None and entry.position < self._last:
             raise ValueError("entries must be fed in ascending position order")
         self._last = entry.position
-        if entry.side != self._side:
-            self._message += 1
-            self._side = entry.side
+        message = self._runs.next(entry.side)
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
-                self.feed_events(entry.position, self._message, tool_events(entry, self.keep_inputs))
+                self.feed_events(entry.position, message, tool_events(entry, self.keep_inputs))
                 break
 
     def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
