@@ -278,7 +278,7 @@ class _Workspace:
             log = self.log(agent)
         except GitError as err:
             self.diags.report(f"{self.repo.git_dir}@{ref}", "unreadable_branch", str(err))
-            return Summary(usage=(), growth=(), assembly_orphans=())
+            return Summary(readable=False)  # found unreadable once read: no row of any table
         if agent not in self._ready:
             self._prepare(agent)
         self._started.add(agent)
