@@ -30,7 +30,7 @@ from .handoff import (
     repeated,
 )
 from .history import History
-from .rows import CallColumns, ConversationRow
+from .rows import CallColumns, ConversationRow, GrowthColumns
 from .schema import TABLES
 from .tables import TableBuilder, to_pandas, usage_table
 
@@ -51,7 +51,7 @@ class _Walk:
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
     sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
-    derived: list[list[pa.Array]]  # one growth row per message, per chunk (kept unless the source gives its own)
+    derived: list[GrowthColumns]  # one growth row per message, per chunk (kept unless the source gives its own)
 
 
 def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
@@ -133,7 +133,7 @@ class FrameBuilder:
         count = 0
         history = History(orphans=False)
         sizes: list[tuple[pa.Array, pa.Array]] = []
-        derived: list[list[pa.Array]] = []
+        derived: list[GrowthColumns] = []
         for chunk in walking:
             n = len(chunk)
             if n == 0:
@@ -145,7 +145,6 @@ class FrameBuilder:
                 first_at = low if first_at is None else min(first_at, low)
                 last_at = high if last_at is None else max(last_at, high)
             usages = chunk.usage
-            source, conversation = repeated(key[0], n), repeated(key[1], n)
             assistant = pc.fill_null(pc.equal(chunk.side, "assistant"), False).to_numpy(zero_copy_only=False)
             positions_all = chunk.position.to_numpy(zero_copy_only=False)
             bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
@@ -158,23 +157,8 @@ class FrameBuilder:
                                                    times[i], found_in="entry"))
             grown = history.append_columns(chunk.text_chars, usages)  # one state per message
             sizes.append((chunk.position, grown.chars))
-            derived.append(
-                    [
-                        source,
-                        conversation,
-                        chunk.position,
-                        created,
-                        repeated("message", n),
-                        pa.nulls(n, _STR),
-                        grown.messages,
-                        grown.chars,
-                        grown.context_tokens,
-                        pa.nulls(n, _I64),
-                        pa.nulls(n, _I64),
-                        pa.nulls(n, _I64),
-                        pa.nulls(n, _STR),
-                    ]
-                )
+            derived.append(GrowthColumns(n, chunk.position, created, repeated("message", n), grown.messages,
+                                         grown.chars, grown.context_tokens))
             count += n
         calls = walking.pairing()
         return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
@@ -182,13 +166,12 @@ class FrameBuilder:
     def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
         if not summary.readable:  # handed over unread, and then found unreadable: no rows
             return
-        key = (conv.source, conv.conversation_id)
         given = {"source": conv.source, "conversation_id": conv.conversation_id}
         pairing = walk.calls
         growth = self.builders["growth"]
         if _derive_growth(summary):
-            for arrays in walk.derived:
-                growth.append_batch(arrays)
+            for columns in walk.derived:
+                growth.add_columns(columns, columns.rows, given)
         calls = CallColumns.join(pairing.rows, summary.tool_meta or {})
         if calls.rows.num_rows:
             self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
@@ -207,11 +190,9 @@ class FrameBuilder:
         for orphan in orphan_rows:
             self.builders["orphans"].add(orphan, given)
         for g in summary.growth or ():
-            chars = g.chars if g.chars is not None or g.event != "compaction" else _chars_at(walk.sizes, g.position)
-            growth.append(
-                (*key, g.position, g.at, g.event, g.commit, g.messages, chars, g.context_tokens, g.orphans,
-                 g.tokens_before, g.tokens_after, g.summary if self.text else None)
-            )
+            if g.chars is None and g.event == "compaction":  # the size of the conversation where it stands
+                g = replace(g, chars=_chars_at(walk.sizes, g.position))
+            growth.add(g, given)
         for table, table_rows in summary.rows.items():
             self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
         row = ConversationRow(

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from .handoff import ToolMeta
 
-__all__ = ["CallColumns", "ConversationRow"]
+__all__ = ["CallColumns", "ConversationRow", "GrowthColumns"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,3 +79,25 @@ class ConversationRow:
     truncated_dropped: int | None
     conversation_id_bytes: bytes | None
     path_bytes: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthColumns:
+    """Growth rows of a chunk of messages, one Arrow array per ``growth`` column (by name).
+
+    A column left ``None`` is null on every row; ``source`` and ``conversation_id`` are given
+    by the frame builder.
+    """
+
+    rows: int
+    position: pa.Array
+    at: pa.Array
+    event: pa.Array
+    messages: pa.Array
+    chars: pa.Array
+    context_tokens: pa.Array
+    commit: pa.Array | None = None
+    orphans: pa.Array | None = None
+    tokens_before: pa.Array | None = None
+    tokens_after: pa.Array | None = None
+    summary: pa.Array | None = None
