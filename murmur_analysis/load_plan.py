@@ -151,11 +151,13 @@ class LoadPlan:
     def _counts(self) -> dict[str, int]:
         return {name: b.num_rows for name, b in self.builder.builders.items()}
 
-    def events(self, keep: Keep | None = None) -> Iterator[LoadEvent]:
+    def events(self, keep: Keep | None = None, skip: Keep | None = None) -> Iterator[LoadEvent]:
         """Run the plan, yielding after each conversation and after each path's source.
 
         Args:
             keep: called before a conversation's entries are read; ``False`` skips it.
+            skip: told to each source (``Source.skip``): ``True`` promises that ``keep``
+                will skip that conversation, so the source need not read it at all.
 
         Raises:
             NoSourceError: a readable path no source recognises.
@@ -165,6 +167,7 @@ class LoadPlan:
         progress, discovery = self.progress, self.discovery
         for src, target in discovery.targets(self.paths):
             src.text = self.text
+            src.skip = (lambda conv, src=src: skip(src, conv)) if skip is not None else None
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)

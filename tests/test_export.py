@@ -178,7 +178,7 @@ def test_unchanged_input_is_not_read_again(tmp_path: Path) -> None:
     assert_same(read_parquet(out).tables, ma.load(home).tables)
 
 
-def test_an_appended_record_is_read_again_and_its_rows_replaced(tmp_path: Path) -> None:
+def test_an_appended_record_has_only_its_appended_lines_read(tmp_path: Path) -> None:
     home = home_with(tmp_path)
     settle(home)
     out = tmp_path / "out"
@@ -186,7 +186,7 @@ def test_an_appended_record_is_read_again_and_its_rows_replaced(tmp_path: Path) 
     append(rec(home, 1), [msg("user", T0 + 5000, n=50)])
     settle(home)
     again = export(home, out=out, batch_conversations=2)
-    assert again.conversations_read == 1 and again.conversations_kept == 2
+    assert again.conversations_read == 0 and again.conversations_appended == 1 and again.conversations_kept == 2
     assert again.rows["messages"] == 13
     assert_same(read_parquet(out).tables, ma.load(home).tables)
 

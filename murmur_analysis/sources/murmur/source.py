@@ -41,6 +41,7 @@ from ...identity import file_identity
 from ...model import Entry, Text, ToolResult, blocks_from_wire, uuid7_datetime
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
+from .append import resume_point
 from .engine import ints, pairing, scanned_columns, strings
 from .join import Join, inference_row, ms_of
 from .record import header_of, message_values, scan_records, skipped_detail, unreadable
@@ -215,10 +216,15 @@ class MurmurSource(Source):
         records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
         for group in _groups(records):
-            scanned = scan_records([str(rec.path) for rec in group], self.text)
-            for rec, columns in zip(group, scanned, strict=True):
+            # Records the consumer will not read (``Source.skip``) are not scanned.
+            skipped = {id(rec) for rec in group if self.skip is not None and self.skip(self._unread(rec))}
+            scanned = iter(scan_records([str(rec.path) for rec in group if id(rec) not in skipped], self.text))
+            for rec in group:
                 by_context.setdefault(rec.context_id, []).append(rec)
-                yield self._conversation(rec, index, diagnostics, columns)
+                if id(rec) in skipped:
+                    yield self._unread(rec)
+                else:
+                    yield self._conversation(rec, index, diagnostics, next(scanned))
         for event in index.retentions:
             if event.store not in (None, "records"):
                 continue
@@ -267,6 +273,11 @@ class MurmurSource(Source):
             digest = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
             self._traces_identity = [digest, newest]
         return [own, self._settled(Path(own[0][0])), self._traces_identity]
+
+    def _unread(self, rec: _Record) -> Conversation:
+        """``rec``'s conversation as found, nothing of it read (for a consumer that skips it)."""
+        return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(),
+                            key=(str(rec.path), rec.record, rec.context_id), path=str(rec.path))
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""
@@ -425,6 +436,7 @@ class MurmurSource(Source):
             conv.usage = join.usage_rows()
             conv.growth = join.growth_rows()
         conv.paired = pairing(scanned)
+        conv.extra["resume"] = resume_point(scanned) if join is None else None
         return scanned_columns(scanned, model, usage)
 
     @staticmethod
