@@ -174,6 +174,7 @@ class LoadPlan:
             owned: set[int] = set()  # indexes of diags.rows a conversation reported
             kept: dict[int, Diagnostic] = {}  # the rows not already reported in this load
             found = 0
+            since = 0  # rows before it were reported for what came before this conversation
             for conv in src.open(target, diags):
                 if isinstance(conv, TableRows):
                     self.builder.add_rows(conv, src.name)
@@ -181,6 +182,10 @@ class LoadPlan:
                 if not discovery.admit(conv, diags):
                     continue
                 found += 1
+                # What the source reported of this conversation's file while finding it is its own.
+                early = [i for i in range(since, len(diags.rows)) if diags.rows[i].path == conv.path]
+                owned.update(early)
+                since = len(diags.rows)
                 if keep is not None and not keep(src, conv):
                     yield LoadEvent("skipped", src, target, conv, conv.conversation_id)
                     continue
@@ -196,7 +201,8 @@ class LoadPlan:
                 self.builder.add(printable(conv))
                 after = self._counts()
                 owned.update(range(mark, len(diags.rows)))
-                mine = self._fresh(diags.rows, range(mark, len(diags.rows)), kept)
+                mine = self._fresh(diags.rows, [*early, *range(mark, len(diags.rows))], kept)
+                since = len(diags.rows)
                 yield LoadEvent(
                     "conversation", src, target, conv, lossless,
                     rows={name: after[name] - before[name] for name in TABLES},

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+import hypothesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litany_git import T0 as T0_GIT
@@ -435,4 +436,170 @@ def test_a_lost_file_of_the_previous_export_is_an_export_error_that_says_what_to
         export(home, out=out)
     assert err.value.hint is not None and "--full" in err.value.hint
     export(home, out=out, incremental=False)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+# ---------------------------------------------------------------------------------- appended lines
+
+_CALLS = ["c0", "c1", "c2", "c3"]
+pieces = st.one_of(
+    st.tuples(st.just("user"), st.integers(0, 0)),
+    st.tuples(st.just("assistant"), st.integers(0, 0)),
+    st.tuples(st.just("calls"), st.integers(1, 2)),
+    st.tuples(st.just("result"), st.integers(0, len(_CALLS))),
+    st.tuples(st.sampled_from(["blank", "garbage", "header", "partial", "bad_utf8", "no_role"]), st.integers(0, 0)),
+)
+
+
+def _piece(kind: str, k: int, serial: int) -> bytes:
+    from murmur_home import call, header, text, tool
+
+    ms = T0 + serial
+    if kind == "user":
+        return (line(msg("user", ms, text(f"u{serial}"), n=serial)) + "\n").encode()
+    if kind == "assistant":
+        return (line(msg("assistant", ms, text(f"a{serial}"), n=serial)) + "\n").encode()
+    if kind == "calls":
+        blocks = [call(_CALLS[(serial + i) % len(_CALLS)]) for i in range(k)]
+        return (line(msg("assistant", ms, text("calling"), *blocks, n=serial)) + "\n").encode()
+    if kind == "result":
+        call_id = _CALLS[k] if k < len(_CALLS) else None
+        return (line(tool(ms, call_id, body=f"r{serial}", is_error=serial % 3 == 0, n=serial)) + "\n").encode()
+    if kind == "blank":
+        return b"\n"
+    if kind == "garbage":
+        return b"{not json\n"
+    if kind == "header":
+        return (line(header()) + "\n").encode()
+    if kind == "partial":
+        return line(msg("user", ms, text("half"), n=serial)).encode()[:10]  # a line still being written
+    if kind == "bad_utf8":
+        return b'{"role":"user","content":"\xff"}\n'
+    return b'{"content":"no role"}\n'
+
+
+def _ordered(tables: dict[str, pa.Table]) -> dict[str, list[Any]]:
+    """Each conversation's tool_calls and messages rows, in the order they were written."""
+    out: dict[str, list[Any]] = {}
+    for name, columns in (("tool_calls", ["call_id", "status", "called_seq", "result_seq"]), ("messages", ["seq"])):
+        for r in tables[name].select(["conversation_id", *columns]).to_pylist():
+            out.setdefault(f"{name} {r.pop('conversation_id')}", []).append(r)
+    return out
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 4), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 1), st.lists(pieces, min_size=0, max_size=5)), min_size=1, max_size=5),
+       st.lists(pieces, min_size=0, max_size=4))
+def test_exports_of_records_that_grew_in_any_way_equal_a_fresh_load(
+    tmp_path_factory: Any, appends: list[tuple[int, list[tuple[str, int]]]], start: list[tuple[str, int]]
+) -> None:
+    tmp = tmp_path_factory.mktemp("grow")
+    home = home_with(tmp, n=2, lines=2)
+    out = tmp / "out"
+    stamp = {"n": 0}
+
+    def touch(path: Path) -> None:  # distinct old times: settled, and never racy
+        stamp["n"] += 1
+        os.utime(path, (T0 // 1000 + stamp["n"], T0 // 1000 + stamp["n"]))
+
+    serial = 100
+    for kind, k in start:
+        serial += 1
+        with rec(home, 0).open("ab") as f:
+            f.write(_piece(kind, k, serial))
+    for path in home.rglob("*.jsonl"):
+        touch(path)
+    export(home, out=out, batch_conversations=1)
+    for r, added in appends:
+        path = rec(home, r)
+        with path.open("ab") as f:
+            for kind, k in added:
+                serial += 1
+                f.write(_piece(kind, k, serial))
+        touch(path)
+        result = export(home, out=out, batch_conversations=1)
+        exported, loaded = read_parquet(out).tables, ma.load(home).tables
+        assert_same(exported, loaded)
+        assert _ordered(exported) == _ordered(loaded)
+        assert result.conversations_read + result.conversations_appended <= 1
+        hypothesis.event("appended" if result.conversations_appended else "read whole" if result.conversations_read
+                         else "kept")
+
+
+def test_a_grown_record_has_only_its_appended_bytes_decoded_and_an_earlier_call_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from murmur_home import call, text, tool
+
+    import murmur_analysis.sources.murmur.append as append_module
+    import murmur_analysis.sources.murmur.source as source_module
+
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1)])
+    record(home, "bot", "ctx-1", [msg("user", T0 + 2, text("other"), n=2)])
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    added = [tool(T0 + 3, "c1", body="done", n=3), msg("assistant", T0 + 4, text("ok"), n=4)]
+    size = path.stat().st_size
+    append(path, added)
+    settle(home)
+    scanned: list[int] = []
+
+    def counting(real: Any) -> Any:
+        def scan(paths: list[str], text: bool = True) -> Any:
+            scanned.extend(os.path.getsize(p) for p in paths)
+            return real(paths, text)
+        return scan
+
+    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
+    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    result = export(home, out=out)
+    assert result.conversations_appended == 1 and result.conversations_read == 0
+    assert scanned == [path.stat().st_size - size]  # the appended bytes, nothing else
+    exported, loaded = read_parquet(out).tables, ma.load(home).tables
+    assert_same(exported, loaded)
+    assert exported["tool_calls"].select(["call_id", "status", "called_seq", "result_seq"]).to_pylist() == [
+        {"call_id": "c1", "status": "ok", "called_seq": 1, "result_seq": 2}]
+    scanned.clear()
+    assert export(home, out=out).conversations_kept == 2 and scanned == []  # what is kept is not read
+
+
+def test_a_grown_record_joined_to_a_trace_is_read_whole(tmp_path: Path) -> None:
+    from murmur_home import ev, trace
+
+    home = home_with(tmp_path, n=1)
+    work = tmp_path / "work"
+    trace(work, [ev("session_start", T0, capsule_name="bot", context_id=None),
+                 ev("task_start", T0 + 1, task_id="t", context_id="ctx-0")])
+    settle(home)
+    settle(work)
+    out = tmp_path / "out"
+    options = {"murmur": {"sessions": [str(work)]}}
+    export(home, out=out, options=options)
+    append(rec(home, 0), [msg("user", T0 + 5000, n=50)])
+    settle(home)
+    result = export(home, out=out, options=options)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)
+
+
+def test_a_record_left_mid_line_is_read_whole_once_it_grows(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=1)
+    path = rec(home, 0)
+    with path.open("a") as f:
+        f.write('{"role":"us')
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    with path.open("a") as f:
+        f.write('er","content":"now whole"}\n')
+    settle(home)
+    result = export(home, out=out)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    append(path, [msg("user", T0 + 9000, n=90)])
+    settle(home)
+    assert export(home, out=out).conversations_appended == 1
     assert_same(read_parquet(out).tables, ma.load(home).tables)

@@ -250,15 +250,6 @@ def export(
                 pending = Rows(held_source, price_tables(plan.builder.finish(), pricer, diagnose=False),
                                units_of(held, counts))
             plan.builder = plan.new_builder()
-            for unit, grown in appended.items():
-                rows_ = Rows(unit.split("\x1f", 1)[0], grown.tables,
-                             {t: [(unit, d.num_rows)] for t, d in grown.tables.items() if d.num_rows})
-                if pending is not None and pending.source == rows_.source:
-                    pending.merge(rows_)
-                else:
-                    if pending is not None:
-                        writer.write(pending.tables, pending.units)
-                    pending = rows_
             if current is not None and incremental:
                 def kept(table: str) -> set[str]:
                     return keep - {u for u, g in appended.items() if table in g.replaced}
@@ -269,6 +260,15 @@ def export(
                         pending.merge(rows_)
                     else:
                         writer.write(rows_.tables, rows_.units)
+            for unit, grown in appended.items():
+                rows_ = Rows(unit.split("\x1f", 1)[0], grown.tables,
+                             {t: [(unit, d.num_rows)] for t, d in grown.tables.items() if d.num_rows})
+                if pending is not None and pending.source == rows_.source:
+                    pending.merge(rows_)  # after the rows kept of it, if any: each one's rows in order
+                else:
+                    if pending is not None:
+                        writer.write(pending.tables, pending.units)
+                    pending = rows_
             if pending is not None:
                 writer.write(pending.tables, pending.units)
             unpriced = plan.new_builder()

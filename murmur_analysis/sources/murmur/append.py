@@ -220,4 +220,5 @@ def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostic
             "dev": known.dev, "ino": known.ino, "size": size, "mtime_ns": after.st_mtime_ns,
             "head": head.hex(), "tail": last.hex(),
         }
-    return Tail(tail, new, side, bool(len(events) and int(events[0]) < end))
+    first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
+    return Tail(tail, new, first_side, bool(len(events) and int(events[0]) < end))
