@@ -54,14 +54,18 @@ class Appended:
     point: dict[str, Any] | None = None
 
 
-def unit_rows(previous: ExportState, generation: Generation, unit: str, table: str) -> pa.Table:
-    """The rows of ``unit`` in ``table`` of the previous export, with the declared columns."""
+def unit_rows(previous: ExportState, generation: Generation, unit: str, table: str,
+              columns: list[str] | None = None) -> pa.Table:
+    """The rows of ``unit`` in ``table`` of the previous export: the declared columns, or ``columns`` of them."""
     declared = schema(table)
+    if columns is not None:
+        declared = pa.schema([declared.field(c) for c in columns])
     parts = []
     for relative, offset, n in previous.unit_files(unit, table):
-        data = pq.read_table(generation.path / relative).slice(offset, n)
         source = previous.files[relative]["source"]
-        if source is not None:
+        stored = [c for c in declared.names if c != "source" or source is None]
+        data = pq.read_table(generation.path / relative, columns=stored).slice(offset, n)
+        if source is not None and "source" in declared.names:
             data = data.add_column(0, "source", pa.array([source] * n, pa.string()))
         parts.append(data.select(declared.names).cast(declared))
     return pa.concat_tables(parts) if parts else declared.empty_table()
@@ -131,9 +135,10 @@ def continue_rows(
     out["messages"] = _shift(tables["messages"], {"seq": base})
     out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point["chars"]})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
-    old_calls = unit_rows(previous, generation, unit, "tool_calls")
-    old_list, tail_list = old_calls.to_pylist(), calls.to_pylist()
-    paired = _pair(old_list, tail_list)
+    # The walk's state is read from the earlier rows' ids and statuses; whole rows only of a call answered now.
+    walked = unit_rows(previous, generation, unit, "tool_calls", ["call_id", "kind", "called_seq", "status"])
+    tail_list = calls.to_pylist()
+    paired = _pair(walked.to_pylist(), tail_list)
     if paired is None:
         return None
     answered, keep = paired
@@ -142,6 +147,7 @@ def continue_rows(
     declared = schema("tool_calls")
     if answered:
         replaced.add("tool_calls")
+        old_list = unit_rows(previous, generation, unit, "tool_calls").to_pylist()
         for i, change in answered.items():
             old_list[i].update(change)
         out["tool_calls"] = pa.Table.from_pylist([*old_list, *kept], schema=declared)
