@@ -170,7 +170,7 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
     """
     from murmur_analysis.export import export
 
-    root = Path(scratch) / f"{mode}-{copies}-{length}-{Path(home).name}"
+    root = Path(scratch) / f"{mode}-{copies}-{length}-{Path(home).parent.name}"
     shutil.rmtree(root, ignore_errors=True)
     records = _linked_home(Path(home), root / "home", copies)
     if length > 1:

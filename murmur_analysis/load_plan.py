@@ -143,6 +143,9 @@ class LoadPlan:
         self.progress = progress
         self.builder = self.new_builder()
         self.discovery = Discovery(source, self.options)
+        #: Told to each source (``Source.read_ahead``): a consumer that holds one batch at a
+        #: time bounds how much the sources decode ahead of it.
+        self.read_ahead: int | None = None
 
     def new_builder(self) -> FrameBuilder:
         """An empty frame builder for this plan (text columns filled or left out as asked)."""
@@ -168,6 +171,7 @@ class LoadPlan:
         for src, target in discovery.targets(self.paths):
             src.text = self.text
             src.skip = (lambda conv, src=src: skip(src, conv)) if skip is not None else None
+            src.read_ahead = self.read_ahead
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)

@@ -50,6 +50,9 @@ __all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
 #: How long before an export starts a file's change still counts as "during" it (the kernel's
 #: file times are taken from a clock that may lag by a tick).
 _RACY_NS = 1_000_000_000
+#: Bytes of input the sources may decode ahead of the batch being written (memory stays flat
+#: as the number of conversations grows).
+READ_AHEAD = 16 << 20
 
 
 @dataclass
@@ -139,6 +142,7 @@ def export(
         with output.staging() as staged:
             writer = BatchWriter(staged, compression, compression_level, price_version)
             plan = LoadPlan(paths, source, options, progress, text)
+            plan.read_ahead = READ_AHEAD
             keep: set[str] = set()
             seen: set[str] = set()
             fingerprints: dict[int, Any] = {}
@@ -220,6 +224,9 @@ def export(
                 conv = event.conversation
                 if event.kind == "conversation" and conv is not None:
                     read += 1
+                    # Its rows are in the builder. A source's lazy entries may refer back to the
+                    # conversation, a cycle the paused collector would keep until the end.
+                    conv.entries, conv.columns = (), None
                     plan.builder.add_diagnostics(event.diagnostics)
                     unit = unit_id(conv)
                     n = 1

@@ -54,6 +54,9 @@ class Source(ABC):
     #: Conversations the consumer will skip (the load plan sets it before ``open``): a source
     #: may yield them found but not read (any ``Conversation`` with their key and path).
     skip: Callable[[Conversation], bool] | None = None
+    #: How many bytes of input a source may decode ahead of the conversation being consumed
+    #: (the load plan sets it before ``open``; ``None``: as the source sees fit).
+    read_ahead: int | None = None
 
     def __init__(self, **options: Any) -> None:
         """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).

@@ -76,15 +76,15 @@ def _title(text: str) -> str:
     return text.strip().splitlines()[0][:TITLE_CHARS]
 
 
-def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
-    """Records in order, in groups of about ``_SCAN_BYTES`` of files."""
+def _groups(records: list[_Record], limit: int = _SCAN_BYTES) -> Iterator[list[_Record]]:
+    """Records in order, in groups of about ``limit`` bytes of files."""
     group: list[_Record] = []
     size = 0
     for rec in records:
         with contextlib.suppress(OSError):
             size += rec.path.stat().st_size
         group.append(rec)
-        if size >= _SCAN_BYTES:
+        if size >= limit:
             yield group
             group, size = [], 0
     if group:
@@ -215,7 +215,7 @@ class MurmurSource(Source):
         by_context: dict[str, list[_Record]] = {}
         records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
-        for group in _groups(records):
+        for group in _groups(records, self.read_ahead or _SCAN_BYTES):
             # Records the consumer will not read (``Source.skip``) are not scanned.
             skipped = {id(rec) for rec in group if self.skip is not None and self.skip(self._unread(rec))}
             scanned = iter(scan_records([str(rec.path) for rec in group if id(rec) not in skipped], self.text))
