@@ -207,30 +207,34 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
     ]
     scratch = str(p.root / "export-scratch")
     home = str(p.small_home)
-    export_tool = lambda name, mode, copies, note: Tool(  # noqa: E731
-        name, "scenarios:toolkit_export", {"home": home, "scratch": scratch, "mode": mode, "copies": copies},
-        toolkit=mode == "full" and copies == 1, needs="murmur", note=note)
-    long_tool = lambda name, mode, length, note: Tool(  # noqa: E731
-        name, "scenarios:toolkit_export", {"home": str(p.big_home), "scratch": scratch, "mode": mode,
-                                           "length": length, "donors": home},
-        toolkit=mode == "full" and length == 1, needs="murmur", note=note)
-    scenarios.append(Scenario("export", "Parquet export of many small murmur records: full, unchanged, appended",
-                              f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes, [
-                                  export_tool(EXPORT_FULL, "full", 1, "export(home, out=) into an empty folder"),
-                                  export_tool(EXPORT_UNCHANGED, "unchanged", 1, "the same export again"),
-                                  export_tool(EXPORT_APPENDED, "appended", 1,
-                                              "again after 1% more lines on 1% of the records"),
-                                  export_tool(EXPORT_4X, "full", 4, "full export of 4 copies of the input"),
-                              ]))
-    scenarios.append(Scenario("export-long", "Parquet export of one long murmur record: full, appended, 4x as long",
-                              f"1 record, {big_mb:,.0f} MB", big_bytes, [
-                                  long_tool(EXPORT_FULL, "full", 1, "export(record, out=) into an empty folder"),
-                                  long_tool(EXPORT_UNCHANGED, "unchanged", 1, "the same export again"),
-                                  long_tool(EXPORT_APPENDED, "appended", 1,
-                                            "again after appending 1% more lines (other records' lines) to it"),
-                                  long_tool(EXPORT_4X_LONG, "full", 4, "full export of the record 4 times as long"),
-                              ]))
+    scenarios.append(_export("export", "Parquet export of many small murmur records: full, unchanged, appended",
+                             f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes,
+                             {"home": home, "scratch": scratch}, (EXPORT_4X, "copies"),
+                             ("export(home, out=) into an empty folder",
+                              "again after 1% more lines on 1% of the records",
+                              "full export of 4 copies of the input")))
+    scenarios.append(_export("export-long", "Parquet export of one long murmur record: full, appended, 4x as long",
+                             f"1 record, {big_mb:,.0f} MB", big_bytes,
+                             {"home": str(p.big_home), "scratch": scratch, "donors": home}, (EXPORT_4X_LONG, "length"),
+                             ("export(record, out=) into an empty folder",
+                              "again after appending 1% more lines (other records' lines) to it",
+                              "full export of the record 4 times as long")))
     return scenarios
+
+
+def _export(key: str, what: str, desc: str, size: int, args: dict[str, Any], four: tuple[str, str],
+            notes: tuple[str, str, str]) -> Scenario:
+    """An export scenario: full, unchanged, appended, and full at 4x (``four``: its name and the argument made 4)."""
+    def tool(name: str, mode: str, n: int, note: str) -> Tool:
+        return Tool(name, "scenarios:toolkit_export", {**args, "mode": mode, four[1]: n},
+                    toolkit=mode == "full" and n == 1, needs="murmur", note=note)
+
+    return Scenario(key, what, desc, size, [
+        tool(EXPORT_FULL, "full", 1, notes[0]),
+        tool(EXPORT_UNCHANGED, "unchanged", 1, "the same export again"),
+        tool(EXPORT_APPENDED, "appended", 1, notes[1]),
+        tool(four[0], "full", 4, notes[2]),
+    ])
 
 
 def _litany_desc(folder: Path) -> str:

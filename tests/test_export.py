@@ -12,13 +12,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import orjson
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-import hypothesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litany_git import T0 as T0_GIT
