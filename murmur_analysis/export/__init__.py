@@ -197,7 +197,10 @@ def export(
                 builder.add(printable(tail.conversation))
                 builder.add_diagnostics(diags.rows)
                 tables = price_tables(builder.finish(), pricer, diagnose=False)
-                return continue_rows(tail, point, tables, previous, current, unit)
+                try:
+                    return continue_rows(tail, point, tables, previous, current, unit)
+                except (OSError, pa.ArrowException):  # the earlier rows cannot be read: read it whole
+                    return None
 
             def wanted(src: Source, conv: Conversation) -> bool:
                 unit = unit_id(conv)
