@@ -603,3 +603,28 @@ def test_a_record_left_mid_line_is_read_whole_once_it_grows(tmp_path: Path) -> N
     settle(home)
     assert export(home, out=out).conversations_appended == 1
     assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+@pytest.mark.parametrize("added", ["reused_call_id", "same_run_events", "header_first"])
+def test_appends_the_walk_cannot_continue_exactly_read_the_record_whole(tmp_path: Path, added: str) -> None:
+    from murmur_home import call, header, text, tool
+
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1),
+                                         tool(T0 + 2, "c1", n=2)])
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    tail = {
+        # a call id called before: which call a later result answers depends on both parts
+        "reused_call_id": [msg("assistant", T0 + 3, call("c1"), n=3), tool(T0 + 4, "c1", n=4)],
+        # the last run (tool results) goes on, and both parts of it have tool events
+        "same_run_events": [tool(T0 + 3, "c9", n=3)],
+        # only line 1 can be the header: read alone, the appended bytes' first line would be taken for it
+        "header_first": [header(), msg("user", T0 + 3, n=3)],
+    }[added]
+    append(path, tail)
+    settle(home)
+    result = export(home, out=out)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
