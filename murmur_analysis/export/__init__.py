@@ -41,7 +41,7 @@ from ..sources.base import Diagnostics, Source
 from ..sources.murmur.append import anchor, appendable, read_tail
 from .layout import Output
 from .reader import read_parquet
-from .resume import Appended, continue_rows
+from .resume import Appended, appended_to_previous
 from .state import ExportState, unit_id
 from .writer import BatchWriter, Rows, package_version, units_of
 
@@ -198,7 +198,7 @@ def export(
                 builder.add_diagnostics(diags.rows)
                 tables = price_tables(builder.finish(), pricer, diagnose=False)
                 try:
-                    return continue_rows(tail, point, tables, previous, current, unit)
+                    return appended_to_previous(tail, point, tables, previous, current, unit)
                 except (OSError, pa.ArrowException):  # the earlier rows cannot be read: read it whole
                     return None
 

@@ -36,7 +36,7 @@ from ..sources.murmur.append import Tail
 from .layout import Generation
 from .state import ExportState
 
-__all__ = ["Appended", "continue_rows", "unit_rows"]
+__all__ = ["Appended", "Walk", "appended_to_previous", "continue_rows", "unit_rows"]
 
 
 @dataclass
@@ -47,11 +47,14 @@ class Appended:
         tables: its rows to write, by table.
         replaced: the tables whose earlier rows of it are dropped (``tables`` holds them all).
         point: the resume point after this read.
+        answered: the conversation's earlier ``tool_calls`` rows (by index) that appended
+            results answer, with their new result fields.
     """
 
     tables: dict[str, pa.Table]
     replaced: set[str] = field(default_factory=set)
     point: dict[str, Any] | None = None
+    answered: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def unit_rows(previous: ExportState, generation: Generation, unit: str, table: str,
@@ -82,105 +85,147 @@ def _sum(a: Any, b: Any) -> Any:
     return a if b is None else b if a is None else a + b
 
 
-def _pair(old: list[dict[str, Any]], tail: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[int]] | None:
-    """The earlier rows the appended results change, and each appended row's final status (or ``None``)."""
-    called = {r["call_id"] for r in old if r["called_seq"] is not None}
-    if any(r["kind"] != "client" for r in (*old, *tail)):
-        return None
-    if any(r["called_seq"] is not None and r["call_id"] in called for r in tail):
-        return None
-    waiting: dict[str, deque[int]] = {}
-    for i, r in enumerate(old):
-        if r["called_seq"] is not None and r["status"] == "unanswered":
-            waiting.setdefault(r["call_id"], deque()).append(i)
-    answered: dict[int, dict[str, Any]] = {}
-    keep: list[int] = []
-    for j, r in enumerate(tail):
-        if r["status"] == "orphan_result":
-            queue = waiting.get(r["call_id"])
-            if queue:
-                i = queue.popleft()
-                if not queue:
-                    del waiting[r["call_id"]]
-                answered[i] = {"result_seq": r["result_seq"], "is_error": r["is_error"],
-                               "result_chars": r["result_chars"], "result_text": r["result_text"],
-                               "status": "error" if r["is_error"] is True else "ok"}
-                continue
-            if r["call_id"] in called:
-                r["status"] = "duplicate_result"
-        keep.append(j)
-    return answered, keep
+@dataclass
+class Walk:
+    """What the pairing walk of the rows before a point left: the ids called, and the calls still open.
+
+    Attributes:
+        called: every call id called before.
+        waiting: per call id, the indexes (among the conversation's ``tool_calls`` rows) of its
+            calls not yet answered, oldest first.
+        rows: the conversation's ``tool_calls`` rows before the point.
+    """
+
+    called: set[str] = field(default_factory=set)
+    waiting: dict[str, deque[int]] = field(default_factory=dict)
+    rows: int = 0
+
+    def go_on(self, tail: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]] | None:
+        """Continue over the rows a walk of the appended messages alone made; ``None``: it cannot exactly.
+
+        Returns:
+            The earlier rows the appended results answer (by index, their new result fields)
+            and the appended rows that stay, with their final status. The walk moves past them.
+        """
+        if any(r["kind"] != "client" for r in tail):
+            return None
+        if any(r["called_seq"] is not None and r["call_id"] in self.called for r in tail):
+            return None
+        answered: dict[int, dict[str, Any]] = {}
+        kept: list[dict[str, Any]] = []
+        for r in tail:
+            if r["status"] == "orphan_result":
+                queue = self.waiting.get(r["call_id"])
+                if queue:
+                    answered[queue.popleft()] = {
+                        "result_seq": r["result_seq"], "is_error": r["is_error"], "result_chars": r["result_chars"],
+                        "result_text": r["result_text"], "status": "error" if r["is_error"] is True else "ok"}
+                    if not queue:
+                        del self.waiting[r["call_id"]]
+                    continue
+                if r["call_id"] in self.called:
+                    r["status"] = "duplicate_result"
+            kept.append(r)
+        self.feed(kept)
+        return answered, kept
+
+    def feed(self, rows: list[dict[str, Any]]) -> None:
+        """Move past ``rows`` (the next rows of the conversation, as the whole walk made them)."""
+        for i, r in enumerate(rows, start=self.rows):
+            if r["called_seq"] is not None:
+                self.called.add(r["call_id"])
+                if r["status"] == "unanswered":
+                    self.waiting.setdefault(r["call_id"], deque()).append(i)
+        self.rows += len(rows)
 
 
 def continue_rows(
-    tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
-    unit: str,
+    tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], walk: Walk, before: dict[str, Any] | None,
 ) -> Appended | None:
-    """The rows to write for a grown record, from its appended messages' ``tables``; ``None``: read it whole.
+    """The rows of a record's messages after ``point``, from their own ``tables``; ``None``: read it whole.
 
     Args:
-        tail: the appended messages (:func:`~murmur_analysis.sources.murmur.append.read_tail`).
+        tail: the messages after the point (:func:`~murmur_analysis.sources.murmur.append.read_tail`).
         point: the resume point they were read from.
         tables: their rows as the frame builder made them for them alone (priced).
-        previous: the previous export's state.
-        generation: the previous export.
-        unit: the conversation's unit in the state.
+        walk: what the pairing walk of the rows before the point left (moved past these).
+        before: the conversation's ``conversations`` row for the messages before the point
+            (``None``: there were none).
+
+    Returns:
+        Their rows: ``tool_calls`` holds the appended rows only; the earlier rows they
+        answer are in :attr:`Appended.answered`.
     """
     if tables["usage"].num_rows or tables["steps"].num_rows:
         return None
     if tail.first_side == point["side"] and point["run_events"] and tail.first_run_events:
+        return None
+    new_conv = tables["conversations"].to_pylist()
+    if len(new_conv) != 1:
         return None
     base = point["messages"]
     out = dict(tables)
     out["messages"] = _shift(tables["messages"], {"seq": base})
     out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point["chars"]})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
-    # The walk's state is read from the earlier rows' ids and statuses; whole rows only of a call answered now.
-    walked = unit_rows(previous, generation, unit, "tool_calls", ["call_id", "kind", "called_seq", "status"])
-    tail_list = calls.to_pylist()
-    paired = _pair(walked.to_pylist(), tail_list)
+    paired = walk.go_on(calls.to_pylist())
     if paired is None:
         return None
-    answered, keep = paired
-    replaced = {"conversations"}
-    kept = [tail_list[j] for j in keep]
-    declared = schema("tool_calls")
-    if answered:
-        replaced.add("tool_calls")
-        old_list = unit_rows(previous, generation, unit, "tool_calls").to_pylist()
-        for i, change in answered.items():
-            old_list[i].update(change)
-        out["tool_calls"] = pa.Table.from_pylist([*old_list, *kept], schema=declared)
-    else:
-        out["tool_calls"] = pa.Table.from_pylist(kept, schema=declared)
+    answered, kept = paired
+    out["tool_calls"] = pa.Table.from_pylist(kept, schema=schema("tool_calls"))
     orphans = [r["call_id"] for r in kept if r["status"] == "orphan_result"]
-    key = tables["messages"].slice(0, 1).to_pylist()[0] if tables["messages"].num_rows else None
-    old_conv = unit_rows(previous, generation, unit, "conversations").to_pylist()
-    new_conv = tables["conversations"].to_pylist()
-    if len(old_conv) != 1 or len(new_conv) != 1:
-        return None
-    before, now = old_conv[0], new_conv[0]
-    source, conversation = before["source"], before["conversation_id"]
-    if key is not None and (key["source"], key["conversation_id"]) != (source, conversation):
-        return None
+    now = new_conv[0]
+    source, conversation = now["source"], now["conversation_id"]
     out["orphans"] = pa.Table.from_pylist(
         [{"source": source, "conversation_id": conversation, "step": None, "commit": None, "tool_use_id": o,
           "found_by": "assembly"} for o in orphans], schema=schema("orphans"))
-    times = [t for t in (before["first_at"], now["first_at"]) if t is not None]
-    lasts = [t for t in (before["last_at"], now["last_at"]) if t is not None]
-    row = dict(before)
-    row.update(
-        title=before["title"] if before["title"] is not None else now["title"],
-        first_at=min(times) if times else None,
-        last_at=max(lasts) if lasts else None,
-        messages=before["messages"] + now["messages"],
-        tool_calls=before["tool_calls"] + now["tool_calls"],
-        tool_errors=before["tool_errors"] + now["tool_errors"] + sum(c["status"] == "error" for c in answered.values()),
-        orphans=before["orphans"] + len(orphans),
-        tokens=_sum(before["tokens"], now["tokens"]),
-        unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]),
-        cost_usd=_sum(before["cost_usd"], now["cost_usd"]),
-        unpriced_responses=_sum(before["unpriced_responses"], now["unpriced_responses"]),
-    )
+    row = dict(now)
+    if before is not None:
+        times = [t for t in (before["first_at"], now["first_at"]) if t is not None]
+        lasts = [t for t in (before["last_at"], now["last_at"]) if t is not None]
+        row = dict(before)
+        row.update(
+            title=before["title"] if before["title"] is not None else now["title"],
+            first_at=min(times) if times else None,
+            last_at=max(lasts) if lasts else None,
+            messages=before["messages"] + now["messages"],
+            tool_calls=before["tool_calls"] + now["tool_calls"],
+            tool_errors=before["tool_errors"] + now["tool_errors"],
+            orphans=before["orphans"] + len(orphans),
+            tokens=_sum(before["tokens"], now["tokens"]),
+            unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]),
+            cost_usd=_sum(before["cost_usd"], now["cost_usd"]),
+            unpriced_responses=_sum(before["unpriced_responses"], now["unpriced_responses"]),
+        )
+    else:
+        row["orphans"] = len(orphans)
+    row["tool_errors"] += sum(c["status"] == "error" for c in answered.values())
     out["conversations"] = pa.Table.from_pylist([row], schema=schema("conversations"))
-    return Appended(out, replaced, tail.point)
+    return Appended(out, {"conversations"}, tail.point, answered)
+
+
+def appended_to_previous(
+    tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
+    unit: str,
+) -> Appended | None:
+    """:func:`continue_rows` after the rows ``unit`` has in the previous export; ``None``: read it whole.
+
+    An earlier call an appended result answers has its row rewritten: then all of the
+    conversation's ``tool_calls`` rows are written again.
+    """
+    # The walk's state is read from the earlier rows' ids and statuses; whole rows only of a call answered now.
+    walk = Walk()
+    walk.feed(unit_rows(previous, generation, unit, "tool_calls", ["call_id", "called_seq", "status"]).to_pylist())
+    before = unit_rows(previous, generation, unit, "conversations").to_pylist()
+    if len(before) != 1:
+        return None
+    grown = continue_rows(tail, point, tables, walk, before[0])
+    if grown is None or not grown.answered:
+        return grown
+    rows = unit_rows(previous, generation, unit, "tool_calls").to_pylist()
+    for i, change in grown.answered.items():
+        rows[i].update(change)
+    grown.tables["tool_calls"] = pa.concat_tables(
+        [pa.Table.from_pylist(rows, schema=schema("tool_calls")), grown.tables["tool_calls"]])
+    grown.replaced.add("tool_calls")
+    return grown
