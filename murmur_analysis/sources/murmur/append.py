@@ -35,9 +35,10 @@ from ...identity import classify, probe
 from ..base import Diagnostics
 from ..files import open_regular
 from .engine import strings
-from .record import LineKind, decide, scan_records, skipped_detail, unreadable
+from .record import LineKind, decide, parse, scan_records, skipped_detail, unreadable
 
-__all__ = ["Tail", "anchor", "appendable", "read_tail", "resume_point"]
+__all__ = ["START", "Tail", "anchor", "appendable", "cut", "identity_at", "joined", "read_range", "read_tail",
+           "resume_point"]
 
 
 def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
@@ -113,17 +114,13 @@ def anchor(point: dict[str, Any] | None, path: str | None, fingerprint: Any) -> 
         return None
     try:
         with open_regular(Path(path)) as f:
-            fd = f.fileno()
-            st = os.fstat(fd)
-            same = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (
-                identity.get("dev"), identity.get("ino"), identity.get("size"), identity.get("mtime_ns"))
-            if not same or (st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n"):
-                return None
-            head, tail = probe(fd, st.st_size)
+            st = os.fstat(f.fileno())
+            same = (st.st_dev, st.st_ino, st.st_mtime_ns) == (identity.get("dev"), identity.get("ino"),
+                                                             identity.get("mtime_ns"))
+            at = identity_at(f.fileno(), st.st_size) if same else None
     except OSError:
         return None
-    return {**point, "dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "head": head.hex(), "tail": tail.hex()}
+    return {**point, **at} if at is not None and at["size"] == identity.get("size") else None
 
 
 @dataclass
@@ -154,6 +151,107 @@ class Tail:
     first_run_events: bool
 
 
+#: The point before a record's first byte.
+START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "run_events": False}
+
+
+def joined(source: Any, conv: Conversation) -> bool:
+    """Whether ``conv``'s record is joined to session traces (then it is read whole, in one pass)."""
+    assert isinstance(conv.key, tuple) and len(conv.key) == 3
+    index = source._index
+    return index is None or bool(index.for_record(conv.key[1], conv.key[2]))
+
+
+def read_range(source: Any, conv: Conversation, fd: int, start: int, end: int, point: dict[str, Any],
+               diagnostics: Diagnostics, scratch: Path) -> Tail | None:
+    """Decode the bytes ``start:end`` of ``conv``'s record (open as ``fd``), after ``point``; ``None``: read it whole.
+
+    ``start`` is where a line begins, and ``point`` describes what comes before it (:data:`START`
+    before the first byte). The tail's point counts what it read; it has no identity (see
+    :func:`identity_at`).
+    """
+    from .source import _Record  # the source module imports this one's functions
+
+    assert isinstance(conv.key, tuple) and len(conv.key) == 3
+    path, record, context = conv.key
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:
+        return None
+    if len(data) != end - start:
+        return None
+    first = data.split(b"\n", 1)[0].removesuffix(b"\r")
+    if start and decide(first, True) == LineKind.HEADER:
+        return None
+    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        del data
+        scanned = scan_records([name], source.text)[0]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    if scanned["error"] is not None or (start and scanned["header"] is not None):
+        return None
+    lines = point["lines"]
+    scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
+    if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], source._settled(Path(path))):
+        return None
+    tail = source._conversation(_Record(Path(path), record, context), source._index, diagnostics, scanned)
+    tail.conversation_id, tail.extra = conv.conversation_id, conv.extra
+    tail.extra.pop("resume", None)
+    side, begins, ends = _runs(scanned)
+    events = np.frombuffer(scanned["ev_row"], np.int64)
+    here = resume_point(scanned)
+    assert here is not None
+    combined = side == point["side"] and begins == 0
+    new = {
+        "messages": point["messages"] + here["messages"],
+        "lines": lines + here["lines"],
+        "chars": point["chars"] + here["chars"],
+        "side": side if side is not None else point["side"],
+        "run_events": here["run_events"] or (combined and point["run_events"]) if side is not None
+        else point["run_events"],
+    }
+    first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
+    return Tail(tail, new, first_side, bool(len(events) and int(events[0]) < ends))
+
+
+def identity_at(fd: int, size: int) -> dict[str, Any] | None:
+    """A resume point's identity fields at ``size`` of the file open as ``fd``, if it ends there at a line break."""
+    st = os.fstat(fd)
+    if st.st_size != size or (size and os.pread(fd, 1, size - 1) != b"\n"):
+        return None
+    head, tail = probe(fd, size)
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": size, "mtime_ns": st.st_mtime_ns,
+            "head": head.hex(), "tail": tail.hex()}
+
+
+def cut(fd: int, target: int, end: int, window: int = 4 << 20) -> int | None:
+    """An offset at or after ``target`` (before ``end``) where a new run of one side begins, or ``None``.
+
+    A range that starts there starts a run of its own, so the pairing walk of the ranges on
+    either side makes the rows a walk of the whole makes (see :mod:`murmur_analysis.export.resume`).
+    """
+    data = os.pread(fd, min(window, end - target), target)
+    at = data.find(b"\n") + 1
+    if at <= 0:
+        return None
+    previous: str | None = None
+    while True:
+        nl = data.find(b"\n", at)
+        if nl < 0:
+            return None
+        line = data[at:nl].removesuffix(b"\r")
+        if decide(line) == LineKind.MESSAGE:
+            role = parse(line)["role"]
+            if previous is not None and role != previous:
+                return target + at
+            previous = role
+        at = nl + 1
+
+
 def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostics: Diagnostics,
               scratch: Path) -> Tail | None:
     """Decode what was appended to ``conv``'s record since ``point``; ``None``: read it whole.
@@ -165,60 +263,21 @@ def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostic
         diagnostics: where the appended lines' problems are reported.
         scratch: a folder for the appended bytes while they are scanned.
     """
-    from .source import _Record  # the source module imports this one's functions
-
     assert isinstance(conv.key, tuple) and len(conv.key) == 3
-    path, record, context = conv.key
-    index = source._index
-    if index is None or index.for_record(record, context):
+    if joined(source, conv):
         return None
     known = _Known(point["dev"], point["ino"], point["size"], point["mtime_ns"], bytes.fromhex(point["head"]),
                    bytes.fromhex(point["tail"]))
     try:
-        with open_regular(Path(path)) as f:
-            if classify(known, f.fileno(), os.fstat(f.fileno())) != "grew":
+        with open_regular(Path(conv.key[0])) as f:
+            fd = f.fileno()
+            st = os.fstat(fd)
+            if classify(known, fd, st) != "grew":
                 return None
-            data = os.pread(f.fileno(), os.fstat(f.fileno()).st_size - known.size, known.size)
-            after = os.fstat(f.fileno())
+            tail = read_range(source, conv, fd, known.size, st.st_size, point, diagnostics, scratch)
+            if tail is not None and tail.point is not None:
+                at = identity_at(fd, st.st_size)
+                tail.point = {**tail.point, **at} if at is not None else None
     except OSError:
         return None
-    first = data.split(b"\n", 1)[0].removesuffix(b"\r")
-    if decide(first, True) == LineKind.HEADER:
-        return None
-    fd, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        scanned = scan_records([name], source.text)[0]
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-    if scanned["error"] is not None or scanned["header"] is not None:
-        return None
-    lines = point["lines"]
-    scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
-    if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], source._settled(Path(path))):
-        return None
-    tail = source._conversation(_Record(Path(path), record, context), index, diagnostics, scanned)
-    tail.conversation_id, tail.extra = conv.conversation_id, conv.extra
-    side, start, end = _runs(scanned)
-    events = np.frombuffer(scanned["ev_row"], np.int64)
-    here = resume_point(scanned)
-    size = known.size + len(data)
-    new: dict[str, Any] | None = None
-    if here is not None and data.endswith(b"\n") and after.st_size == size:
-        with open_regular(Path(path)) as f:
-            head, last = probe(f.fileno(), size)
-        combined = side == point["side"] and start == 0
-        new = {
-            "messages": point["messages"] + here["messages"],
-            "lines": lines + here["lines"],
-            "chars": point["chars"] + here["chars"],
-            "side": side if side is not None else point["side"],
-            "run_events": here["run_events"] or (combined and point["run_events"]) if side is not None
-            else point["run_events"],
-            "dev": known.dev, "ino": known.ino, "size": size, "mtime_ns": after.st_mtime_ns,
-            "head": head.hex(), "tail": last.hex(),
-        }
-    first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
-    return Tail(tail, new, first_side, bool(len(events) and int(events[0]) < end))
+    return tail
