@@ -40,6 +40,7 @@ from ..schema import SCHEMA_VERSION
 from ..sources.base import Diagnostics, Source
 from ..sources.murmur.append import anchor, appendable, read_tail
 from .layout import Output
+from .ranges import export_ranges
 from .reader import read_parquet
 from .resume import Appended, appended_to_previous
 from .state import ExportState, unit_id
@@ -154,6 +155,7 @@ def export(
             # What a source was told it need not read (``Source.skip``), by the conversation's key.
             decided: dict[Any, tuple[str, Any, Appended | None]] = {}
             named: set[tuple[str, str]] = set()
+            files_found: set[tuple[int, int]] = set()
             appended: dict[str, Appended] = {}
 
             def flush() -> None:
@@ -164,16 +166,29 @@ def export(
                     writer.write(tables, units_of(held, counts))
                 plan.builder, held = plan.new_builder(), []
 
-            def fingerprint(src: Source, conv: Conversation) -> Any:
-                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
+            def racy(fp: Any) -> Any:
                 # An input modified during this run may be read in either state: read it again next time.
                 return None if changed_since(fp, started_ns) else fp
+
+            def rows_of(conv: Conversation, diags: Diagnostics) -> dict[str, pa.Table]:
+                builder = plan.new_builder()
+                builder.add(printable(conv))
+                builder.add_diagnostics(diags.rows)
+                return price_tables(builder.finish(), pricer, diagnose=False)
 
             def skip(src: Source, conv: Conversation) -> bool:
                 name = (conv.source, conv.conversation_id)
                 if name in named:  # a second conversation of this id is renamed when admitted
                     return False
                 named.add(name)
+                try:
+                    st = os.stat(conv.path or "")
+                    found = (st.st_dev, st.st_ino)
+                except OSError:
+                    found = None
+                if found is None or found in files_found:  # reached twice: the load reads it once
+                    return False
+                files_found.add(found)
                 unit = unit_id(conv)
                 fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
                 if previous.unchanged(unit, fp):
@@ -181,7 +196,12 @@ def export(
                     return True
                 grown = _appended(src, conv, unit, fp) if current is not None else None
                 if grown is not None:
-                    decided[conv.key] = ("append", None if changed_since(fp, started_ns) else fp, grown)
+                    decided[conv.key] = ("append", racy(fp), grown)
+                    return True
+                # A long record is written a range at a time, here, before its source would read it whole.
+                done, point = export_ranges(src, conv, unit, writer, rows_of, staged.path, READ_AHEAD)
+                if done:
+                    decided[conv.key] = ("ranges", racy(fp), Appended({}, point=point))
                     return True
                 return False
 
@@ -193,37 +213,39 @@ def export(
                 tail = read_tail(src, conv, point, diags, staged.path)
                 if tail is None:
                     return None
-                builder = plan.new_builder()
-                builder.add(printable(tail.conversation))
-                builder.add_diagnostics(diags.rows)
-                tables = price_tables(builder.finish(), pricer, diagnose=False)
                 try:
-                    return appended_to_previous(tail, point, tables, previous, current, unit)
+                    return appended_to_previous(tail, point, rows_of(tail.conversation, diags), previous, current,
+                                                unit)
                 except (OSError, pa.ArrowException):  # the earlier rows cannot be read: read it whole
                     return None
 
             def wanted(src: Source, conv: Conversation) -> bool:
+                nonlocal read
                 unit = unit_id(conv)
                 decision, fp, grown = decided.pop(conv.key, None) or ("read", None, None)
                 if decision == "read":
                     fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
                     if unit not in seen and previous.unchanged(unit, fp):
                         decision = "keep"
-                if decision != "read":  # not read by its source: its rows are the previous export's
+                if decision != "read":  # not read by its source: its rows are written or kept already
                     if unit not in seen:
                         seen.add(unit)
-                        keep.add(unit)
-                        writer.state.units[unit] = dict(previous.units[unit])
+                        if decision == "ranges":
+                            read += 1
+                        else:
+                            keep.add(unit)
+                            writer.state.units[unit] = dict(previous.units[unit])
                         if grown is not None:
-                            appended[unit] = grown
                             writer.state.units[unit] = {"fingerprint": fp, "resume": grown.point}
+                        if decision == "append" and grown is not None:
+                            appended[unit] = grown
                     return False
-                fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
+                fingerprints[id(conv)] = racy(fp)
                 if held and conv.source != held_source:
                     flush()  # a batch holds one source's conversations: flushed before this one's rows
                 return True
 
-            for event in plan.events(wanted, skip if incremental and current is not None else None):
+            for event in plan.events(wanted, skip):
                 conv = event.conversation
                 if event.kind == "conversation" and conv is not None:
                     read += 1

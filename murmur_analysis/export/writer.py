@@ -113,10 +113,15 @@ class BatchWriter:
     def _place(self, table: str, source: str | None, relative: str, rows: int) -> None:
         self.files.setdefault(table, []).append({"path": relative, "source": source, "rows": rows})
 
-    def write(self, tables: Mapping[str, pa.Table], units: Units | None) -> str:
-        """Write one batch (every table's rows of it); ``units`` ``None`` marks rows of no conversation."""
+    def write(self, tables: Mapping[str, pa.Table], units: Units | None) -> list[str]:
+        """Write one batch (every table's rows of it); ``units`` ``None`` marks rows of no conversation.
+
+        Returns:
+            The paths of the files written.
+        """
         self._serial += 1
         batch = f"{self.staged.number:06d}-{self._serial:05d}"
+        written: list[str] = []
         for table, data in tables.items():
             self.columns.setdefault(table, data.column_names)
             if data.num_rows == 0:
@@ -136,7 +141,21 @@ class BatchWriter:
                 owners = None if units is None else [list(u) for u in units.get(table, [])]
                 self.state.files[relative] = {"table": table, "source": value, "units": owners or [],
                                               "whole": units is None}
-        return batch
+                written.append(relative)
+        return written
+
+    def rewrite(self, table: str, data: pa.Table, relative: str) -> None:
+        """Write a file of this export again, with as many rows (some of them changed)."""
+        self._write_file(table, data, relative)
+
+    def discard(self, relatives: list[str]) -> None:
+        """Take files written by this export back out of it."""
+        gone = set(relatives)
+        for relative in relatives:
+            (self.staged.path / relative).unlink(missing_ok=True)
+            self.state.files.pop(relative, None)
+        for table, files in self.files.items():
+            self.files[table] = [f for f in files if f["path"] not in gone]
 
     def _write_file(self, table: str, data: pa.Table, relative: str) -> None:
         path = self.staged.path / relative
