@@ -165,7 +165,8 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
     Setup (not timed) builds a linked copy of ``home`` (``copies`` times over) in ``scratch``
     and, for ``unchanged`` and ``appended``, a first full export; ``appended`` then appends
     ``fraction`` of the lines (other records' lines) to ``fraction`` of the records, in place.
-    ``length`` > 1 makes each record that many times as long (its lines repeated; a copy).
+    ``length`` > 1 makes each record that many times as long (its lines repeated, with tool call
+    ids of their own; a copy).
     ``donors``: a murmur home whose lines are appended (default: the other records' lines).
     """
     from murmur_analysis.export import export
@@ -178,8 +179,8 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
             data = record.read_bytes()
             record.unlink()
             with open(record, "wb") as f:
-                for _ in range(length):
-                    f.write(data)
+                for k in range(length):  # each copy's tool calls get ids of their own
+                    f.write(data if k == 0 else data.replace(b'"call_', b'"call%d_' % k))
     changed = _own_copies(records, fraction) if mode == "appended" else []
     out = root / "out"
     appended = 0

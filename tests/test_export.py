@@ -495,10 +495,10 @@ def _ordered(tables: dict[str, pa.Table]) -> dict[str, list[Any]]:
        st.lists(pieces, min_size=0, max_size=4), st.sampled_from([16 << 20, 200, 400]))
 def test_exports_of_records_that_grew_in_any_way_equal_a_fresh_load(
     tmp_path_factory: Any, appends: list[tuple[int, list[tuple[str, int]]]], start: list[tuple[str, int]],
-    read_ahead: int,
+    range_bytes: int,
 ) -> None:
-    # A small read-ahead writes each record a range of lines at a time.
-    with mock.patch.object(export_module, "READ_AHEAD", read_ahead):
+    # A small range length writes each record a range of lines at a time.
+    with mock.patch.object(export_module, "RANGE_BYTES", range_bytes):
         _grow(tmp_path_factory, appends, start)
 
 
@@ -637,4 +637,48 @@ def test_appends_the_walk_cannot_continue_exactly_read_the_record_whole(tmp_path
     settle(home)
     result = export(home, out=out)
     assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_long_record_is_written_a_range_at_a_time_and_equals_a_fresh_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reuse: bool
+) -> None:
+    from murmur_home import call, text, tool
+
+    import murmur_analysis.sources.murmur.append as append_module
+    import murmur_analysis.sources.murmur.source as source_module
+
+    values: list[Any] = []
+    for i in range(40):  # each call answered by the next line; with ``reuse``, ids come back (read whole)
+        call_id = f"c{i % 3 if reuse else i}"
+        values += [msg("user", T0 + 10 * i, text(f"ask {i}"), n=3 * i),
+                   msg("assistant", T0 + 10 * i + 1, text("calling"), call(call_id), n=3 * i + 1),
+                   tool(T0 + 10 * i + 2, call_id, body="x" * (i % 7), is_error=i % 5 == 0, n=3 * i + 2)]
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", values)
+    settle(home)
+    scanned: list[int] = []
+
+    def counting(real: Any) -> Any:
+        def scan(paths: list[str], text: bool = True) -> Any:
+            scanned.extend(os.path.getsize(p) for p in paths)
+            return real(paths, text)
+        return scan
+
+    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
+    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    monkeypatch.setattr(export_module, "RANGE_BYTES", 1000)
+    out = tmp_path / "out"
+    export(home, out=out)
+    size = path.stat().st_size
+    if reuse:
+        assert scanned[-1] == size  # taken back, and read whole
+    else:
+        assert len(scanned) > 5 and max(scanned) < size / 4 and sum(scanned) == size
+    monkeypatch.undo()
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    append(path, [msg("user", T0 + 9000, text("more"), n=900)])
+    settle(home)
+    assert export(home, out=out).conversations_appended == 1
     assert_same(read_parquet(out).tables, ma.load(home).tables)

@@ -54,6 +54,8 @@ _RACY_NS = 1_000_000_000
 #: Bytes of input the sources may decode ahead of the batch being written (memory stays flat
 #: as the number of conversations grows).
 READ_AHEAD = 16 << 20
+#: A record longer than this is written a range of about this many bytes at a time.
+RANGE_BYTES = 4 << 20
 
 
 @dataclass
@@ -174,6 +176,7 @@ def export(
                 builder = plan.new_builder()
                 builder.add(printable(conv))
                 builder.add_diagnostics(diags.rows)
+                conv.entries, conv.columns = (), None  # see below: no cycle left for the paused collector
                 return price_tables(builder.finish(), pricer, diagnose=False)
 
             def skip(src: Source, conv: Conversation) -> bool:
@@ -199,7 +202,7 @@ def export(
                     decided[conv.key] = ("append", racy(fp), grown)
                     return True
                 # A long record is written a range at a time, here, before its source would read it whole.
-                done, point = export_ranges(src, conv, unit, writer, rows_of, staged.path, READ_AHEAD)
+                done, point = export_ranges(src, conv, unit, writer, rows_of, staged.path, RANGE_BYTES)
                 if done:
                     decided[conv.key] = ("ranges", racy(fp), Appended({}, point=point))
                     return True
