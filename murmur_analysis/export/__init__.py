@@ -12,8 +12,10 @@ corpus with the declared types.
   is left beside it.
 - **Incremental**: the export records what it read (``state.json``, see
   :mod:`murmur_analysis.export.state`); the next export into the same folder reads again only
-  the conversations whose input changed, replaces their rows, and keeps every other file.
-- **Streaming**: rows are written a batch of conversations at a time, as they are decoded.
+  the conversations whose input changed, replaces their rows, and keeps every other file; of
+  a murmur record that grew, only the appended bytes (:mod:`murmur_analysis.export.resume`).
+- **Streaming**: rows are written a batch of conversations at a time, as they are decoded; a
+  long murmur record a range of bytes at a time (:mod:`murmur_analysis.export.ranges`).
 
 Every file carries ``murmur_analysis`` key-value metadata: the table, the schema version and
 the price data version (``null`` while no prices are applied).
