@@ -537,13 +537,28 @@ def _grow(tmp_path_factory: Any, appends: list[tuple[int, list[tuple[str, int]]]
                          else "kept")
 
 
+def _count_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the files the record scan reads from now on (whole records, or scratch copies of ranges)."""
+    import murmur_analysis.sources.murmur.append as append_module
+    import murmur_analysis.sources.murmur.source as source_module
+
+    scanned: list[int] = []
+
+    def counting(real: Any) -> Any:
+        def scan(paths: list[str], text: bool = True) -> Any:
+            scanned.extend(os.path.getsize(p) for p in paths)
+            return real(paths, text)
+        return scan
+
+    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
+    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    return scanned
+
+
 def test_a_grown_record_has_only_its_appended_bytes_decoded_and_an_earlier_call_answered(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from murmur_home import call, text, tool
-
-    import murmur_analysis.sources.murmur.append as append_module
-    import murmur_analysis.sources.murmur.source as source_module
 
     home = tmp_path / "home"
     path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1)])
@@ -555,16 +570,7 @@ def test_a_grown_record_has_only_its_appended_bytes_decoded_and_an_earlier_call_
     size = path.stat().st_size
     append(path, added)
     settle(home)
-    scanned: list[int] = []
-
-    def counting(real: Any) -> Any:
-        def scan(paths: list[str], text: bool = True) -> Any:
-            scanned.extend(os.path.getsize(p) for p in paths)
-            return real(paths, text)
-        return scan
-
-    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
-    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    scanned = _count_scans(monkeypatch)
     result = export(home, out=out)
     assert result.conversations_appended == 1 and result.conversations_read == 0
     assert scanned == [path.stat().st_size - size]  # the appended bytes, nothing else
@@ -646,9 +652,6 @@ def test_a_long_record_is_written_a_range_at_a_time_and_equals_a_fresh_load(
 ) -> None:
     from murmur_home import call, text, tool
 
-    import murmur_analysis.sources.murmur.append as append_module
-    import murmur_analysis.sources.murmur.source as source_module
-
     values: list[Any] = []
     for i in range(40):  # each call answered by the next line; with ``reuse``, ids come back (read whole)
         call_id = f"c{i % 3 if reuse else i}"
@@ -658,16 +661,7 @@ def test_a_long_record_is_written_a_range_at_a_time_and_equals_a_fresh_load(
     home = tmp_path / "home"
     path = record(home, "bot", "ctx-0", values)
     settle(home)
-    scanned: list[int] = []
-
-    def counting(real: Any) -> Any:
-        def scan(paths: list[str], text: bool = True) -> Any:
-            scanned.extend(os.path.getsize(p) for p in paths)
-            return real(paths, text)
-        return scan
-
-    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
-    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    scanned = _count_scans(monkeypatch)
     monkeypatch.setattr(export_module, "RANGE_BYTES", 1000)
     out = tmp_path / "out"
     export(home, out=out)

@@ -156,8 +156,11 @@ START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "r
 
 
 def joined(source: Any, conv: Conversation) -> bool:
-    """Whether ``conv``'s record is joined to session traces (then it is read whole, in one pass)."""
-    assert isinstance(conv.key, tuple) and len(conv.key) == 3
+    """Whether ``conv`` must be read whole, in one pass: it is no murmur record, or one joined to session traces."""
+    from .source import MurmurSource  # the source module imports this one's functions
+
+    if not isinstance(source, MurmurSource) or not isinstance(conv.key, tuple) or len(conv.key) != 3:
+        return True
     index = source._index
     return index is None or bool(index.for_record(conv.key[1], conv.key[2]))
 
@@ -263,9 +266,9 @@ def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostic
         diagnostics: where the appended lines' problems are reported.
         scratch: a folder for the appended bytes while they are scanned.
     """
-    assert isinstance(conv.key, tuple) and len(conv.key) == 3
     if joined(source, conv):
         return None
+    assert isinstance(conv.key, tuple)
     known = _Known(point["dev"], point["ino"], point["size"], point["mtime_ns"], bytes.fromhex(point["head"]),
                    bytes.fromhex(point["tail"]))
     try:
