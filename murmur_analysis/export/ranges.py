@@ -25,7 +25,7 @@ from ..schema import schema
 from ..sources.base import Diagnostics
 from ..sources.files import open_regular
 from ..sources.murmur.append import START, cut, identity_at, joined, read_range
-from .resume import Walk, continue_rows
+from .resume import Walk, answer, continue_rows
 from .writer import BatchWriter
 
 __all__ = ["export_ranges"]
@@ -93,8 +93,4 @@ def _answer(writer: BatchWriter, calls: list[tuple[str, int, int]], answered: di
         mine = {i - first: change for i, change in answered.items() if first <= i < first + n}
         if not mine:
             continue
-        data = pq.read_table(writer.staged.path / relative)
-        rows = data.to_pylist()
-        for i, change in mine.items():
-            rows[i].update(change)
-        writer.rewrite("tool_calls", pa.Table.from_pylist(rows, schema=data.schema), relative)
+        writer.rewrite("tool_calls", answer(pq.read_table(writer.staged.path / relative), mine), relative)

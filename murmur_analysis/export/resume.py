@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -36,7 +37,7 @@ from ..sources.murmur.append import Tail
 from .layout import Generation
 from .state import ExportState
 
-__all__ = ["Appended", "Walk", "appended_to_previous", "continue_rows", "unit_rows"]
+__all__ = ["Appended", "Walk", "answer", "appended_to_previous", "continue_rows", "unit_rows"]
 
 
 @dataclass
@@ -100,33 +101,40 @@ class Walk:
     waiting: dict[str, deque[int]] = field(default_factory=dict)
     rows: int = 0
 
-    def go_on(self, tail: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]] | None:
-        """Continue over the rows a walk of the appended messages alone made; ``None``: it cannot exactly.
+    def go_on(self, tail: pa.Table) -> tuple[dict[int, dict[str, Any]], pa.Table] | None:
+        """Continue over the ``tool_calls`` rows a walk of the appended messages alone made (``None``: not exactly).
 
         Returns:
             The earlier rows the appended results answer (by index, their new result fields)
             and the appended rows that stay, with their final status. The walk moves past them.
         """
-        if any(r["kind"] != "client" for r in tail):
+        ids, called, statuses = (tail.column(c).to_pylist() for c in ("call_id", "called_seq", "status"))
+        if any(k != "client" for k in tail.column("kind").to_pylist()):
             return None
-        if any(r["called_seq"] is not None and r["call_id"] in self.called for r in tail):
+        if any(c is not None and i in self.called for i, c in zip(ids, called, strict=True)):
             return None
         answered: dict[int, dict[str, Any]] = {}
-        kept: list[dict[str, Any]] = []
-        for r in tail:
-            if r["status"] == "orphan_result":
-                queue = self.waiting.get(r["call_id"])
+        keep: list[bool] = []
+        for j, call_id in enumerate(ids):
+            if statuses[j] == "orphan_result":
+                queue = self.waiting.get(call_id)
                 if queue:
-                    answered[queue.popleft()] = {
-                        "result_seq": r["result_seq"], "is_error": r["is_error"], "result_chars": r["result_chars"],
-                        "result_text": r["result_text"], "status": "error" if r["is_error"] is True else "ok"}
+                    result = tail.slice(j, 1).select(["result_seq", "is_error", "result_chars", "result_text"])
+                    change = result.to_pylist()[0]
+                    change["status"] = "error" if change["is_error"] is True else "ok"
+                    answered[queue.popleft()] = change
                     if not queue:
-                        del self.waiting[r["call_id"]]
+                        del self.waiting[call_id]
+                    keep.append(False)
                     continue
-                if r["call_id"] in self.called:
-                    r["status"] = "duplicate_result"
-            kept.append(r)
-        self.feed(kept)
+                if call_id in self.called:
+                    statuses[j] = "duplicate_result"
+            keep.append(True)
+        kept = tail.filter(pa.array(keep, pa.bool_())) if not all(keep) else tail
+        status = pa.array([s for s, k in zip(statuses, keep, strict=True) if k], pa.string())
+        kept = kept.set_column(kept.schema.get_field_index("status"), "status", status)
+        self.feed([{"call_id": i, "called_seq": c, "status": st}
+                   for i, c, st, k in zip(ids, called, statuses, keep, strict=True) if k])
         return answered, kept
 
     def feed(self, rows: list[dict[str, Any]]) -> None:
@@ -168,12 +176,13 @@ def continue_rows(
     out["messages"] = _shift(tables["messages"], {"seq": base})
     out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point["chars"]})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
-    paired = walk.go_on(calls.to_pylist())
+    paired = walk.go_on(calls)
     if paired is None:
         return None
     answered, kept = paired
-    out["tool_calls"] = pa.Table.from_pylist(kept, schema=schema("tool_calls"))
-    orphans = [r["call_id"] for r in kept if r["status"] == "orphan_result"]
+    out["tool_calls"] = kept
+    orphans = [i for i, st in zip(kept.column("call_id").to_pylist(), kept.column("status").to_pylist(), strict=True)
+               if st == "orphan_result"]
     now = new_conv[0]
     source, conversation = now["source"], now["conversation_id"]
     out["orphans"] = pa.Table.from_pylist(
@@ -204,6 +213,21 @@ def continue_rows(
     return Appended(out, {"conversations"}, tail.point, answered)
 
 
+def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table:
+    """``tool_calls`` rows with the result fields of the rows at the indexes of ``changes`` replaced."""
+    if not changes:
+        return calls
+    at = sorted(changes)
+    mask = np.zeros(calls.num_rows, dtype=bool)
+    mask[at] = True
+    for name in ("result_seq", "is_error", "result_chars", "result_text", "status"):
+        i = calls.schema.get_field_index(name)
+        column = calls.column(i).combine_chunks()
+        values = pa.array([changes[k][name] for k in at], column.type)
+        calls = calls.set_column(i, name, pc.replace_with_mask(column, pa.array(mask), values))
+    return calls
+
+
 def appended_to_previous(
     tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
     unit: str,
@@ -222,10 +246,7 @@ def appended_to_previous(
     grown = continue_rows(tail, point, tables, walk, before[0])
     if grown is None or not grown.answered:
         return grown
-    rows = unit_rows(previous, generation, unit, "tool_calls").to_pylist()
-    for i, change in grown.answered.items():
-        rows[i].update(change)
-    grown.tables["tool_calls"] = pa.concat_tables(
-        [pa.Table.from_pylist(rows, schema=schema("tool_calls")), grown.tables["tool_calls"]])
+    earlier = answer(unit_rows(previous, generation, unit, "tool_calls"), grown.answered)
+    grown.tables["tool_calls"] = pa.concat_tables([earlier, grown.tables["tool_calls"]])
     grown.replaced.add("tool_calls")
     return grown
