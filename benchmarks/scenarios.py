@@ -8,6 +8,7 @@ returns the zero-argument callable :mod:`measure` times. The callable returns a 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
 from collections.abc import Callable
@@ -101,69 +102,100 @@ def toolkit_warm_page(record: str, prime_first_page: bool = True) -> Timed:
 
 
 def _linked_home(source: Path, dest: Path, copies: int) -> list[Path]:
-    """``copies`` copies of a murmur home's records under ``dest``, hard-linked (no data copied).
+    """``copies`` copies of a murmur home's records under ``dest``: the first hard-linked, the others copied.
 
-    Each copy's record folders get a suffix, so every copy's conversations are distinct.
+    Each copy's record folders get a suffix, so every copy's conversations are distinct (a file
+    reached through two hard links is the same data, which a load reads once).
     """
     records: list[Path] = []
     for k in range(copies):
         for file in sorted(source.glob("*/*/conversation.jsonl")):
             target = dest / "conversations" / f"{file.parent.parent.name}-{k}" / file.parent.name / file.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            os.link(file, target)
+            if k == 0:
+                os.link(file, target)
+            else:  # a copy: one file reached through two links is loaded once
+                shutil.copyfile(file, target)
+                os.utime(target, ns=(file.stat().st_atime_ns, file.stat().st_mtime_ns))
             records.append(target)
     return records
 
 
-def _append(records: list[Path], fraction: float) -> int:
-    """Append ``fraction`` of the home's lines to the first ``fraction`` of its records.
+def _own_copies(records: list[Path], fraction: float) -> list[Path]:
+    """The first ``fraction`` of the records, each made a file of its own (a copy, with the linked original's times).
 
-    The appended lines are other records' lines (other ids); each changed file is first made a
-    copy of its own so the linked original stays as generated.
+    They can then be appended to in place, as murmur's runtime does, without changing the
+    generated data the other copies link to.
     """
-    contents = [r.read_bytes().splitlines(keepends=True) for r in records]
-    lines = sum(len(c) for c in contents)
     changed = records[: max(1, round(len(records) * fraction))]
-    donors = iter([line for c in contents[len(changed):] for line in c])
-    per = max(1, round(lines * fraction / len(changed)))
-    added = 0
     for record in changed:
+        st = record.stat()
         data = record.read_bytes()
         record.unlink()
-        with open(record, "wb") as f:
-            f.write(data)
+        record.write_bytes(data)
+        os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return changed
+
+
+def _append(changed: list[Path], donors_from: list[Path], lines: int) -> int:
+    """Append ``lines`` message lines in all, taken from ``donors_from``, to the ``changed`` records, in place.
+
+    The runtime appends messages, never a record header, so header lines are not taken.
+    """
+    donors = (line for r in donors_from for line in r.read_bytes().splitlines(keepends=True)
+              if b'"murmur.record"' not in line and line.strip())
+    per = max(1, round(lines / len(changed)))
+    added = 0
+    for record in changed:
+        with open(record, "ab") as f:
             for _ in range(per):
                 f.write(next(donors))
                 added += 1
     return added
 
 
-def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1, fraction: float = 0.01) -> Timed:
+def _lines(records: list[Path]) -> int:
+    return sum(r.read_bytes().count(b"\n") for r in records)
+
+
+def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1, fraction: float = 0.01,
+                   length: int = 1, donors: str | None = None) -> Timed:
     """``export(home, out=...)``: a full export, a re-export of unchanged input, or one after appends.
 
     Setup (not timed) builds a linked copy of ``home`` (``copies`` times over) in ``scratch``
     and, for ``unchanged`` and ``appended``, a first full export; ``appended`` then appends
-    ``fraction`` of the lines to ``fraction`` of the records.
+    ``fraction`` of the lines (other records' lines) to ``fraction`` of the records, in place.
+    ``length`` > 1 makes each record that many times as long (its lines repeated, with tool call
+    ids of their own; a copy).
+    ``donors``: a murmur home whose lines are appended (default: the other records' lines).
     """
-    import shutil
-
     from murmur_analysis.export import export
 
-    root = Path(scratch) / f"{mode}-{copies}"
+    root = Path(scratch) / f"{mode}-{copies}-{length}-{Path(home).parent.name}"
     shutil.rmtree(root, ignore_errors=True)
     records = _linked_home(Path(home), root / "home", copies)
+    if length > 1:
+        for record in records:
+            data = record.read_bytes()
+            record.unlink()
+            with open(record, "wb") as f:
+                for k in range(length):  # each copy's tool calls get ids of their own
+                    f.write(data if k == 0 else data.replace(b'"call_', b'"call%d_' % k))
+    changed = _own_copies(records, fraction) if mode == "appended" else []
     out = root / "out"
     appended = 0
     if mode != "full":
         export(root / "home", out=out)
     if mode == "appended":
-        appended = _append(records, fraction)
+        given = sorted(Path(donors).rglob("conversation.jsonl")) if donors else []
+        appended = _append(changed, given or [r for r in records if r not in changed],
+                           round(_lines(records) * fraction))
 
     def run() -> Summary:
         result = export(root / "home", out=out)
         return {"messages": result.rows["messages"], "read": result.conversations_read,
-                "kept": result.conversations_kept, "files_written": result.files_written,
-                "files_kept": result.files_kept, "lines_appended": appended}
+                "appended": getattr(result, "conversations_appended", 0), "kept": result.conversations_kept,
+                "files_written": result.files_written, "files_kept": result.files_kept, "lines_appended": appended}
 
     return run
 

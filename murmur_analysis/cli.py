@@ -141,6 +141,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for name, path in result.paths().items():
         print(f"{name:17} {result.rows[name]:>9} rows  {path}")
     print(f"generation {result.generation}: {result.conversations_read} conversation(s) read, "
+          f"{result.conversations_appended} read on from where the previous export stopped, "
           f"{result.conversations_kept} kept from the previous export; "
           f"{result.files_written} file(s) written, {result.files_kept} kept")
     return _strict(args, result.rows.get("diagnostics", 0))

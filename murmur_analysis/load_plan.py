@@ -187,6 +187,9 @@ class LoadPlan:
         self.progress = progress
         self.builder = self.new_builder()
         self.discovery = Discovery(source, self.options)
+        #: Told to each source (``Source.read_ahead``): a consumer that holds one batch at a
+        #: time bounds how much the sources decode ahead of it.
+        self.read_ahead: int | None = None
 
     def new_builder(self) -> FrameBuilder:
         """An empty frame builder for this plan (text columns filled or left out as asked)."""
@@ -195,11 +198,13 @@ class LoadPlan:
     def _counts(self) -> dict[str, int]:
         return {name: b.num_rows for name, b in self.builder.builders.items()}
 
-    def events(self, keep: Keep | None = None) -> Iterator[LoadEvent]:
+    def events(self, keep: Keep | None = None, skip: Keep | None = None) -> Iterator[LoadEvent]:
         """Run the plan, yielding after each conversation and after each path's source.
 
         Args:
             keep: called before a conversation's entries are read; ``False`` skips it.
+            skip: told to each source (``Source.skip``): ``True`` promises that ``keep``
+                will skip that conversation, so the source need not read it at all.
 
         Raises:
             NoSourceError: a readable path no source recognises.
@@ -209,6 +214,8 @@ class LoadPlan:
         progress, discovery = self.progress, self.discovery
         for src, target in discovery.targets(self.paths):
             src.text = self.text
+            src.skip = (lambda conv, src=src: skip(src, conv)) if skip is not None else None
+            src.read_ahead = self.read_ahead
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
@@ -220,6 +227,7 @@ class LoadPlan:
             # Rows no conversation holds go out with the path's own event, never with the
             # rows of the conversations being read beside them.
             table_rows: list[TableRows] = []
+            since = 0  # rows before it were reported for what came before this conversation
             for item in src.open(target, diags):
                 if isinstance(item, TableRows):
                     table_rows.append(item)
@@ -228,6 +236,10 @@ class LoadPlan:
                 if conv is None:
                     continue
                 found += 1
+                # What the source reported of this conversation's file while finding it is its own.
+                early = [i for i in range(since, len(diags.rows)) if diags.rows[i].path == conv.path]
+                owned.update(early)
+                since = len(diags.rows)
                 if keep is not None and not keep(src, conv):
                     yield LoadEvent("skipped", src, target, conv, conv.conversation_id)
                     continue
@@ -238,7 +250,8 @@ class LoadPlan:
                 self.builder.add(shown)
                 after = self._counts()
                 owned.update(range(mark, len(diags.rows)))
-                mine = self._fresh(diags.rows, range(mark, len(diags.rows)), kept)
+                mine = self._fresh(diags.rows, [*early, *range(mark, len(diags.rows))], kept)
+                since = len(diags.rows)
                 conv = shown
                 yield LoadEvent(
                     "conversation", src, target, conv, lossless,

@@ -11,7 +11,9 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import hypothesis
 import orjson
 import pandas as pd
 import pyarrow as pa
@@ -27,6 +29,7 @@ from murmur_home import T0, msg, record
 from murmur_lines import append, line
 
 import murmur_analysis as ma
+import murmur_analysis.export as export_module
 from murmur_analysis.export import export, read_parquet
 from murmur_analysis.load_plan import iter_batches
 from murmur_analysis.schema import SCHEMA_VERSION, TABLES, schema
@@ -178,7 +181,7 @@ def test_unchanged_input_is_not_read_again(tmp_path: Path) -> None:
     assert_same(read_parquet(out).tables, ma.load(home).tables)
 
 
-def test_an_appended_record_is_read_again_and_its_rows_replaced(tmp_path: Path) -> None:
+def test_an_appended_record_has_only_its_appended_lines_read(tmp_path: Path) -> None:
     home = home_with(tmp_path)
     settle(home)
     out = tmp_path / "out"
@@ -186,7 +189,7 @@ def test_an_appended_record_is_read_again_and_its_rows_replaced(tmp_path: Path) 
     append(rec(home, 1), [msg("user", T0 + 5000, n=50)])
     settle(home)
     again = export(home, out=out, batch_conversations=2)
-    assert again.conversations_read == 1 and again.conversations_kept == 2
+    assert again.conversations_read == 0 and again.conversations_appended == 1 and again.conversations_kept == 2
     assert again.rows["messages"] == 13
     assert_same(read_parquet(out).tables, ma.load(home).tables)
 
@@ -436,4 +439,241 @@ def test_a_lost_file_of_the_previous_export_is_an_export_error_that_says_what_to
         export(home, out=out)
     assert err.value.hint is not None and "--full" in err.value.hint
     export(home, out=out, incremental=False)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+# ---------------------------------------------------------------------------------- appended lines
+
+_CALLS = ["c0", "c1", "c2", "c3"]
+pieces = st.one_of(
+    st.tuples(st.just("user"), st.integers(0, 0)),
+    st.tuples(st.just("assistant"), st.integers(0, 0)),
+    st.tuples(st.just("calls"), st.integers(1, 2)),
+    st.tuples(st.just("result"), st.integers(0, len(_CALLS))),
+    st.tuples(st.sampled_from(["blank", "garbage", "header", "partial", "bad_utf8", "no_role"]), st.integers(0, 0)),
+)
+
+
+def _piece(kind: str, k: int, serial: int) -> bytes:
+    from murmur_home import call, header, text, tool
+
+    ms = T0 + serial
+    if kind == "user":
+        return (line(msg("user", ms, text(f"u{serial}"), n=serial)) + "\n").encode()
+    if kind == "assistant":
+        return (line(msg("assistant", ms, text(f"a{serial}"), n=serial)) + "\n").encode()
+    if kind == "calls":
+        blocks = [call(_CALLS[(serial + i) % len(_CALLS)]) for i in range(k)]
+        return (line(msg("assistant", ms, text("calling"), *blocks, n=serial)) + "\n").encode()
+    if kind == "result":
+        call_id = _CALLS[k] if k < len(_CALLS) else None
+        return (line(tool(ms, call_id, body=f"r{serial}", is_error=serial % 3 == 0, n=serial)) + "\n").encode()
+    if kind == "blank":
+        return b"\n"
+    if kind == "garbage":
+        return b"{not json\n"
+    if kind == "header":
+        return (line(header()) + "\n").encode()
+    if kind == "partial":
+        return line(msg("user", ms, text("half"), n=serial)).encode()[:10]  # a line still being written
+    if kind == "bad_utf8":
+        return b'{"role":"user","content":"\xff"}\n'
+    return b'{"content":"no role"}\n'
+
+
+def _ordered(tables: dict[str, pa.Table]) -> dict[str, list[Any]]:
+    """Each conversation's tool_calls and messages rows, in the order they were written."""
+    out: dict[str, list[Any]] = {}
+    for name, columns in (("tool_calls", ["call_id", "status", "called_seq", "result_seq"]), ("messages", ["seq"])):
+        for r in tables[name].select(["conversation_id", *columns]).to_pylist():
+            out.setdefault(f"{name} {r.pop('conversation_id')}", []).append(r)
+    return out
+
+
+@settings(max_examples=max(20, settings.default.max_examples // 4), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 1), st.lists(pieces, min_size=0, max_size=5)), min_size=1, max_size=5),
+       st.lists(pieces, min_size=0, max_size=4), st.sampled_from([16 << 20, 200, 400]))
+def test_exports_of_records_that_grew_in_any_way_equal_a_fresh_load(
+    tmp_path_factory: Any, appends: list[tuple[int, list[tuple[str, int]]]], start: list[tuple[str, int]],
+    range_bytes: int,
+) -> None:
+    # A small range length writes each record a range of lines at a time.
+    with mock.patch.object(export_module, "RANGE_BYTES", range_bytes):
+        _grow(tmp_path_factory, appends, start)
+
+
+def _grow(tmp_path_factory: Any, appends: list[tuple[int, list[tuple[str, int]]]],
+          start: list[tuple[str, int]]) -> None:
+    tmp = tmp_path_factory.mktemp("grow")
+    home = home_with(tmp, n=2, lines=2)
+    out = tmp / "out"
+    stamp = {"n": 0}
+
+    def touch(path: Path) -> None:  # distinct old times: settled, and never racy
+        stamp["n"] += 1
+        os.utime(path, (T0 // 1000 + stamp["n"], T0 // 1000 + stamp["n"]))
+
+    serial = 100
+    for kind, k in start:
+        serial += 1
+        with rec(home, 0).open("ab") as f:
+            f.write(_piece(kind, k, serial))
+    for path in home.rglob("*.jsonl"):
+        touch(path)
+    export(home, out=out, batch_conversations=1)
+    for r, added in appends:
+        path = rec(home, r)
+        with path.open("ab") as f:
+            for kind, k in added:
+                serial += 1
+                f.write(_piece(kind, k, serial))
+        touch(path)
+        result = export(home, out=out, batch_conversations=1)
+        exported, loaded = read_parquet(out).tables, ma.load(home).tables
+        assert_same(exported, loaded)
+        assert _ordered(exported) == _ordered(loaded)
+        assert result.conversations_read + result.conversations_appended <= 1
+        hypothesis.event("appended" if result.conversations_appended else "read" if result.conversations_read
+                         else "kept")
+
+
+def _count_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the files the record scan reads from now on (whole records, or scratch copies of ranges)."""
+    import murmur_analysis.sources.murmur.append as append_module
+    import murmur_analysis.sources.murmur.source as source_module
+
+    scanned: list[int] = []
+
+    def counting(real: Any) -> Any:
+        def scan(paths: list[str], text: bool = True) -> Any:
+            scanned.extend(os.path.getsize(p) for p in paths)
+            return real(paths, text)
+        return scan
+
+    monkeypatch.setattr(source_module, "scan_records", counting(source_module.scan_records))
+    monkeypatch.setattr(append_module, "scan_records", counting(append_module.scan_records))
+    return scanned
+
+
+def test_a_grown_record_has_only_its_appended_bytes_decoded_and_an_earlier_call_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from murmur_home import call, text, tool
+
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1)])
+    record(home, "bot", "ctx-1", [msg("user", T0 + 2, text("other"), n=2)])
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    added = [tool(T0 + 3, "c1", body="done", n=3), msg("assistant", T0 + 4, text("ok"), n=4)]
+    size = path.stat().st_size
+    append(path, added)
+    settle(home)
+    scanned = _count_scans(monkeypatch)
+    result = export(home, out=out)
+    assert result.conversations_appended == 1 and result.conversations_read == 0
+    assert scanned == [path.stat().st_size - size]  # the appended bytes, nothing else
+    exported, loaded = read_parquet(out).tables, ma.load(home).tables
+    assert_same(exported, loaded)
+    assert exported["tool_calls"].select(["call_id", "status", "called_seq", "result_seq"]).to_pylist() == [
+        {"call_id": "c1", "status": "ok", "called_seq": 1, "result_seq": 2}]
+    scanned.clear()
+    assert export(home, out=out).conversations_kept == 2 and scanned == []  # what is kept is not read
+
+
+def test_a_grown_record_joined_to_a_trace_is_read_whole(tmp_path: Path) -> None:
+    from murmur_home import ev, trace
+
+    home = home_with(tmp_path, n=1)
+    work = tmp_path / "work"
+    trace(work, [ev("session_start", T0, capsule_name="bot", context_id=None),
+                 ev("task_start", T0 + 1, task_id="t", context_id="ctx-0")])
+    settle(home)
+    settle(work)
+    out = tmp_path / "out"
+    options = {"murmur": {"sessions": [str(work)]}}
+    export(home, out=out, options=options)
+    append(rec(home, 0), [msg("user", T0 + 5000, n=50)])
+    settle(home)
+    result = export(home, out=out, options=options)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)
+
+
+def test_a_record_left_mid_line_is_read_whole_once_it_grows(tmp_path: Path) -> None:
+    home = home_with(tmp_path, n=1)
+    path = rec(home, 0)
+    with path.open("a") as f:
+        f.write('{"role":"us')
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    with path.open("a") as f:
+        f.write('er","content":"now whole"}\n')
+    settle(home)
+    result = export(home, out=out)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    append(path, [msg("user", T0 + 9000, n=90)])
+    settle(home)
+    assert export(home, out=out).conversations_appended == 1
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+@pytest.mark.parametrize("added", ["reused_call_id", "same_run_events", "header_first"])
+def test_appends_the_walk_cannot_continue_exactly_read_the_record_whole(tmp_path: Path, added: str) -> None:
+    from murmur_home import call, header, text, tool
+
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1),
+                                         tool(T0 + 2, "c1", n=2)])
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    tail = {
+        # a call id called before: which call a later result answers depends on both parts
+        "reused_call_id": [msg("assistant", T0 + 3, call("c1"), n=3), tool(T0 + 4, "c1", n=4)],
+        # the last run (tool results) goes on, and both parts of it have tool events
+        "same_run_events": [tool(T0 + 3, "c9", n=3)],
+        # only line 1 can be the header: read alone, the appended bytes' first line would be taken for it
+        "header_first": [header(), msg("user", T0 + 3, n=3)],
+    }[added]
+    append(path, tail)
+    settle(home)
+    result = export(home, out=out)
+    assert result.conversations_read == 1 and result.conversations_appended == 0
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_long_record_is_written_a_range_at_a_time_and_equals_a_fresh_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reuse: bool
+) -> None:
+    from murmur_home import call, text, tool
+
+    values: list[Any] = []
+    for i in range(40):  # each call answered by the next line; with ``reuse``, ids come back (read whole)
+        call_id = f"c{i % 3 if reuse else i}"
+        values += [msg("user", T0 + 10 * i, text(f"ask {i}"), n=3 * i),
+                   msg("assistant", T0 + 10 * i + 1, text("calling"), call(call_id), n=3 * i + 1),
+                   tool(T0 + 10 * i + 2, call_id, body="x" * (i % 7), is_error=i % 5 == 0, n=3 * i + 2)]
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", values)
+    settle(home)
+    scanned = _count_scans(monkeypatch)
+    monkeypatch.setattr(export_module, "RANGE_BYTES", 1000)
+    out = tmp_path / "out"
+    export(home, out=out)
+    size = path.stat().st_size
+    if reuse:
+        assert scanned[-1] == size  # taken back, and read whole
+    else:
+        assert len(scanned) > 5 and max(scanned) < size / 4 and sum(scanned) == size
+    monkeypatch.undo()
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    append(path, [msg("user", T0 + 9000, text("more"), n=900)])
+    settle(home)
+    assert export(home, out=out).conversations_appended == 1
     assert_same(read_parquet(out).tables, ma.load(home).tables)

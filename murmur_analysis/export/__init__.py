@@ -12,8 +12,10 @@ corpus with the declared types.
   is left beside it.
 - **Incremental**: the export records what it read (``state.json``, see
   :mod:`murmur_analysis.export.state`); the next export into the same folder reads again only
-  the conversations whose input changed, replaces their rows, and keeps every other file.
-- **Streaming**: rows are written a batch of conversations at a time, as they are decoded.
+  the conversations whose input changed, replaces their rows, and keeps every other file; of
+  a murmur record that grew, only the appended bytes (:mod:`murmur_analysis.export.resume`).
+- **Streaming**: rows are written a batch of conversations at a time, as they are decoded; a
+  long murmur record a range of bytes at a time (:mod:`murmur_analysis.export.ranges`).
 
 Every file carries ``murmur_analysis`` key-value metadata: the table, the schema version and
 the price data version (``null`` while no prices are applied).
@@ -31,22 +33,31 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from ..discovery import printable
 from ..handoff import Conversation
 from ..identity import changed_since
 from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
 from ..pricing import Pricer, Prices, price_tables
 from ..schema import SCHEMA_VERSION
-from ..sources.base import Source
+from ..sources.base import Diagnostics, Source
+from ..sources.murmur.append import anchor, appendable, read_tail
 from .layout import Output
+from .ranges import export_ranges
 from .reader import read_parquet
+from .resume import Appended, appended_to_previous
 from .state import ExportState, unit_id
-from .writer import BatchWriter, Rows, package_version
+from .writer import BatchWriter, Rows, package_version, units_of
 
 __all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
 
 #: How long before an export starts a file's change still counts as "during" it (the kernel's
 #: file times are taken from a clock that may lag by a tick).
 _RACY_NS = 1_000_000_000
+#: Bytes of input the sources may decode ahead of the batch being written (memory stays flat
+#: as the number of conversations grows).
+READ_AHEAD = 16 << 20
+#: A record longer than this is written a range of about this many bytes at a time.
+RANGE_BYTES = 4 << 20
 
 
 @dataclass
@@ -59,6 +70,8 @@ class ExportResult:
         rows: rows of each table in the export.
         conversations_read: conversations decoded by this run.
         conversations_kept: conversations whose rows were kept from the previous export.
+        conversations_appended: conversations whose records grew and of which only the appended
+            lines were read (their earlier rows kept).
         files_written: Parquet files this run wrote.
         files_kept: Parquet files carried over from the previous export unchanged.
     """
@@ -68,6 +81,7 @@ class ExportResult:
     rows: dict[str, int] = field(default_factory=dict)
     conversations_read: int = 0
     conversations_kept: int = 0
+    conversations_appended: int = 0
     files_written: int = 0
     files_kept: int = 0
 
@@ -133,37 +147,109 @@ def export(
         with output.staging() as staged:
             writer = BatchWriter(staged, compression, compression_level, price_version)
             plan = LoadPlan(paths, source, options, progress, text)
+            plan.read_ahead = READ_AHEAD
             keep: set[str] = set()
             seen: set[str] = set()
             fingerprints: dict[int, Any] = {}
+            counts: dict[str, dict[str, int]] = {}
             held: list[str] = []
             read = 0
-
             held_source: str | None = None
+            started_ns = time.time_ns() - _RACY_NS
+            # What a source was told it need not read (``Source.skip``), by the conversation's key.
+            decided: dict[Any, tuple[str, Any, Appended | None]] = {}
+            named: set[tuple[str, str]] = set()
+            files_found: set[tuple[int, int]] = set()
+            appended: dict[str, Appended] = {}
 
             def flush() -> None:
                 nonlocal held
                 if held:
                     # Costs are filled per batch; unpriced models are reported once, over the whole export.
-                    writer.write(price_tables(plan.builder.finish(), pricer, diagnose=False), held)
+                    tables = price_tables(plan.builder.finish(), pricer, diagnose=False)
+                    writer.write(tables, units_of(held, counts))
                 plan.builder, held = plan.new_builder(), []
 
-            started_ns = time.time_ns() - _RACY_NS
+            def racy(fp: Any) -> Any:
+                # An input modified during this run may be read in either state: read it again next time.
+                return None if changed_since(fp, started_ns) else fp
+
+            def rows_of(conv: Conversation, diags: Diagnostics) -> dict[str, pa.Table]:
+                builder = plan.new_builder()
+                builder.add(printable(conv))
+                builder.add_diagnostics(diags.rows)
+                return price_tables(builder.finish(), pricer, diagnose=False)
+
+            def skip(src: Source, conv: Conversation) -> bool:
+                name = (conv.source, conv.conversation_id)
+                if name in named:  # a second conversation of this id is renamed when admitted
+                    return False
+                named.add(name)
+                try:
+                    st = os.stat(conv.path or "")
+                    found = (st.st_dev, st.st_ino)
+                except OSError:
+                    found = None
+                if found is None or found in files_found:  # reached twice: the load reads it once
+                    return False
+                files_found.add(found)
+                unit = unit_id(conv)
+                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
+                if previous.unchanged(unit, fp):
+                    decided[conv.key] = ("keep", fp, None)
+                    return True
+                grown = _appended(src, conv, unit, fp) if current is not None else None
+                if grown is not None:
+                    decided[conv.key] = ("append", racy(fp), grown)
+                    return True
+                # A long record is written a range at a time, here, before its source would read it whole.
+                done, point = export_ranges(src, conv, unit, writer, rows_of, staged.path, RANGE_BYTES)
+                if done:
+                    decided[conv.key] = ("ranges", racy(fp), Appended({}, point=point))
+                    return True
+                return False
+
+            def _appended(src: Source, conv: Conversation, unit: str, fp: Any) -> Appended | None:
+                point = appendable(src, previous.units.get(unit), fp)
+                if point is None or current is None:
+                    return None
+                diags = Diagnostics(src.name)
+                tail = read_tail(src, conv, point, diags, staged.path)
+                if tail is None:
+                    return None
+                try:
+                    return appended_to_previous(tail, point, rows_of(tail.conversation, diags), previous, current,
+                                                unit)
+                except (OSError, pa.ArrowException):  # the earlier rows cannot be read: read it whole
+                    return None
 
             def wanted(src: Source, conv: Conversation) -> bool:
+                nonlocal read
                 unit = unit_id(conv)
-                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))  # as the state file holds it
-                if unit not in seen and previous.unchanged(unit, fp):
-                    keep.add(unit)
-                    seen.add(unit)
+                decision, fp, grown = decided.pop(conv.key, None) or ("read", None, None)
+                if decision == "read":
+                    fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
+                    if unit not in seen and previous.unchanged(unit, fp):
+                        decision = "keep"
+                if decision != "read":  # not read by its source: its rows are written or kept already
+                    if unit not in seen:
+                        seen.add(unit)
+                        if decision == "ranges":
+                            read += 1
+                        else:
+                            keep.add(unit)
+                            writer.state.units[unit] = dict(previous.units[unit])
+                        if grown is not None:
+                            writer.state.units[unit] = {"fingerprint": fp, "resume": grown.point}
+                        if decision == "append" and grown is not None:
+                            appended[unit] = grown
                     return False
-                # An input modified during this run may be read in either state: read it again next time.
-                fingerprints[id(conv)] = None if changed_since(fp, started_ns) else fp
+                fingerprints[id(conv)] = racy(fp)
                 if held and conv.source != held_source:
                     flush()  # a batch holds one source's conversations: flushed before this one's rows
                 return True
 
-            for event in plan.events(wanted):
+            for event in plan.events(wanted, skip):
                 conv = event.conversation
                 if event.kind == "conversation" and conv is not None:
                     read += 1
@@ -174,8 +260,10 @@ def export(
                         n += 1
                         unit = f"{unit_id(conv)}\x1f{n}"
                     seen.add(unit)
-                    rows = {**event.rows, "diagnostics": len(event.diagnostics)}
-                    writer.state.units[unit] = {"fingerprint": fingerprints.pop(id(conv), None), "rows": rows}
+                    fp = fingerprints.pop(id(conv), None)
+                    counts[unit] = {**event.rows, "diagnostics": len(event.diagnostics)}
+                    point = conv.extra.get("resume")
+                    writer.state.units[unit] = {"fingerprint": fp, "resume": anchor(point, conv.path, fp)}
                     held.append(unit)
                     held_source = conv.source
                     if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
@@ -184,7 +272,7 @@ def export(
                     rest = plan.new_builder()
                     rest.add_diagnostics(event.diagnostics)
                     writer.write({"diagnostics": rest.finish()["diagnostics"], **event.extra_tables}, None)
-            # The last batch goes out with the kept rows of the previous batches that lost a
+            # The last batch goes out with the kept rows of the previous files that lost a
             # conversation, where they fit: a small change rewrites few files.
             found = plan.new_builder()
             found.add_diagnostics(plan.discovery_rows())
@@ -192,15 +280,28 @@ def export(
                 writer.write({"diagnostics": found.finish()["diagnostics"]}, None)
             pending = None
             if held:
-                pending = Rows(held_source, price_tables(plan.builder.finish(), pricer, diagnose=False), held)
+                pending = Rows(held_source, price_tables(plan.builder.finish(), pricer, diagnose=False),
+                               units_of(held, counts))
             plan.builder = plan.new_builder()
-            partial = writer.carry(previous, current, keep) if current is not None and incremental else []
-            for rows_ in partial:
-                fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
-                if pending is not None and fits and pending.source == rows_.source:
-                    pending.merge(rows_)
+            if current is not None and incremental:
+                def kept(table: str) -> set[str]:
+                    return keep - {u for u, g in appended.items() if table in g.replaced}
+
+                for rows_ in writer.carry(previous, current, kept):
+                    fits = pending is not None and pending.rows() + rows_.rows() <= 2 * batch_rows
+                    if pending is not None and fits and pending.source == rows_.source:
+                        pending.merge(rows_)
+                    else:
+                        writer.write(rows_.tables, rows_.units)
+            for unit, grown in appended.items():
+                rows_ = Rows(unit.split("\x1f", 1)[0], grown.tables,
+                             {t: [(unit, d.num_rows)] for t, d in grown.tables.items() if d.num_rows})
+                if pending is not None and pending.source == rows_.source:
+                    pending.merge(rows_)  # after the rows kept of it, if any: each one's rows in order
                 else:
-                    writer.write(rows_.tables, rows_.units)
+                    if pending is not None:
+                        writer.write(pending.tables, pending.units)
+                    pending = rows_
             if pending is not None:
                 writer.write(pending.tables, pending.units)
             unpriced = plan.new_builder()
@@ -216,7 +317,8 @@ def export(
         generation=final.number,
         rows={name: entry["rows"] for name, entry in manifest["tables"].items()},
         conversations_read=read,
-        conversations_kept=len(keep),
+        conversations_kept=len(keep) - len(appended),
+        conversations_appended=len(appended),
         files_written=writer.written,
         files_kept=writer.kept,
     )

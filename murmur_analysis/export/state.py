@@ -3,22 +3,26 @@
 The state file of a generation (``state.json``) holds:
 
 ``units``
-    One entry per conversation, keyed ``source <US> conversation_id <US> repr(key)``:
-    its ``fingerprint`` (``Source.fingerprint``: file identities, branch tips), the ``batch``
-    holding its rows and how many ``rows`` it has in each table. A conversation's rows are
-    contiguous in every file of its batch, in the order of the batch's ``units``.
-``batches``
-    One entry per batch of conversations: its ``source``, its ``units`` in order, and its
-    ``files`` by table. A batch whose conversations all kept their fingerprints is carried
-    into the next generation as it is (a hard link); one that lost some is rewritten with
-    the rows of the others only; one that lost all is gone.
+    One entry per conversation, keyed ``source <US> conversation_id <US> repr(key)``: its
+    ``fingerprint`` (``Source.fingerprint``: file identities, branch tips) and, for a record
+    that can be read on from where this export stopped, its ``resume`` point (see
+    :mod:`murmur_analysis.sources.murmur.append`).
+``files``
+    One entry per Parquet file of a conversation batch, by its path in the generation: its
+    ``table``, its ``source`` and its ``units`` in order, each with how many rows it has in
+    the file. A conversation's rows are contiguous in a file, and a conversation whose record
+    grew has rows in more than one file of its table: the rows read before, then the rows of
+    what was appended. A file whose units all keep their rows is carried into the next
+    generation as it is (a hard link); one that lost some is rewritten with the rows of the
+    others only; one that lost all is gone.
 
 Rows a source reports for no conversation (discovery, retention) and a source's own tables are
-written again by every export, in batches marked ``"whole": true``, which are never carried.
+written again by every export, in files marked ``"whole": true``, which are never carried.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +30,7 @@ from ..handoff import Conversation
 
 __all__ = ["ExportState", "unit_id"]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 def unit_id(conv: Conversation) -> str:
@@ -39,38 +43,49 @@ class ExportState:
     """The state of one generation, being read (previous) or written (next)."""
 
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
-    batches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any] | None) -> ExportState:
         """The state a generation recorded; empty when it has none, or of another version."""
         if not doc or doc.get("version") != STATE_VERSION:
             return cls()
-        return cls(dict(doc.get("units", {})), dict(doc.get("batches", {})))
+        return cls(dict(doc.get("units", {})), dict(doc.get("files", {})))
 
     def to_doc(self) -> dict[str, Any]:
         """The state as JSON values."""
-        return {"version": STATE_VERSION, "units": self.units, "batches": self.batches}
+        return {"version": STATE_VERSION, "units": self.units, "files": self.files}
 
     def unchanged(self, unit: str, fingerprint: Any) -> bool:
         """Whether ``unit`` was exported from input with this fingerprint (never for ``None``)."""
         old = self.units.get(unit)
         return fingerprint is not None and old is not None and old["fingerprint"] == fingerprint
 
-    def slices(self, batch: str, keep: set[str]) -> dict[str, list[tuple[int, int]]]:
-        """Per table, the ``(offset, length)`` row ranges of the batch's units in ``keep``."""
-        entry = self.batches[batch]
-        out: dict[str, list[tuple[int, int]]] = {}
-        for table in entry["files"]:
+    def of_table(self, table: str) -> Iterable[tuple[str, dict[str, Any]]]:
+        """The conversation files of ``table``: ``(path, entry)``."""
+        return ((path, entry) for path, entry in self.files.items() if entry["table"] == table)
+
+    def unit_files(self, unit: str, table: str) -> list[tuple[str, int, int]]:
+        """Where ``unit``'s rows of ``table`` are: ``(path, offset, length)`` in file order."""
+        out: list[tuple[str, int, int]] = []
+        for path, entry in self.of_table(table):
             offset = 0
-            ranges: list[tuple[int, int]] = []
-            for unit in entry["units"]:
-                n = self.units[unit]["rows"].get(table, 0)
-                if unit in keep and n:
-                    if ranges and ranges[-1][0] + ranges[-1][1] == offset:
-                        ranges[-1] = (ranges[-1][0], ranges[-1][1] + n)
-                    else:
-                        ranges.append((offset, n))
+            for u, n in entry["units"]:
+                if u == unit and n:
+                    out.append((path, offset, n))
                 offset += n
-            out[table] = ranges
         return out
+
+    @staticmethod
+    def ranges(entry: dict[str, Any], keep: set[str]) -> list[tuple[int, int]]:
+        """The ``(offset, length)`` row ranges of a file's units in ``keep``, merged where adjacent."""
+        offset = 0
+        ranges: list[tuple[int, int]] = []
+        for unit, n in entry["units"]:
+            if unit in keep and n:
+                if ranges and ranges[-1][0] + ranges[-1][1] == offset:
+                    ranges[-1] = (ranges[-1][0], ranges[-1][1] + n)
+                else:
+                    ranges.append((offset, n))
+            offset += n
+        return ranges

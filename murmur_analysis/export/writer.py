@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +22,7 @@ from ..schema import SCHEMA_VERSION, TABLES, schema
 from .layout import Generation
 from .state import ExportState
 
-__all__ = ["FORMAT", "METADATA_KEY", "BatchWriter", "Rows", "package_version"]
+__all__ = ["FORMAT", "METADATA_KEY", "BatchWriter", "Rows", "Units", "package_version", "units_of"]
 
 #: The key of the file metadata this package writes.
 METADATA_KEY = b"murmur_analysis"
@@ -56,13 +56,17 @@ def _has_columns(path: Path, columns: list[str]) -> bool:
         return False
 
 
+#: Each table's units in the order of its rows, with how many rows each has there.
+Units = dict[str, list[tuple[str, int]]]
+
+
 @dataclass
 class Rows:
     """Rows of some conversations of one source, in every table, in the order of ``units``."""
 
     source: str | None
     tables: dict[str, pa.Table]
-    units: list[str]
+    units: Units
 
     def rows(self) -> int:
         """The most rows any table holds."""
@@ -73,7 +77,17 @@ class Rows:
         for name, table in other.tables.items():
             mine = self.tables.get(name)
             self.tables[name] = table if mine is None else pa.concat_tables([mine, table.cast(mine.schema)])
-        self.units += other.units
+            self.units[name] = [*self.units.get(name, []), *other.units.get(name, [])]
+
+
+def units_of(held: list[str], counts: dict[str, dict[str, int]]) -> Units:
+    """The per-table unit lists of conversations ``held`` in this order, given each one's row counts."""
+    out: Units = {}
+    for unit in held:
+        for table, n in counts[unit].items():
+            if n:
+                out.setdefault(table, []).append((unit, n))
+    return out
 
 
 class BatchWriter:
@@ -99,12 +113,15 @@ class BatchWriter:
     def _place(self, table: str, source: str | None, relative: str, rows: int) -> None:
         self.files.setdefault(table, []).append({"path": relative, "source": source, "rows": rows})
 
-    def write(self, tables: Mapping[str, pa.Table], units: list[str] | None) -> str:
-        """Write one batch (every table's rows of it); ``units`` ``None`` marks a whole batch."""
+    def write(self, tables: Mapping[str, pa.Table], units: Units | None) -> list[str]:
+        """Write one batch (every table's rows of it); ``units`` ``None`` marks rows of no conversation.
+
+        Returns:
+            The paths of the files written.
+        """
         self._serial += 1
         batch = f"{self.staged.number:06d}-{self._serial:05d}"
-        files: dict[str, list[str]] = {}
-        source_of: str | None = None
+        written: list[str] = []
         for table, data in tables.items():
             self.columns.setdefault(table, data.column_names)
             if data.num_rows == 0:
@@ -120,13 +137,25 @@ class BatchWriter:
                 folder = f"{table}/source={value}" if value is not None else table
                 relative = f"{folder}/part-{batch}.parquet"
                 self._write_file(table, part, relative)
-                files.setdefault(table, []).append(relative)
                 self._place(table, value, relative, part.num_rows)
-                source_of = value if value is not None else source_of
-        self.state.batches[batch] = {"source": source_of, "units": units or [], "files": files, "whole": units is None}
-        for unit in units or ():
-            self.state.units[unit]["batch"] = batch
-        return batch
+                owners = None if units is None else [list(u) for u in units.get(table, [])]
+                self.state.files[relative] = {"table": table, "source": value, "units": owners or [],
+                                              "whole": units is None}
+                written.append(relative)
+        return written
+
+    def rewrite(self, table: str, data: pa.Table, relative: str) -> None:
+        """Write a file of this export again, with as many rows (some of them changed)."""
+        self._write_file(table, data, relative)
+
+    def discard(self, relatives: list[str]) -> None:
+        """Take files written by this export back out of it."""
+        gone = set(relatives)
+        for relative in relatives:
+            (self.staged.path / relative).unlink(missing_ok=True)
+            self.state.files.pop(relative, None)
+        for table, files in self.files.items():
+            self.files[table] = [f for f in files if f["path"] not in gone]
 
     def _write_file(self, table: str, data: pa.Table, relative: str) -> None:
         path = self.staged.path / relative
@@ -142,38 +171,38 @@ class BatchWriter:
         if hook:  # a test's hook: a pause after each file, so a kill can land between files
             time.sleep(float(hook))
 
-    def carry(self, previous: ExportState, prev_gen: Generation, keep: set[str]) -> list[Rows]:
-        """Bring over the previous export's batches whose conversations all kept their rows.
+    def carry(self, previous: ExportState, prev_gen: Generation, keep: Callable[[str], set[str]]) -> list[Rows]:
+        """Bring over the previous export's files whose conversations all keep their rows there.
 
-        Returns the kept rows of the batches that lost some conversations, to be written again
-        (alone, or with other rows of their source).
+        Args:
+            previous: the previous export's state.
+            prev_gen: its generation.
+            keep: the conversations whose rows of a table are kept.
+
+        Returns:
+            The kept rows of the files that lost some conversations, to be written again
+            (alone, or with other rows of their source).
         """
         partial: list[Rows] = []
-        for batch, entry in previous.batches.items():
+        for relative, entry in previous.files.items():
             if entry.get("whole"):
                 continue
-            kept = [u for u in entry["units"] if u in keep]
+            table = entry["table"]
+            wanted = keep(table)
+            kept = [(u, n) for u, n in entry["units"] if u in wanted]
             if not kept:
                 continue
-            for u in kept:
-                self.state.units[u] = dict(previous.units[u])
             if len(kept) == len(entry["units"]):
-                for table, paths in entry["files"].items():
-                    for relative in paths:
-                        self.staged.carry(relative, prev_gen)
-                        self._place(table, entry["source"], relative,
-                                    sum(previous.units[u]["rows"].get(table, 0) for u in kept))
-                        self.kept += 1
-                self.state.batches[batch] = entry
+                self.staged.carry(relative, prev_gen)
+                self._place(table, entry["source"], relative, sum(n for _, n in kept))
+                self.state.files[relative] = entry
+                self.kept += 1
                 continue
-            tables: dict[str, pa.Table] = {}
-            for table, ranges in previous.slices(batch, set(kept)).items():
-                if not ranges:
-                    continue
-                old = pq.ParquetFile(prev_gen.path / entry["files"][table][0]).read()
-                part = pa.concat_tables([old.slice(o, n) for o, n in ranges])
-                tables[table] = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows, pa.string()))
-            partial.append(Rows(entry["source"], tables, kept))
+            old = pq.ParquetFile(prev_gen.path / relative).read()
+            part = pa.concat_tables([old.slice(o, n) for o, n in previous.ranges(entry, wanted)])
+            if entry["source"] is not None:
+                part = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows, pa.string()))
+            partial.append(Rows(entry["source"], {table: part}, {table: kept}))
         return partial
 
     def staged_rows(self, table: str, columns: list[str]) -> pa.Table:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -57,6 +57,12 @@ class Source(ABC):
     #: Whether the load fills the text columns (the load plan sets it before ``open``); a
     #: source that builds its own columns leaves their texts null when false.
     text: bool = True
+    #: Conversations the consumer will skip (the load plan sets it before ``open``): a source
+    #: may yield them found but not read (any ``Conversation`` with their key and path).
+    skip: Callable[[Conversation], bool] | None = None
+    #: How many bytes of input a source may decode ahead of the conversation being consumed
+    #: (the load plan sets it before ``open``; ``None``: as the source sees fit).
+    read_ahead: int | None = None
 
     def __init__(self, **options: Any) -> None:
         """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).

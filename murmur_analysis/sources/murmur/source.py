@@ -45,6 +45,7 @@ from ...identity import file_identity
 from ...values import json_int, uuid7_ms
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
+from .append import resume_point
 from .engine import ints, pairing, scanned_columns, strings
 from .entries import report_skipped, settled, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
@@ -75,15 +76,15 @@ class _Record:
         return f"{self.record}/{self.context_id}"
 
 
-def _groups(records: list[_Record]) -> Iterator[list[_Record]]:
-    """Records in order, in groups of about ``_SCAN_BYTES`` of files."""
+def _groups(records: list[_Record], limit: int = _SCAN_BYTES) -> Iterator[list[_Record]]:
+    """Records in order, in groups of about ``limit`` bytes of files."""
     group: list[_Record] = []
     size = 0
     for rec in records:
         with contextlib.suppress(OSError):
             size += rec.path.stat().st_size
         group.append(rec)
-        if size >= _SCAN_BYTES:
+        if size >= limit:
             yield group
             group, size = [], 0
     if group:
@@ -220,11 +221,16 @@ class MurmurSource(Source):
         by_context: dict[str, list[_Record]] = {}
         records = list(self._records(path, diagnostics))
         index.claim((rec.record, rec.context_id) for rec in records)
-        for group in _groups(records):
-            scanned = scan_records([str(rec.path) for rec in group], self.text)
-            for rec, columns in zip(group, scanned, strict=True):
+        for group in _groups(records, self.read_ahead or _SCAN_BYTES):
+            # Records the consumer will not read (``Source.skip``) are not scanned.
+            skipped = {id(rec) for rec in group if self.skip is not None and self.skip(self._unread(rec))}
+            scanned = iter(scan_records([str(rec.path) for rec in group if id(rec) not in skipped], self.text))
+            for rec in group:
                 by_context.setdefault(rec.context_id, []).append(rec)
-                yield self._conversation(rec, index, diagnostics, columns)
+                if id(rec) in skipped:
+                    yield self._unread(rec)
+                else:
+                    yield self._conversation(rec, index, diagnostics, next(scanned))
         for event in index.retentions:
             if event.store not in (None, "records"):
                 continue
@@ -262,6 +268,11 @@ class MurmurSource(Source):
             digest = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
             self._traces_identity = [digest, newest]
         return [own, self._settled(Path(own[0][0])), self._traces_identity]
+
+    def _unread(self, rec: _Record) -> Conversation:
+        """``rec``'s conversation as found, nothing of it read (for a consumer that skips it)."""
+        return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(),
+                            key=(str(rec.path), rec.record, rec.context_id), path=str(rec.path))
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode one record again (joined to the traces the last :meth:`open` read)."""
@@ -306,6 +317,8 @@ class MurmurSource(Source):
         if scanned is not None:
             chunk, summary = self._columns(rec, scanned, Join(tasks, cutoff) if tasks else None, diagnostics)
             columns = [chunk]
+            # Where an export may read on from, when the record grows (not for a record joined to traces).
+            extra["resume"] = resume_point(scanned) if not tasks else None
         return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=entries, key=key,
                             path=where, tool_meta=meta, truncated_dropped=dropped, extra=extra, columns=columns,
                             summary=summary)

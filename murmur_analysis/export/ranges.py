@@ -1,0 +1,96 @@
+"""One long murmur record exported a range of bytes at a time: memory bounded by the range, not the record.
+
+A record longer than the export's read-ahead is cut where a new run of one side begins
+(:func:`~murmur_analysis.sources.murmur.append.cut`), and each range is decoded and written
+on its own, continued from the ranges before it as an appended tail is continued from an
+earlier export (:func:`~murmur_analysis.export.resume.continue_rows`): positions, growth counts
+and characters go on, the pairing walk's open calls carry over (an earlier range's
+``tool_calls`` file is written again when a later result answers one of its calls), and the
+``conversations`` row is written once, at the end. Where a range cannot be continued exactly,
+what was written of the record is taken back and the record is read whole.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..handoff import Conversation
+from ..schema import schema
+from ..sources.base import Diagnostics
+from ..sources.files import open_regular
+from ..sources.murmur.append import START, cut, identity_at, joined, read_range
+from .resume import Walk, answer, continue_rows
+from .writer import BatchWriter
+
+__all__ = ["export_ranges"]
+
+#: The frame builder's priced rows of one conversation (and the diagnostics its reading reported).
+Build = Callable[[Conversation, Diagnostics], dict[str, pa.Table]]
+
+
+def export_ranges(source: Any, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path,
+                  limit: int) -> tuple[bool, dict[str, Any] | None]:
+    """Write ``conv``'s record a range of about ``limit`` bytes at a time, if it is longer than that.
+
+    Returns:
+        Whether it was written so (else nothing of it was), and its resume point.
+    """
+    if joined(source, conv) or not isinstance(conv.key, tuple):
+        return False, None
+    try:
+        with open_regular(Path(conv.key[0])) as f:
+            fd = f.fileno()
+            size = os.fstat(fd).st_size
+            if size <= limit:
+                return False, None
+            return _write(source, conv, unit, writer, build, scratch, limit, fd, size)
+    except OSError:
+        return False, None
+
+
+def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path, limit: int,
+           fd: int, size: int) -> tuple[bool, dict[str, Any] | None]:
+    point: dict[str, Any] = START
+    walk = Walk()
+    before: dict[str, Any] | None = None
+    written: list[str] = []
+    calls: list[tuple[str, int, int]] = []  # this record's tool_calls files: (path, first row, rows)
+    start = 0
+    while start < size:
+        end = size if size - start <= limit * 3 // 2 else (cut(fd, start + limit, size) or size)
+        diagnostics = Diagnostics(source.name)
+        tail = read_range(source, conv, fd, start, end, point, diagnostics, scratch)
+        first = walk.rows
+        grown = None if tail is None else continue_rows(tail, point, build(tail.conversation, diagnostics),
+                                                        walk, before)
+        if tail is None or tail.point is None or grown is None:
+            writer.discard(written)
+            return False, None
+        _answer(writer, calls, grown.answered)
+        before = grown.tables.pop("conversations").to_pylist()[0]
+        rows = {t: d for t, d in grown.tables.items() if d.num_rows}
+        files = writer.write(rows, {t: [(unit, d.num_rows)] for t, d in rows.items()})
+        written += files
+        calls += [(p, first, rows["tool_calls"].num_rows) for p in files
+                  if writer.state.files[p]["table"] == "tool_calls"]
+        point, start = tail.point, end
+    assert before is not None
+    written += writer.write({"conversations": pa.Table.from_pylist([before], schema=schema("conversations"))},
+                            {"conversations": [(unit, 1)]})
+    at = identity_at(fd, size)
+    return True, ({**point, **at} if at is not None else None)
+
+
+def _answer(writer: BatchWriter, calls: list[tuple[str, int, int]], answered: dict[int, dict[str, Any]]) -> None:
+    """Write again the earlier ranges' tool_calls files holding calls answered now."""
+    for relative, first, n in calls:
+        mine = {i - first: change for i, change in answered.items() if first <= i < first + n}
+        if not mine:
+            continue
+        writer.rewrite("tool_calls", answer(pq.read_table(writer.staged.path / relative), mine), relative)

@@ -1,0 +1,286 @@
+"""Reading a murmur record on from where an earlier read stopped: only the appended lines.
+
+murmur only appends to a record (and replaces it whole only by a rename). A read of a whole
+record that ends at a line break leaves a *resume point* (:func:`resume_point`,
+:func:`anchor`): how many lines, messages and text characters it held, the side of its last
+message and whether that last run of one side had tool events, and the file's identity with
+checksums of its first and last bytes (:mod:`murmur_analysis.identity`). When the file is found
+grown (:func:`~murmur_analysis.identity.classify` says ``grew``), :func:`read_tail` decodes only
+the bytes after the point, by the same native scan, into a conversation of the appended
+messages whose line numbers go on from the point's (positions, counts and characters are
+continued by the consumer, from the same point).
+
+No tail is read, and the record must be read whole, when:
+
+* the file was replaced, rewritten or shrank, or the point is unknown;
+* the record is joined to session traces (the join's state spans the whole record);
+* the appended bytes' first line is one that only line 1 can be (the ``murmur.record``
+  header): read alone it would be taken for the header;
+* a line of the appended bytes is not UTF-8 (murmur then reads nothing of the record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...handoff import Conversation
+from ...identity import classify, probe
+from ..base import Diagnostics
+from ..files import open_regular
+from .engine import strings
+from .record import LineKind, decide, parse, scan_records, skipped_detail, unreadable
+
+__all__ = ["START", "Tail", "anchor", "appendable", "cut", "identity_at", "joined", "read_range", "read_tail",
+           "resume_point"]
+
+
+def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
+    """The side of the last message, where its run begins, and where the first run ends."""
+    n = scanned["rows"]
+    if not n:
+        return None, 0, 0
+    roles = strings(scanned, "role").to_pylist()
+    side = roles[-1]
+    start = n - 1
+    while start > 0 and roles[start - 1] == side:
+        start -= 1
+    end = 1
+    while end < n and roles[end] == roles[0]:
+        end += 1
+    return side, start, end
+
+
+def resume_point(scanned: dict[str, Any]) -> dict[str, Any] | None:
+    """What a read of the whole scanned record must hand over to be continued, or ``None``.
+
+    Args:
+        scanned: one record's result of :func:`~.record.scan_records`.
+    """
+    if scanned["error"] is not None:
+        return None
+    side, start, _ = _runs(scanned)
+    events = np.frombuffer(scanned["ev_row"], np.int64)
+    return {
+        "messages": scanned["rows"],
+        "lines": scanned["lines"],
+        "chars": int(np.frombuffer(scanned["text_chars"], np.int64).sum()),
+        "side": side,
+        "run_events": bool(len(events) and int(events[-1]) >= start),
+    }
+
+
+def _identity(fingerprint: Any) -> dict[str, Any] | None:
+    """The record's own identity in the source's fingerprint (``[[[path, identity]], settled, traces]``)."""
+    try:
+        identity = fingerprint[0][0][1]
+    except (TypeError, IndexError, KeyError):
+        return None
+    return identity if isinstance(identity, dict) else None
+
+
+def appendable(source: Any, unit: dict[str, Any] | None, fingerprint: Any) -> dict[str, Any] | None:
+    """The resume point to read a record on from, if its earlier read left one and its traces are unchanged.
+
+    Args:
+        source: the source that found the record now.
+        unit: what the earlier export recorded of it (``fingerprint``, ``resume``).
+        fingerprint: the source's fingerprint of it now.
+    """
+    from .source import MurmurSource  # the source module imports this one's functions
+
+    if not isinstance(source, MurmurSource) or not unit or not isinstance(fingerprint, list):
+        return None
+    point, old = unit.get("resume"), unit.get("fingerprint")
+    if not isinstance(point, dict) or not isinstance(old, list) or len(old) != 3 or len(fingerprint) != 3:
+        return None
+    return point if old[2] == fingerprint[2] else None  # a changed trace may join any record
+
+
+def anchor(point: dict[str, Any] | None, path: str | None, fingerprint: Any) -> dict[str, Any] | None:
+    """``point`` tied to the file it was read from, or ``None`` when it cannot be continued.
+
+    The file must still be the one of the fingerprint (taken before the read: same inode,
+    size and time, so the read saw exactly those bytes) and end at a line break.
+    """
+    identity = _identity(fingerprint)
+    if point is None or identity is None or path is None:
+        return None
+    try:
+        with open_regular(Path(path)) as f:
+            st = os.fstat(f.fileno())
+            same = (st.st_dev, st.st_ino, st.st_mtime_ns) == (identity.get("dev"), identity.get("ino"),
+                                                             identity.get("mtime_ns"))
+            at = identity_at(f.fileno(), st.st_size) if same else None
+    except OSError:
+        return None
+    return {**point, **at} if at is not None and at["size"] == identity.get("size") else None
+
+
+@dataclass
+class _Known:
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    head: bytes
+    tail: bytes
+
+
+@dataclass
+class Tail:
+    """The appended messages of a record, read on from a resume point.
+
+    Attributes:
+        conversation: the appended messages as a conversation (positions from 0, line numbers
+            going on from the point's).
+        point: the resume point after them (``None``: the next read is whole).
+        first_side: the side of the first appended message (``None`` when none was appended).
+        first_run_events: whether the run of that side it begins has tool events.
+    """
+
+    conversation: Conversation
+    point: dict[str, Any] | None
+    first_side: str | None
+    first_run_events: bool
+
+
+#: The point before a record's first byte.
+START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "run_events": False}
+
+
+def joined(source: Any, conv: Conversation) -> bool:
+    """Whether ``conv`` must be read whole, in one pass: it is no murmur record, or one joined to session traces."""
+    from .source import MurmurSource  # the source module imports this one's functions
+
+    if not isinstance(source, MurmurSource) or not isinstance(conv.key, tuple) or len(conv.key) != 3:
+        return True
+    index = source._index
+    return index is None or bool(index.for_record(conv.key[1], conv.key[2]))
+
+
+def read_range(source: Any, conv: Conversation, fd: int, start: int, end: int, point: dict[str, Any],
+               diagnostics: Diagnostics, scratch: Path) -> Tail | None:
+    """Decode the bytes ``start:end`` of ``conv``'s record (open as ``fd``), after ``point``; ``None``: read it whole.
+
+    ``start`` is where a line begins, and ``point`` describes what comes before it (:data:`START`
+    before the first byte). The tail's point counts what it read; it has no identity (see
+    :func:`identity_at`).
+    """
+    from .source import _Record  # the source module imports this one's functions
+
+    assert isinstance(conv.key, tuple) and len(conv.key) == 3
+    path, record, context = conv.key
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:
+        return None
+    if len(data) != end - start:
+        return None
+    first = data.split(b"\n", 1)[0].removesuffix(b"\r")
+    if start and decide(first, True) == LineKind.HEADER:
+        return None
+    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        del data
+        scanned = scan_records([name], source.text)[0]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    if scanned["error"] is not None or (start and scanned["header"] is not None):
+        return None
+    lines = point["lines"]
+    scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
+    if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], source._settled(Path(path))):
+        return None
+    read = source._conversation(_Record(Path(path), record, context), source._index, diagnostics, scanned)
+    extra = {k: v for k, v in conv.extra.items() if k != "resume"}
+    tail = replace(read, conversation_id=conv.conversation_id, extra=extra)
+    side, begins, ends = _runs(scanned)
+    events = np.frombuffer(scanned["ev_row"], np.int64)
+    here = resume_point(scanned)
+    assert here is not None
+    combined = side == point["side"] and begins == 0
+    new = {
+        "messages": point["messages"] + here["messages"],
+        "lines": lines + here["lines"],
+        "chars": point["chars"] + here["chars"],
+        "side": side if side is not None else point["side"],
+        "run_events": here["run_events"] or (combined and point["run_events"]) if side is not None
+        else point["run_events"],
+    }
+    first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
+    return Tail(tail, new, first_side, bool(len(events) and int(events[0]) < ends))
+
+
+def identity_at(fd: int, size: int) -> dict[str, Any] | None:
+    """A resume point's identity fields at ``size`` of the file open as ``fd``, if it ends there at a line break."""
+    st = os.fstat(fd)
+    if st.st_size != size or (size and os.pread(fd, 1, size - 1) != b"\n"):
+        return None
+    head, tail = probe(fd, size)
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": size, "mtime_ns": st.st_mtime_ns,
+            "head": head.hex(), "tail": tail.hex()}
+
+
+def cut(fd: int, target: int, end: int, window: int = 4 << 20) -> int | None:
+    """An offset at or after ``target`` (before ``end``) where a new run of one side begins, or ``None``.
+
+    A range that starts there starts a run of its own, so the pairing walk of the ranges on
+    either side makes the rows a walk of the whole makes (see :mod:`murmur_analysis.export.resume`).
+    """
+    data = os.pread(fd, min(window, end - target), target)
+    at = data.find(b"\n") + 1
+    if at <= 0:
+        return None
+    previous: str | None = None
+    while True:
+        nl = data.find(b"\n", at)
+        if nl < 0:
+            return None
+        line = data[at:nl].removesuffix(b"\r")
+        if decide(line) == LineKind.MESSAGE:
+            role = parse(line)["role"]
+            if previous is not None and role != previous:
+                return target + at
+            previous = role
+        at = nl + 1
+
+
+def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostics: Diagnostics,
+              scratch: Path) -> Tail | None:
+    """Decode what was appended to ``conv``'s record since ``point``; ``None``: read it whole.
+
+    Args:
+        source: the :class:`~.source.MurmurSource` that found ``conv`` (its traces are loaded).
+        conv: the record's conversation as the source found it (not read).
+        point: the resume point an earlier read left (:func:`anchor`).
+        diagnostics: where the appended lines' problems are reported.
+        scratch: a folder for the appended bytes while they are scanned.
+    """
+    if joined(source, conv):
+        return None
+    assert isinstance(conv.key, tuple)
+    known = _Known(point["dev"], point["ino"], point["size"], point["mtime_ns"], bytes.fromhex(point["head"]),
+                   bytes.fromhex(point["tail"]))
+    try:
+        with open_regular(Path(conv.key[0])) as f:
+            fd = f.fileno()
+            st = os.fstat(fd)
+            if classify(known, fd, st) != "grew":
+                return None
+            tail = read_range(source, conv, fd, known.size, st.st_size, point, diagnostics, scratch)
+            if tail is not None and tail.point is not None:
+                at = identity_at(fd, st.st_size)
+                tail.point = {**tail.point, **at} if at is not None else None
+    except OSError:
+        return None
+    return tail
