@@ -46,7 +46,8 @@ test: lint typecheck
 fuzz: setup
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests/test_fuzz_decoders.py \
 		tests/test_assembly_properties.py tests/test_cursor_properties.py tests/test_serde_oracle.py \
-		tests/test_export.py::test_incremental_exports_equal_a_fresh_load_after_any_changes
+		tests/test_export.py::test_incremental_exports_equal_a_fresh_load_after_any_changes \
+		tests/test_export.py::test_exports_of_records_that_grew_in_any_way_equal_a_fresh_load
 
 samples: setup
 	$(BIN)/python data/samples/make_samples.py
