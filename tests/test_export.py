@@ -677,3 +677,21 @@ def test_a_long_record_is_written_a_range_at_a_time_and_equals_a_fresh_load(
     settle(home)
     assert export(home, out=out).conversations_appended == 1
     assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.text(max_size=12), max_size=300), others=st.lists(st.text(max_size=12), max_size=30),
+       merge=st.integers(1, 50))
+def test_the_ids_a_walk_met_are_never_forgotten(ids: list[str], others: list[str], merge: int) -> None:
+    from murmur_analysis.export.resume import CalledIds
+
+    met = CalledIds()
+    met._MERGE = merge  # small, so the sorted array is merged into many times
+    for i in ids:
+        met.add(i)
+    assert all(met.maybe([i]) for i in ids)  # never a false "not met": that would change rows
+    assert met.maybe(ids) is bool(ids)
+    assert not met.maybe([])
+    unseen = [o for o in others if o not in set(ids)]
+    # a hit for an unseen id is only a hash collision (then the record is read whole)
+    assert sum(met.maybe([o]) for o in unseen) <= sum(hash(o) in {hash(i) for i in ids} for o in unseen)

@@ -10,15 +10,17 @@ continued from the resume point (:mod:`murmur_analysis.sources.murmur.append`):
   read this way has no usage, so ``context_tokens`` stays null);
 * ``tool_calls``: the pairing walk of the appended messages alone, then told what the earlier
   walk left: a result naming a call still unanswered answers it (that call's row is rewritten,
-  with the rest of the conversation's rows), a result naming a call answered before is a
-  ``duplicate_result``; ``orphans`` are the appended results left ``orphan_result``;
+  with the rest of the conversation's rows); ``orphans`` are the appended results left
+  ``orphan_result``;
 * ``conversations``: the one row rewritten from the earlier row and the appended rows.
 
-The walk gives the same rows as a walk of the whole record, except in two cases, where the
+The walk gives the same rows as a walk of the whole record, except in three cases, where the
 record is read whole instead (:func:`continue_rows` returns ``None``): an appended call reuses
-an id called before (which call a result answers then depends on both parts), or the appended
-messages go on the last run of one side and both parts of that run have tool events (the walk
-opens a run's calls before its results).
+an id called before (which call a result answers then depends on both parts); an appended
+result names a call answered before (a ``duplicate_result``); or the appended messages go on
+the last run of one side and both parts of that run have tool events (the walk opens a run's
+calls before its results). The ids called before are kept as hashes (:class:`CalledIds`), so
+a collision can only send a record to a whole read, never change a row.
 """
 
 from __future__ import annotations
@@ -86,18 +88,57 @@ def _sum(a: Any, b: Any) -> Any:
     return a if b is None else b if a is None else a + b
 
 
+class CalledIds:
+    """The call ids a walk has met, kept as 64-bit hashes: 8 bytes an id, not a Python string.
+
+    A record's ids number in the millions, so the strings themselves would make the memory of a
+    range-by-range export grow with the record. A hash may collide, so :meth:`maybe` answers
+    "maybe met": a caller that needs the exact answer reads the record whole instead, which is
+    exact whatever the hashes say.
+    """
+
+    _MERGE = 65_536  # recent hashes kept in a set before they join the sorted array
+
+    def __init__(self) -> None:
+        self._sorted = np.empty(0, dtype=np.int64)
+        self._recent: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._sorted) + len(self._recent)
+
+    def add(self, call_id: str) -> None:
+        """Remember ``call_id``."""
+        self._recent.add(hash(call_id))
+        if len(self._recent) >= self._MERGE:
+            merged = np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))
+            self._sorted = np.union1d(self._sorted, merged)
+            self._recent = set()
+
+    def maybe(self, call_ids: list[str]) -> bool:
+        """Whether any of ``call_ids`` may have been met (``False``: none was, for certain)."""
+        if not call_ids:
+            return False
+        hashes = [hash(i) for i in call_ids]
+        if any(h in self._recent for h in hashes):
+            return True
+        wanted = np.array(hashes, dtype=np.int64)
+        at = np.searchsorted(self._sorted, wanted)
+        found = at < len(self._sorted)
+        return bool((self._sorted[at[found]] == wanted[found]).any())
+
+
 @dataclass
 class Walk:
     """What the pairing walk of the rows before a point left: the ids called, and the calls still open.
 
     Attributes:
-        called: every call id called before.
+        called: every call id called before (as hashes: a hit means "maybe", see :class:`CalledIds`).
         waiting: per call id, the indexes (among the conversation's ``tool_calls`` rows) of its
             calls not yet answered, oldest first.
         rows: the conversation's ``tool_calls`` rows before the point.
     """
 
-    called: set[str] = field(default_factory=set)
+    called: CalledIds = field(default_factory=CalledIds)
     waiting: dict[str, deque[int]] = field(default_factory=dict)
     rows: int = 0
 
@@ -111,8 +152,8 @@ class Walk:
         ids, called, statuses = (tail.column(c).to_pylist() for c in ("call_id", "called_seq", "status"))
         if any(k != "client" for k in tail.column("kind").to_pylist()):
             return None
-        if any(c is not None and i in self.called for i, c in zip(ids, called, strict=True)):
-            return None
+        if self.called.maybe([i for i, c in zip(ids, called, strict=True) if c is not None]):
+            return None  # an appended call may reuse an id called before: read whole
         answered: dict[int, dict[str, Any]] = {}
         keep: list[bool] = []
         for j, call_id in enumerate(ids):
@@ -127,8 +168,8 @@ class Walk:
                         del self.waiting[call_id]
                     keep.append(False)
                     continue
-                if call_id in self.called:
-                    statuses[j] = "duplicate_result"
+                if self.called.maybe([call_id]):
+                    return None  # a result for a call answered before (or a hash collision): read whole
             keep.append(True)
         kept = tail.filter(pa.array(keep, pa.bool_())) if not all(keep) else tail
         status = pa.array([s for s, k in zip(statuses, keep, strict=True) if k], pa.string())
