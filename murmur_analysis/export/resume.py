@@ -110,8 +110,9 @@ class CalledIds:
         """Remember ``call_id``."""
         self._recent.add(hash(call_id))
         if len(self._recent) >= self._MERGE:
-            merged = np.fromiter(self._recent, dtype=np.int64, count=len(self._recent))
-            self._sorted = np.union1d(self._sorted, merged)
+            recent = np.sort(np.fromiter(self._recent, dtype=np.int64, count=len(self._recent)))
+            # two sorted runs: a stable sort merges them in linear time (repeats do no harm)
+            self._sorted = np.sort(np.concatenate([self._sorted, recent]), kind="stable")
             self._recent = set()
 
     def maybe(self, call_ids: list[str]) -> bool:
