@@ -124,8 +124,7 @@ class LoadEvent:
             builder); for ``target``, the source's rows that belong to no conversation.
         all_diagnostics: for ``target``, every row of that path in the order reported.
         extra_tables: for ``target``, the rows of the path no conversation holds (the
-            :class:`~murmur_analysis.handoff.TableRows` its source yielded, as tables) and the
-            source's own tables (``Source.extra_tables``).
+            :class:`~murmur_analysis.handoff.TableRows` its source yielded), as tables.
     """
 
     kind: str
@@ -219,8 +218,6 @@ class LoadPlan:
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
-            loose = self.new_builder()  # rows that belong to no conversation: handed over with the path's end
-            loose_tables: set[str] = set()
             owned: set[int] = set()  # indexes of diags.rows a conversation reported
             kept: dict[int, Diagnostic] = {}  # the rows not already reported in this load
             found = 0
@@ -265,13 +262,11 @@ class LoadPlan:
             if self.source is not None and not found and not diags.rows:
                 raise nothing_found(self.source, target, self.options)
             rest = self._fresh(diags.rows, (i for i in range(len(diags.rows)) if i not in owned), kept)
-            extra = dict(src.extra_tables())
-            merge_extra(extra, {name: t for name, t in loose.finish().items() if name in loose_tables})
             yield LoadEvent(
                 "target", src, target,
                 diagnostics=rest,
                 all_diagnostics=[kept[i] for i in sorted(kept)],
-                extra_tables=_merged(_row_tables(table_rows, src.name), src.extra_tables()),
+                extra_tables=_row_tables(table_rows, src.name),
             )
 
     def _fresh(self, rows: list[Diagnostic], indexes: Iterable[int], kept: dict[int, Diagnostic]) -> list[Diagnostic]:
@@ -305,11 +300,6 @@ def merge_extra(tables: dict[str, pa.Table], extra: Mapping[str, pa.Table]) -> N
     """Add a source's own tables to ``tables``; a core table's extra rows (a session's usage) are appended."""
     for name, table in extra.items():
         tables[name] = pa.concat_tables([tables[name], table], promote_options="default") if name in tables else table
-
-
-def _merged(tables: dict[str, pa.Table], extra: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
-    merge_extra(tables, extra)
-    return tables
 
 
 def iter_batches(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -87,10 +87,6 @@ class Source(ABC):
     @abstractmethod
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode again the conversation :attr:`Conversation.key` names."""
-
-    def extra_tables(self) -> Mapping[str, Any]:
-        """Tables of this source's own (``pa.Table`` by name) gathered by the last :meth:`open`."""
-        return {}
 
     def fingerprint(self, conv: Conversation) -> Any:
         """What identifies the input ``conv`` is decoded from, as JSON values; ``None``: unknown.
