@@ -18,7 +18,7 @@ from typing import Any
 
 from .diagnostics import Diagnostic
 from .errors import NoSourceError, SourceError, UnknownSourceError
-from .handoff import Conversation
+from .handoff import Conversation, TableRows
 from .sources import Diagnostics, claimants, detect, get_source, registry
 from .sources.base import Source
 from .sources.files import check_file, display, file_kind, identity, is_dir, listing, raw_name
@@ -184,6 +184,21 @@ class Discovery:
             self._seen[ident] = conv.path or ""
         unique = _unique_id(conv, ident, self._taken, diags)
         return conv if unique == conv.conversation_id else replace(conv, conversation_id=unique)
+
+    def admit_rows(self, source: str, rows: TableRows) -> bool:
+        """Whether ``rows`` load: rows of one table read from a file reached before in this load do not.
+
+        Rows with no ``path`` always load. (A store reached through a folder and as itself gives
+        its rows once, as a conversation reached twice loads once.)
+        """
+        found = identity(rows.path) if rows.path is not None else None
+        if found is None:
+            return True
+        key = ("rows", source, rows.table, *found)
+        if key in self._seen:
+            return False
+        self._seen[key] = rows.path or ""
+        return True
 
 
 def _unique_id(

@@ -92,7 +92,8 @@ def load_dask(
         diagnostics = Diagnostics(src.name)
         for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
             if isinstance(conv, TableRows):  # rows no conversation holds: read by the listing
-                listing.add_rows(conv, src.name)
+                if discovery.admit_rows(src.name, conv):
+                    listing.add_rows(conv, src.name)
             elif (admitted := discovery.admit(conv, diagnostics)) is not None:
                 jobs.append((src, admitted.key, admitted.conversation_id))
         listing.add_diagnostics(discovery.fresh(diagnostics.rows))

@@ -18,7 +18,7 @@ import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
@@ -43,21 +43,6 @@ Progress = Callable[[str, str], None]
 Keep = Callable[[Source, Conversation], bool]
 
 _PROGRESS_EVERY = 65_536
-
-
-_T = TypeVar("_T")
-
-
-def _passing(stream: Iterable[_T], each: Callable[[_T], None]) -> Generator[_T, None, Any]:
-    """``stream`` as it is, calling ``each`` on every item; returns what ``stream`` returns (its summary)."""
-    it = iter(stream)
-    while True:
-        try:
-            item = next(it)
-        except StopIteration as stop:
-            return stop.value
-        each(item)
-        yield item
 
 
 def _reporting_columns(
@@ -227,7 +212,8 @@ class LoadPlan:
             since = 0  # rows before it were reported for what came before this conversation
             for item in src.open(target, diags):
                 if isinstance(item, TableRows):
-                    table_rows.append(item)
+                    if discovery.admit_rows(src.name, item):
+                        table_rows.append(item)
                     continue
                 conv = discovery.admit(item, diags)
                 if conv is None:

@@ -86,10 +86,6 @@ class ToolCall:
     result_text: str | None = None
 
 
-def _status(is_error: bool | None) -> ToolStatus:
-    return "error" if is_error else "ok"
-
-
 _TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
 
 

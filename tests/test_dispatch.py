@@ -564,3 +564,12 @@ def test_a_final_snapshot_written_beside_an_unchanged_record_changes_the_fingerp
     assert before is not None
     write(runs / f"{run_id}.final.json", {**RUN, "status": "failed"})  # the run's state changed
     assert source.fingerprint(conv) != before
+
+
+def test_a_store_reached_twice_gives_its_memory_rows_once(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    db = make_sqlite(tmp_path / "state" / "session.sqlite", [("s1", json.dumps(SESSION))],
+                     [("prefs", "tz", "UTC", 1754000000)])
+    for paths in [(tmp_path,), (tmp_path, db), (db, db), (tmp_path, tmp_path / "state")]:
+        corpus = ma.load(*paths, source="dispatch")
+        assert corpus.frame("memory")["key"].tolist() == ["tz"], paths

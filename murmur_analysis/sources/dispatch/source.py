@@ -49,12 +49,6 @@ class DispatchSource(Source):
     name: ClassVar[str] = "dispatch"
     description: ClassVar[str] = "dispatch courier sessions (session files, runs, session.sqlite, eval traces)"
 
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        # SQLite files whose memory rows were handed over in this load: a store reached through
-        # two paths (a folder and the file itself) gives its memory once.
-        self._memory_read: set[tuple[int, int]] = set()
-
     # -- detection --------------------------------------------------------------------------
 
     def guess_can_open(self, path: Path) -> bool:
@@ -163,11 +157,8 @@ class DispatchSource(Source):
             diagnostics.report(sidecar, NOT_REGULAR, "a FIFO, socket or device beside a SQLite file: SQLite would "
                                "block on it, so the database is not read")
         elif name == "session.sqlite" or store_tables(path):
-            ident = identity(path)
-            memory = ident is None or ident not in self._memory_read
-            if ident is not None:
-                self._memory_read.add(ident)
-            yield from read_store(self.name, path, diagnostics, memory=memory)
+            # a store reached twice gives its memory rows once: the loader admits rows per file
+            yield from read_store(self.name, path, diagnostics, memory=True)
 
     def _record(
         self,
