@@ -695,3 +695,34 @@ def test_the_ids_a_walk_met_are_never_forgotten(ids: list[str], others: list[str
     unseen = [o for o in others if o not in set(ids)]
     # a hit for an unseen id is only a hash collision (then the record is read whole)
     assert sum(met.maybe([o]) for o in unseen) <= sum(hash(o) in {hash(i) for i in ids} for o in unseen)
+
+
+def test_an_export_with_a_progress_bar_keeps_what_did_not_change(tmp_path: Path) -> None:
+    # The CLI exports with progress on: the conversations its bar wraps are copies of the ones
+    # the export decided to read, and their fingerprints must still reach the state.
+    home = tmp_path / "samples"
+    shutil.copytree(REPO / "data" / "samples", home, symlinks=True)
+    settle(home)
+    out = tmp_path / "out"
+    told: list[str] = []
+    first = export(home, out=out, progress=lambda kind, text: told.append(kind))
+    again = export(home, out=out, progress=lambda kind, text: told.append(kind))
+    assert told and first.conversations_read > 0
+    assert again.conversations_read == 0 and again.conversations_kept == first.conversations_read
+
+
+def test_a_name_that_is_not_utf8_exports_and_is_kept_unchanged(tmp_path: Path) -> None:
+    folder = os.fsencode(tmp_path / "home" / "conversations" / "bot") + b"/ctx\xff"
+    os.makedirs(folder)
+    record = folder + b"/conversation.jsonl"
+    with open(record, "w") as f:
+        f.write('{"role":"user","content":"hi","id":"msg_019b76dab4a37fc195492044b948c159"}\n')
+    past = time.time() - 3600
+    os.utime(record, (past, past))
+    out = tmp_path / "out"
+    first = export(tmp_path / "home", out=out)
+    again = export(tmp_path / "home", out=out)
+    assert (first.conversations_read, again.conversations_read, again.conversations_kept) == (1, 0, 1)
+    conversations = read_parquet(out).conversations
+    assert conversations["conversation_id"].tolist() == ["bot/ctx\\xff"]
+    assert conversations["conversation_id_bytes"].tolist() == [b"bot/ctx\xff"]

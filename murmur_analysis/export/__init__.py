@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from ..discovery import printable
@@ -45,7 +44,7 @@ from .layout import Output
 from .ranges import export_ranges
 from .reader import read_parquet
 from .resume import Appended, appended_to_previous
-from .state import ExportState, unit_id
+from .state import ExportState, as_json, unit_id
 from .writer import BatchWriter, Rows, package_version, units_of
 
 __all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
@@ -150,7 +149,7 @@ def export(
             plan.read_ahead = READ_AHEAD
             keep: set[str] = set()
             seen: set[str] = set()
-            fingerprints: dict[int, Any] = {}
+            fingerprints: dict[Hashable, Any] = {}  # by key: the event's conversation may be a copy
             counts: dict[str, dict[str, int]] = {}
             held: list[str] = []
             read = 0
@@ -194,7 +193,7 @@ def export(
                     return False
                 files_found.add(found)
                 unit = unit_id(conv)
-                fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
+                fp = as_json(src.fingerprint(conv))
                 if previous.unchanged(unit, fp):
                     decided[conv.key] = ("keep", fp, None)
                     return True
@@ -228,7 +227,7 @@ def export(
                 unit = unit_id(conv)
                 decision, fp, grown = decided.pop(conv.key, None) or ("read", None, None)
                 if decision == "read":
-                    fp = orjson.loads(orjson.dumps(src.fingerprint(conv)))
+                    fp = as_json(src.fingerprint(conv))
                     if unit not in seen and previous.unchanged(unit, fp):
                         decision = "keep"
                 if decision != "read":  # not read by its source: its rows are written or kept already
@@ -244,7 +243,7 @@ def export(
                         if decision == "append" and grown is not None:
                             appended[unit] = grown
                     return False
-                fingerprints[id(conv)] = racy(fp)
+                fingerprints[conv.key] = racy(fp)
                 if held and conv.source != held_source:
                     flush()  # a batch holds one source's conversations: flushed before this one's rows
                 return True
@@ -254,13 +253,13 @@ def export(
                 if event.kind == "conversation" and conv is not None:
                     read += 1
                     plan.builder.add_diagnostics(event.diagnostics)
-                    unit = unit_id(conv)
+                    unit = first = unit_id(conv)
                     n = 1
                     while unit in seen:  # the same conversation reached twice: both rows kept apart
                         n += 1
-                        unit = f"{unit_id(conv)}\x1f{n}"
+                        unit = f"{first}\x1f{n}"
                     seen.add(unit)
-                    fp = fingerprints.pop(id(conv), None)
+                    fp = fingerprints.pop(conv.key, None)
                     counts[unit] = {**event.rows, "diagnostics": len(event.diagnostics)}
                     point = conv.extra.get("resume")
                     writer.state.units[unit] = {"fingerprint": fp, "resume": anchor(point, conv.path, fp)}

@@ -27,15 +27,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..handoff import Conversation
+from ..sources.files import display
 
-__all__ = ["ExportState", "unit_id"]
+__all__ = ["ExportState", "as_json", "unit_id"]
 
 STATE_VERSION = 2
 
 
 def unit_id(conv: Conversation) -> str:
-    """The state's key of a conversation: stable while its source, id and reopen key are."""
-    return f"{conv.source}\x1f{conv.conversation_id}\x1f{conv.key!r}"
+    r"""The state's key of a conversation: stable while its source, id and reopen key are.
+
+    A name that is not UTF-8 is written as ``\xNN``, as the tables show it (so the key is the
+    same for the conversation as found and as shown, and JSON can hold it).
+    """
+    return display(f"{conv.source}\x1f{conv.conversation_id}\x1f{conv.key!r}")
 
 
 @dataclass
@@ -89,3 +94,18 @@ class ExportState:
                     ranges.append((offset, n))
             offset += n
         return ranges
+
+
+def as_json(value: Any) -> Any:
+    r"""A source's fingerprint as the JSON values the state stores (what a round trip through JSON gives).
+
+    Names that are not UTF-8 (surrogate escapes) are written as ``\xNN``, as the tables show them:
+    JSON holds no lone surrogate, and the same name always gives the same text.
+    """
+    if isinstance(value, str):
+        return display(value)
+    if isinstance(value, dict):
+        return {display(str(k)): as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [as_json(v) for v in value]
+    return value
