@@ -134,6 +134,13 @@ def cmd_diagnostics(args: argparse.Namespace) -> int:
     return _strict(args, corpus)
 
 
+def _folder(text: str) -> str:
+    """``--out``'s value: a folder name, never empty (an empty one would mean the working folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return text
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """Export every table as Parquet, a batch of conversations at a time, switched in whole."""
     with _reading(args) as how:
@@ -144,6 +151,9 @@ def cmd_export(args: argparse.Namespace) -> int:
           f"{result.conversations_appended} read on from where the previous export stopped, "
           f"{result.conversations_kept} kept from the previous export; "
           f"{result.files_written} file(s) written, {result.files_kept} kept")
+    for relative, why in result.damaged:
+        print(f"murmur-analysis: {relative} of the previous export was damaged ({why}); its conversations were "
+              "read again from the input", file=sys.stderr)
     return _strict(args, result.rows.get("diagnostics", 0))
 
 
@@ -226,11 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="write every table as a hive-partitioned Parquet dataset",
                        description="Load SRC... and write <DIR>/<table>/source=<source>/part-<batch>.parquet, "
                                    "switched in whole (a killed export leaves the previous one intact). "
-                                   "<DIR>/manifest.json names the files. Exporting again into the same DIR "
-                                   "reads only the conversations whose files or branches changed.")
+                                   "<DIR>/_manifest.json names the files. Exporting again into the same DIR "
+                                   "reads only the conversations whose files or branches changed. DIR must be "
+                                   "new, empty, or an earlier export's folder, and no input may be in it or hold "
+                                   "it: nothing the export did not write is ever deleted or moved.")
     add_load_args(p)
-    p.add_argument("--out", required=True, metavar="DIR",
-                   help="output folder (created; the previous export in it is replaced whole)")
+    p.add_argument("--out", required=True, metavar="DIR", type=_folder,
+                   help="output folder: new, empty, or an earlier export's (the previous export in it is "
+                        "replaced whole)")
     p.add_argument("--full", action="store_true",
                    help="read every conversation again instead of keeping unchanged ones' rows")
     p.set_defaults(func=cmd_export)

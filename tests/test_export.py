@@ -117,7 +117,7 @@ def test_the_samples_round_trip_with_declared_types_and_stamps(tmp_path: Path, s
     plain = pd.read_parquet(out / "usage")  # pandas alone: the files say which dtypes
     assert str(plain["input_tokens"].dtype) == "int64[pyarrow]" and str(plain["sealed"].dtype) == "bool[pyarrow]"
     assert len(plain) == len(usage)
-    manifest = orjson.loads((out / "manifest.json").read_bytes())
+    manifest = orjson.loads((out / "_manifest.json").read_bytes())
     version = ma.pricing.price_data_version()
     assert manifest["schema_version"] == SCHEMA_VERSION and manifest["price_data_version"] == version
     listed = {f["path"] for t in manifest["tables"].values() for f in t["files"]}
@@ -146,14 +146,16 @@ def test_corpus_to_parquet_replaces_the_previous_export_whole(tmp_path: Path) ->
     assert read_parquet(out).tables["conversations"]["conversation_id"].to_pylist() == ["bot/ctx-0"]
 
 
-def test_an_earlier_in_place_export_is_replaced(tmp_path: Path) -> None:
+def test_a_folder_of_parquet_files_with_no_export_of_ours_is_refused_and_left_alone(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (out / "messages" / "source=murmur").mkdir(parents=True)
-    pq.write_table(schema("messages").empty_table().drop_columns(["source"]),
-                   out / "messages" / "source=murmur" / "part-0.parquet")
-    export(home_with(tmp_path), out=out)
-    assert (out / "messages").is_symlink()
-    assert ds.dataset(out / "messages", partitioning="hive").to_table().num_rows == 12
+    part = out / "messages" / "source=murmur" / "part-0.parquet"
+    pq.write_table(schema("messages").empty_table().drop_columns(["source"]), part)
+    before = part.read_bytes()
+    with pytest.raises(ma.ExportError, match="holds no murmur-analysis export"):
+        export(home_with(tmp_path), out=out)
+    assert part.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["messages"]
 
 
 def test_a_file_in_the_way_is_an_export_error(tmp_path: Path) -> None:
@@ -429,16 +431,16 @@ def test_a_failed_export_leaves_no_staging_folder_and_the_previous_export(tmp_pa
     assert _snapshot(out) == before
 
 
-def test_a_lost_file_of_the_previous_export_is_an_export_error_that_says_what_to_do(tmp_path: Path) -> None:
+def test_a_lost_file_of_the_previous_export_is_written_again_from_the_input(tmp_path: Path) -> None:
     home = home_with(tmp_path)
     settle(home)
     out = tmp_path / "out"
     export(home, out=out)
-    next((out / ".export" / "current" / "messages").rglob("*.parquet")).unlink()
-    with pytest.raises(ma.ExportError) as err:
-        export(home, out=out)
-    assert err.value.hint is not None and "--full" in err.value.hint
-    export(home, out=out, incremental=False)
+    lost = next((out / ".export" / "current" / "messages").rglob("*.parquet"))
+    lost.unlink()
+    result = export(home, out=out)
+    assert [why for _, why in result.damaged] == ["it is gone"]
+    assert result.conversations_read == 3
     assert_same(read_parquet(out).tables, ma.load(home).tables)
 
 

@@ -150,7 +150,7 @@ def test_export_without_text_writes_null_text_and_reads_again_when_text_is_asked
     assert lean.conversations_read > 0
     messages = ma.read_parquet(out).tables["messages"]
     assert messages.num_rows and messages.column("text").null_count == messages.num_rows
-    assert json.loads((out / "manifest.json").read_text())["text"] is False
+    assert json.loads((out / "_manifest.json").read_text())["text"] is False
     full = ma.export_parquet(SAMPLES / "dispatch", out=out)  # rows made without text are made again
     assert full.conversations_read == lean.conversations_read and full.conversations_kept == 0
     messages = ma.read_parquet(out).tables["messages"]

@@ -40,6 +40,7 @@ from ..pricing import Pricer, Prices, price_tables
 from ..schema import SCHEMA_VERSION
 from ..sources.base import Diagnostics, Source
 from ..sources.murmur.append import anchor, appendable, read_tail
+from .integrity import drop_damaged, note_stamps
 from .layout import Output
 from .ranges import export_ranges
 from .reader import read_parquet
@@ -73,6 +74,8 @@ class ExportResult:
             lines were read (their earlier rows kept).
         files_written: Parquet files this run wrote.
         files_kept: Parquet files carried over from the previous export unchanged.
+        damaged: files of the previous export that were not as it wrote them, each with what
+            was wrong; their conversations were read again from the input.
     """
 
     out: Path
@@ -83,6 +86,7 @@ class ExportResult:
     conversations_appended: int = 0
     files_written: int = 0
     files_kept: int = 0
+    damaged: list[tuple[str, str]] = field(default_factory=list)
 
     def paths(self) -> dict[str, Path]:
         """The dataset folder of each table."""
@@ -107,8 +111,10 @@ def export(
 
     Args:
         *paths: files or folders of any registered source.
-        out: the output folder (created). Only ``out/.export``, ``out/manifest.json`` and the
-            tables' links are written; nothing outside ``out``.
+        out: the output folder (created): a new or empty folder, or one an earlier export
+            wrote. Only ``out/.export``, ``out/_manifest.json`` and the tables' links are
+            written; nothing outside ``out``, and nothing the export did not write is deleted
+            (see :mod:`murmur_analysis.export.layout`).
         source: force this source for every path instead of detecting.
         options: per-source options by source name.
         progress: called as work advances (see :data:`~murmur_analysis.load_plan.Progress`).
@@ -129,13 +135,14 @@ def export(
         What was written.
 
     Raises:
-        ExportError: ``out`` cannot be written, or another export into it is running.
+        ExportError: ``out`` cannot be written; it is not empty and holds no export; it is,
+            holds or lies inside an input; or another export into it is running.
         NoSourceError: a path no source recognises.
         FileNotFoundError: a path that does not exist.
     """
     pricer = Pricer(prices)
     price_version = pricer.version
-    with Output(out) as output, cyclic_gc_paused():
+    with Output(out, paths) as output, cyclic_gc_paused():
         current = output.current()
         made = {"package_version": package_version(), "schema_version": SCHEMA_VERSION,
                 "price_data_version": price_version, "text": text}
@@ -143,6 +150,7 @@ def export(
         if any(before.get(k) != v for k, v in made.items()):
             incremental = False  # rows made another way are all made again
         previous = ExportState.from_doc(current.state() if current and incremental else None)
+        damaged = drop_damaged(previous, current) if current is not None else []
         with output.staging() as staged:
             writer = BatchWriter(staged, compression, compression_level, price_version)
             plan = LoadPlan(paths, source, options, progress, text)
@@ -311,6 +319,7 @@ def export(
             manifest = {**writer.manifest(current.name if current else None), "text": text}
             staged.write(manifest, writer.state.to_doc())
             final = output.switch(staged, list(manifest["tables"]))
+        note_stamps(final, _files(manifest))
     return ExportResult(
         out=output.root,
         generation=final.number,
@@ -320,6 +329,7 @@ def export(
         conversations_appended=len(appended),
         files_written=writer.written,
         files_kept=writer.kept,
+        damaged=damaged,
     )
 
 
@@ -347,7 +357,8 @@ def write_parquet(
         The dataset folder of each table.
 
     Raises:
-        ExportError: ``out`` cannot be written, or another export into it is running.
+        ExportError: ``out`` cannot be written, is not empty and holds no export, or another
+            export into it is running.
     """
     with Output(out) as output:
         current = output.current()
@@ -357,5 +368,11 @@ def write_parquet(
             writer.complete(None)
             manifest = writer.manifest(current.name if current else None)
             staged.write(manifest, ExportState().to_doc())
-            output.switch(staged, list(manifest["tables"]))
+            final = output.switch(staged, list(manifest["tables"]))
+        note_stamps(final, _files(manifest))
     return {name: output.root / name for name in manifest["tables"]}
+
+
+def _files(manifest: Mapping[str, Any]) -> list[str]:
+    """The path of every file a manifest names."""
+    return [f["path"] for entry in manifest["tables"].values() for f in entry["files"]]

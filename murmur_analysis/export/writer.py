@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,14 +20,14 @@ import pyarrow.parquet as pq
 from ..errors import ExportError
 from ..frames import to_pandas
 from ..schema import SCHEMA_VERSION, TABLES, schema
-from .layout import Generation
+from .integrity import integrity
+from .layout import FORMAT, Generation
 from .state import ExportState
 
 __all__ = ["FORMAT", "METADATA_KEY", "BatchWriter", "Rows", "Units", "package_version", "units_of"]
 
 #: The key of the file metadata this package writes.
 METADATA_KEY = b"murmur_analysis"
-FORMAT = "murmur-analysis-parquet"
 ROW_GROUP_ROWS = 131_072
 
 
@@ -51,6 +52,8 @@ def _pandas_metadata(schema_: pa.Schema) -> dict[bytes, bytes]:
 
 def _has_columns(path: Path, columns: list[str]) -> bool:
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
         return bool(pq.read_schema(path).names == columns)
     except (OSError, pa.ArrowException):
         return False
@@ -104,6 +107,8 @@ class BatchWriter:
         self.written = 0
         self.kept = 0
         self._serial = 0
+        #: What is recorded of each file of this generation (see :mod:`~murmur_analysis.export.integrity`).
+        self.integrity: dict[str, dict[str, Any]] = {}
 
     def _stamp(self, table: str) -> dict[bytes, bytes]:
         doc = {"format": FORMAT, "table": table, "schema_version": SCHEMA_VERSION,
@@ -140,13 +145,15 @@ class BatchWriter:
                 self._place(table, value, relative, part.num_rows)
                 owners = None if units is None else [list(u) for u in units.get(table, [])]
                 self.state.files[relative] = {"table": table, "source": value, "units": owners or [],
-                                              "whole": units is None}
+                                              "whole": units is None, **self.integrity[relative]}
                 written.append(relative)
         return written
 
     def rewrite(self, table: str, data: pa.Table, relative: str) -> None:
         """Write a file of this export again, with as many rows (some of them changed)."""
         self._write_file(table, data, relative)
+        if relative in self.state.files:
+            self.state.files[relative].update(self.integrity[relative])
 
     def discard(self, relatives: list[str]) -> None:
         """Take files written by this export back out of it."""
@@ -154,18 +161,28 @@ class BatchWriter:
         for relative in relatives:
             (self.staged.path / relative).unlink(missing_ok=True)
             self.state.files.pop(relative, None)
+            self.integrity.pop(relative, None)
         for table, files in self.files.items():
             self.files[table] = [f for f in files if f["path"] not in gone]
 
     def _write_file(self, table: str, data: pa.Table, relative: str) -> None:
+        """Write one file (whole in memory first, so its checksum is taken of the bytes written)."""
         path = self.staged.path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = data.replace_schema_metadata({**_pandas_metadata(data.schema), **self._stamp(table)})
+        sink = pa.BufferOutputStream()
         try:
-            pq.write_table(data, path, compression=self.compression, compression_level=self.level,
+            pq.write_table(data, sink, compression=self.compression, compression_level=self.level,
                            row_group_size=ROW_GROUP_ROWS)
+            body = memoryview(sink.getvalue())
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(body)
+            self.integrity[relative] = integrity(body)
         except (OSError, pa.ArrowException) as err:
-            raise ExportError(f"could not write {path}: {err}") from err
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            raise ExportError(f"could not write {path}: {why}",
+                              hint="the previous export is left as it was; free space or inodes and export again"
+                              ) from err
         self.written += 1
         hook = os.environ.get("MURMUR_ANALYSIS_EXPORT_FILE_HOOK")
         if hook:  # a test's hook: a pause after each file, so a kill can land between files
@@ -196,9 +213,14 @@ class BatchWriter:
                 self.staged.carry(relative, prev_gen)
                 self._place(table, entry["source"], relative, sum(n for _, n in kept))
                 self.state.files[relative] = entry
+                self.integrity[relative] = {k: entry[k] for k in ("bytes", "blake2b") if k in entry}
                 self.kept += 1
                 continue
-            old = pq.ParquetFile(prev_gen.path / relative).read()
+            try:
+                old = pq.ParquetFile(prev_gen.path / relative).read()
+            except (OSError, pa.ArrowException) as err:
+                raise ExportError(f"could not read {prev_gen.path / relative} of the previous export: {err}",
+                                  hint="export again with --full (incremental=False)") from err
             part = pa.concat_tables([old.slice(o, n) for o, n in previous.ranges(entry, wanted)])
             if entry["source"] is not None:
                 part = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows, pa.string()))
@@ -224,6 +246,8 @@ class BatchWriter:
             if previous is not None and _has_columns(previous.path / relative, columns):
                 self.staged.carry(relative, previous)
                 self.kept += 1
+                body = (self.staged.path / relative).read_bytes()  # a file of no rows: a few hundred bytes
+                self.integrity[relative] = integrity(body)
             else:
                 empty = schema(name).empty_table() if name in TABLES else pa.table(
                     {c: pa.array([], pa.null()) for c in columns})
@@ -232,8 +256,13 @@ class BatchWriter:
 
     def manifest(self, replaces: str | None) -> dict[str, Any]:
         """The manifest of the staged generation."""
+        def described(f: dict[str, Any]) -> dict[str, Any]:
+            known = self.integrity.get(f["path"], {})
+            return {**f, **{k: known[k] for k in ("bytes", "blake2b") if k in known}}
+
         tables = {
-            name: {"rows": sum(f["rows"] for f in files), "files": sorted(files, key=lambda f: f["path"]),
+            name: {"rows": sum(f["rows"] for f in files),
+                   "files": sorted((described(f) for f in files), key=lambda f: f["path"]),
                    "columns": self.columns.get(name, [])}
             for name, files in sorted(self.files.items())
         }

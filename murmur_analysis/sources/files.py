@@ -158,14 +158,22 @@ def report_kind(path: str | os.PathLike[str], kind: str, diagnostics: Diagnostic
         diagnostics.report(path, NOT_REGULAR, f"a {kind}, not a regular file: never opened (it could block)")
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> BinaryIO:
     """Open a regular file for reading, without ever blocking on a FIFO or a device.
+
+    Args:
+        path: the file.
+        follow: follow a link at ``path`` itself; ``False`` refuses one (``ELOOP``), for files
+            the toolkit wrote itself, where a link is never its own.
 
     Raises:
         NotRegularFile: what is at ``path`` is not a regular file.
-        OSError: it could not be opened.
+        OSError: it could not be opened (``ELOOP``: a link, with ``follow=False``).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    fd = os.open(path, flags)
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
