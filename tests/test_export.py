@@ -728,3 +728,39 @@ def test_a_name_that_is_not_utf8_exports_and_is_kept_unchanged(tmp_path: Path) -
     conversations = read_parquet(out).conversations
     assert conversations["conversation_id"].tolist() == ["bot/ctx\\xff"]
     assert conversations["conversation_id_bytes"].tolist() == [b"bot/ctx\xff"]
+
+
+def test_an_unchanged_re_export_starts_no_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = home_with(tmp_path, n=4)
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    calls: list[list[str]] = []
+    import murmur_analysis.sources.murmur.source as source_module
+
+    real = source_module.scan_records
+
+    def scan(paths: list[str], text: bool = True) -> Any:
+        calls.append(paths)
+        return real(paths, text)
+
+    monkeypatch.setattr(source_module, "scan_records", scan)
+    assert export(home, out=out).conversations_read == 0
+    assert calls == []  # not even an empty one: each starts the engine's threads
+
+
+def test_records_that_end_at_a_line_end_are_kept_when_they_settle(tmp_path: Path) -> None:
+    """Settling changes only what an unterminated last line reads as: a whole record is not read again."""
+    home = home_with(tmp_path, n=3)
+    torn = rec(home, 2)
+    torn.write_bytes(torn.read_bytes() + b'{"role":"assistant","con')  # a line still being written
+    recent = time.time() - 1.5  # outside the racy second, inside the settle time
+    for path in home.rglob("*"):
+        os.utime(path, (recent, recent))
+    out = tmp_path / "out"
+    options = {"murmur": {"settle_seconds": 2.0}}
+    export(home, out=out, options=options)
+    time.sleep(0.6)  # now every record has settled
+    again = export(home, out=out, options=options)
+    assert again.conversations_read == 1  # only the torn one: its last line now counts as unreadable
+    assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)

@@ -373,6 +373,7 @@ def test_a_real_file_system_out_of_inodes_leaves_the_previous_export(tmp_path: P
     home = home_with(tmp_path, n=6)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
+    read = f"import murmur_analysis as ma; print(ma.read_parquet('{mnt}/out').tables['messages'].num_rows)"
     script = textwrap.dedent(f"""
         set -e
         mount -t tmpfs -o size=64m,nr_inodes=4096 tmpfs {mnt}
@@ -388,7 +389,7 @@ def test_a_real_file_system_out_of_inodes_leaves_the_previous_export(tmp_path: P
           {sys.executable} -m murmur_analysis.cli export {home} --out {mnt}/out --full -q 2>{tmp_path}/err-$spare
           echo "exit $?"
           set -e
-          {sys.executable} -c "import murmur_analysis as ma; print(ma.read_parquet('{mnt}/out').tables['messages'].num_rows)"
+          {sys.executable} -c "{read}"
         done
     """)
     prefix = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]

@@ -9,6 +9,7 @@ What the stream learns on the way (the joined usage and compaction rows, the tit
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -39,6 +40,23 @@ def settled(path: Path, settle_seconds: float) -> bool:
         return time.time() - path.stat().st_mtime >= settle_seconds
     except OSError:
         return True
+
+
+def steady(path: Path, settle_seconds: float) -> bool:
+    """Whether settling can no longer change what ``path`` reads as: it ends at a line's end, or has settled.
+
+    Only an unterminated last line waits for its file to settle, so a file that ends with a
+    newline (or is empty) reads the same before and after: an export's fingerprint of it does
+    not change when it settles, and an unchanged re-export keeps its rows.
+    """
+    try:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0 or os.pread(f.fileno(), 1, size - 1) == b"\n":
+                return True
+    except OSError:
+        pass
+    return settled(path, settle_seconds)
 
 
 def report_skipped(path: Path, skipped: list[tuple[int, str, str]], is_settled: bool, diagnostics: Diagnostics) -> None:

@@ -47,7 +47,7 @@ from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .append import resume_point
 from .engine import ints, pairing, scanned_columns, strings
-from .entries import report_skipped, settled, stream, title_of
+from .entries import report_skipped, settled, steady, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
 from .record import header_of, scan_records, skipped_detail, truncation, unreadable
 from .sessions import discover, trace_files
@@ -224,7 +224,8 @@ class MurmurSource(Source):
         for group in _groups(records, self.read_ahead or _SCAN_BYTES):
             # Records the consumer will not read (``Source.skip``) are not scanned.
             skipped = {id(rec) for rec in group if self.skip is not None and self.skip(self._unread(rec))}
-            scanned = iter(scan_records([str(rec.path) for rec in group if id(rec) not in skipped], self.text))
+            wanted = [str(rec.path) for rec in group if id(rec) not in skipped]
+            scanned = iter(scan_records(wanted, self.text) if wanted else ())  # an unchanged group starts no scan
             for rec in group:
                 by_context.setdefault(rec.context_id, []).append(rec)
                 if id(rec) in skipped:
@@ -250,10 +251,12 @@ class MurmurSource(Source):
             yield TableRows("usage", tuple(usage_columns(inference_row(inf)) for _trace, inf in index.session_usage))
 
     def fingerprint(self, conv: Conversation) -> Any:
-        """The identities of the record and of every trace it is joined to, and which have settled.
+        """The identities of the record and of every trace it is joined to, and whether each is steady.
 
         An unterminated last line is reported only once its file has been still for
-        ``settle_seconds``, so whether a file has settled is part of what its rows depend on.
+        ``settle_seconds``, so for a file that ends mid-line, whether it has settled is part of
+        what its rows depend on (:func:`~murmur_analysis.sources.murmur.entries.steady`); a file
+        that ends at a line's end reads the same either way.
         """
         own = super().fingerprint(conv)
         if own is None:
@@ -262,12 +265,12 @@ class MurmurSource(Source):
             # Every record is joined against the same traces: their identities go in as one
             # digest (the state stays small), with the newest one whole (its time tells whether
             # a trace changed while it was read).
-            identities = [(str(t), file_identity(t), self._settled(t)) for t in self._traces]
+            identities = [(str(t), file_identity(t), steady(t, self.settle_seconds)) for t in self._traces]
             newest = max((i for _, i, _ in identities if i is not None), key=lambda i: int(i["mtime_ns"]),
                          default=None)
             digest = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
             self._traces_identity = [digest, newest]
-        return [own, self._settled(Path(own[0][0])), self._traces_identity]
+        return [own, steady(Path(own[0][0]), self.settle_seconds), self._traces_identity]
 
     def _unread(self, rec: _Record) -> Conversation:
         """``rec``'s conversation as found, nothing of it read (for a consumer that skips it)."""
