@@ -14,9 +14,54 @@ NATIVE := $(wildcard native/Cargo.toml native/src/*.rs)
 # cargo builds the native decode engine; rustup installs it under ~/.cargo/bin.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup run report test lint typecheck bench fuzz samples clean
+# What a fresh Debian machine lacks is installed here when we are root; otherwise make stops
+# at once with the one command to run. Elsewhere (a Mac, rustup) cargo takes crates.io's crates.
+APT_NATIVE  := cargo librust-serde-json-dev librust-serde-derive-dev librust-pyo3-dev librust-rayon-dev librust-memchr-dev
+APT_BROWSER := chromium
+HAVE_APT    := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
+ROOT        := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
-$(STAMP): pyproject.toml Makefile $(NATIVE)
+.PHONY: setup run report test lint typecheck bench fuzz samples clean native-deps browser-deps wheel-check
+
+# cargo, and on Debian its packaged crates (the build uses them offline; native/crates.py).
+native-deps:
+	@missing=""; \
+	command -v cargo >/dev/null 2>&1 || [ -x "$(HOME)/.cargo/bin/cargo" ] || missing="$(APT_NATIVE)"; \
+	if [ -z "$$missing" ] && [ "$(HAVE_APT)" = yes ]; then \
+	  for c in serde_json serde_derive pyo3 rayon memchr; do \
+	    ls -d /usr/share/cargo/registry/$$c-[0-9]* >/dev/null 2>&1 || missing="$(APT_NATIVE)"; \
+	  done; \
+	  if [ -n "$$missing" ] && [ "$(ROOT)" != yes ]; then \
+	    echo "note: Debian's Rust crates are not installed; cargo will take them from crates.io" \
+	         "(offline? run: sudo apt-get install $(APT_NATIVE))" >&2; missing=""; \
+	  fi; \
+	fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$(ROOT)" = yes ] && [ "$(HAVE_APT)" = yes ]; then \
+	    echo "installing $$missing (Debian packages)" >&2; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing >/dev/null; \
+	  elif [ "$(HAVE_APT)" = yes ]; then \
+	    echo "error: cargo is not installed. Run: sudo apt-get install $(APT_NATIVE)   then make again" >&2; exit 1; \
+	  else \
+	    echo "error: cargo is not installed. Install Rust (https://rustup.rs), then make again" >&2; exit 1; \
+	  fi; \
+	fi
+
+# The browser the end-to-end tests drive (Debian's chromium; no browser is ever downloaded).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$(ROOT)" = yes ] && [ "$(HAVE_APT)" = yes ]; then \
+	    echo "installing chromium (Debian package)" >&2; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_BROWSER) >/dev/null; \
+	  else \
+	    echo "error: the browser tests drive Debian's chromium. Run: sudo apt-get install $(APT_BROWSER)   then make test again" >&2; exit 1; \
+	  fi; \
+	fi
+
+$(STAMP): pyproject.toml setup.py native/crates.py Makefile $(NATIVE)
+	@$(MAKE) --no-print-directory native-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e ".[dev,notebooks,dask,bench]"
@@ -40,7 +85,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy --strict murmur_analysis
 
-test: lint typecheck
+test: browser-deps lint typecheck
 	$(BIN)/python -m pytest -q -n 2
 
 fuzz: setup
@@ -54,6 +99,16 @@ samples: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+
+# A wheel built from this checkout, installed into a fresh virtual environment, loads the samples.
+wheel-check: native-deps
+	rm -rf build/wheel build/wheel-venv
+	$(PYTHON) -m pip wheel -q --no-deps -w build/wheel .
+	$(PYTHON) -m venv build/wheel-venv
+	build/wheel-venv/bin/python -m pip install -q build/wheel/murmur_analysis-*.whl
+	cd build && wheel-venv/bin/murmur-analysis summary ../data/samples
+	cd build && wheel-venv/bin/python -c "import murmur_analysis as ma, sys; c = ma.load('../data/samples'); \
+	  sys.exit(0 if len(c.conversations) and ma.__file__.startswith('$(CURDIR)/build/wheel-venv') else 'not the wheel')"
 
 clean:
 	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache

@@ -1,7 +1,8 @@
 """The serde_json oracle (``tests/serde_oracle``) and the toolkit's view of the same record.
 
 The oracle is a small Rust program built against the real serde_json (Debian's
-``librust-serde-json-dev``, offline through the repository's ``.cargo/config.toml``). It applies
+``librust-serde-json-dev``, offline, with the crate source the engine's build chooses:
+``native/crates.py``). It applies
 murmur's host rules to a record file and prints, per line, ``message`` (with the lowered content,
 id, role and source id), ``header``, ``skipped`` or ``blank``. :func:`compare` puts the toolkit's
 public API (``read_messages`` walked page by page, and ``load``) beside it and returns every
@@ -10,9 +11,9 @@ difference, so a test can name the line that disagrees.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -29,36 +30,40 @@ TARGET = HERE.parent / "build" / "serde-oracle"
 SKIPPED_KINDS = {"not_a_message", "partial_line", "bad_utf8"}
 
 
-def find_cargo() -> str | None:
-    """``cargo`` on PATH, or rustup's default location."""
-    found = shutil.which("cargo")
-    if found:
-        return found
-    home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo")) / "bin" / "cargo"
-    return str(home) if home.is_file() else None
+def _crates() -> Any:
+    """``native/crates.py``: where the engine's build takes its crates from (one home for the choice)."""
+    spec = importlib.util.spec_from_file_location("murmur_analysis_crates", HERE.parent / "native" / "crates.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+crates = _crates()
+ORACLE_CRATES = {"serde_json": "librust-serde-json-dev", "serde_derive": "librust-serde-derive-dev"}
 
 
 def build() -> Path:
     """Build the oracle (release) and return its binary; raise ``RuntimeError`` saying what is missing."""
-    cargo = find_cargo()
+    cargo = crates.find_cargo()
     if cargo is None:
         raise RuntimeError(
             "cargo was not found (PATH or ~/.cargo/bin): the serde_json oracle cannot be built. "
-            "Install Rust (rustup or Debian's cargo) and `apt-get install librust-serde-json-dev` (see .ci/run)."
+            f"{crates.missing_cargo_message()}"
         )
-    registry = Path("/usr/share/cargo/registry")
-    for crate, package in (("serde_json", "librust-serde-json-dev"), ("serde_derive", "librust-serde-derive-dev")):
-        if not any(registry.glob(f"{crate}-*")):
+    for crate, package in ORACLE_CRATES.items():
+        if not crates.debian_has({crate: package}):
             raise RuntimeError(
-                f"{crate} is not in {registry}: `apt-get install {package}` (see .ci/run); "
+                f"{crate} is not in {crates.DEBIAN_REGISTRY}: `apt-get install {package}` (see .ci/run); "
                 "the oracle builds offline against Debian's packaged crates."
             )
     proc = subprocess.run(
-        [cargo, "build", "--release", "--quiet", "--target-dir", str(TARGET)],
-        cwd=CRATE,  # so the repository's .cargo/config.toml (offline, Debian registry) applies
+        [cargo, "build", "--release", "--quiet", "--target-dir", str(TARGET), *crates.cargo_config(ORACLE_CRATES)],
+        cwd=CRATE,
         capture_output=True,
         text=True,
         check=False,
+        env={**os.environ, "MURMUR_ANALYSIS_CRATES": "debian"},  # serde_json as Debian packages it, offline
     )
     if proc.returncode != 0:
         raise RuntimeError(f"building the serde_json oracle failed:\n{proc.stderr}")
