@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .errors import GitError
-from .values import datetime_of_seconds
+from .values import BadTime, datetime_of_seconds
 
 __all__ = ["LOG_ARGS", "Change", "Commit", "LogParser", "first_parent", "parse_log"]
 
@@ -39,9 +39,14 @@ class Commit:
     """One commit of a walk, with the paths it changed."""
 
     sha: str
-    time: datetime | None  #: the committer time (``None`` when no datetime can hold it)
+    time: datetime | BadTime  #: the committer time as git wrote it (a :class:`~.values.BadTime`: none holds it)
     parents: tuple[str, ...]
     changes: tuple[Change, ...]
+
+    @property
+    def at(self) -> datetime | None:
+        """The committer time, ``None`` when no timestamp holds it (its reader reports that)."""
+        return self.time if isinstance(self.time, datetime) else None
 
 
 def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:

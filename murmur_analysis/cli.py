@@ -34,7 +34,7 @@ def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     options: dict[str, dict[str, Any]] = {}
     if getattr(args, "sessions", None):
         options["murmur"] = {"sessions": args.sessions}
-    bar = None if args.quiet else ProgressBar(args.paths, disable=None)
+    bar = None if args.quiet else ProgressBar(args.paths, disable=None, source=args.source, options=options)
     try:
         yield {"source": args.source, "options": options, "progress": bar, "prices": args.prices,
                "text": not args.no_text}

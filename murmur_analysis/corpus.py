@@ -236,7 +236,7 @@ def load(
     if progress is True:
         from .progress import ProgressBar
 
-        progress = bar = ProgressBar(paths)
+        progress = bar = ProgressBar(paths, source=source, options=options)
     try:
         with cyclic_gc_paused():
             corpus = _load(paths, source, options, progress or None, text)

@@ -13,20 +13,32 @@ naive time):
 * :func:`rfc3339_datetime`: Go's ``time.Time`` JSON (RFC 3339, up to nanoseconds);
 * :func:`iso_datetime`: an ISO 8601 text, a time without an offset read as UTC;
 * :func:`uuid7_ms` / :func:`uuid7_datetime`: the mint time inside a UUIDv7 id.
+
+A time is absent (``None``: not written, or written as "no time", like Go's zero time) or
+present; a present one that no timestamp can hold (outside years 1..9999, hour 24, a text that
+is no time) is not ``None`` but a :class:`BadTime` saying what was written and why it is no
+time. Every reader turns a :class:`BadTime` into the one ``bad_time`` diagnostics row with
+:func:`held`, and the time is null.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple, Protocol, TypeVar
 
 from . import _native
 
 __all__ = [
+    "BAD_TIME",
     "COUNTER_MAX",
     "EPOCH",
+    "BadTime",
+    "Reporter",
     "datetime_of_ms",
     "datetime_of_seconds",
+    "held",
     "iso_datetime",
     "json_count",
     "json_int",
@@ -42,6 +54,10 @@ __all__ = [
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The largest counter a table column holds (Arrow ``int64``).
 COUNTER_MAX = (1 << 63) - 1
+#: The diagnostics kind of a time that is written but that no timestamp holds.
+BAD_TIME = "bad_time"
+_DAY_MS = 86_400_000
+_CYCLE_DAYS = 146_097  # the days of 400 Gregorian years, after which the calendar repeats
 
 _RFC3339 = re.compile(r"^(\d{4}-\d{2}-\d{2})[Tt ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -78,19 +94,78 @@ def read_counter(value: object, name: str, problems: list[str]) -> int | None:
         return None
     if type(value) is int and 0 <= value <= COUNTER_MAX:
         return value
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
-    problems.append(f"counter {name} = {shown} is not a non-negative 64-bit integer; read as not reported")
+    problems.append(f"counter {name} = {_shown(value)} is not a non-negative 64-bit integer; read as not reported")
     return None
 
 
-def datetime_of_ms(ms: int | None) -> datetime | None:
-    """The UTC time ``ms`` Unix milliseconds name, exactly; ``None`` outside years 1..9999."""
+def _shown(value: object, most: int = 40) -> str:
+    """``value`` as written in a diagnostics sentence: its ``repr``, cut after ``most`` characters."""
+    text = repr(value)
+    return text if len(text) <= most else text[:most] + "..."
+
+
+class BadTime(NamedTuple):
+    """A time that is written but that no timestamp holds: what was written, and why it is no time.
+
+    Attributes:
+        written: the value as written (its ``repr``, cut when long).
+        why: why no timestamp holds it, e.g. ``"names year 10889; a timestamp holds years 1..9999"``.
+    """
+
+    written: str
+    why: str
+
+
+class Reporter(Protocol):
+    """Where a reader reports (a source's :class:`~murmur_analysis.sources.base.Diagnostics`)."""
+
+    def report(self, path: str | os.PathLike[str], kind: str, detail: str, line: int | None = None) -> None:
+        """Record one diagnostics row."""
+
+
+_T = TypeVar("_T")
+
+
+def held(found: _T | BadTime | None, diagnostics: Reporter, path: str | os.PathLike[str], name: str,
+         line: int | None = None) -> _T | None:
+    """``found`` as a time a table holds: a :class:`BadTime` is reported and is ``None``.
+
+    This is how every reader of times reports one that cannot be held: a ``bad_time`` row
+    naming the file (``path``), the field (``name``, with ``line`` when it is a line of a file)
+    and the value written; the time is null.
+
+    Args:
+        found: what a conversion of this module returned.
+        diagnostics: where the row goes.
+        path: the file (or object) the time was read from.
+        name: the field, e.g. ``"started_at_ms"`` or ``"messages[3].createdAt"``.
+        line: the 1-based line, when the time is on a line of ``path``.
+    """
+    if isinstance(found, BadTime):
+        diagnostics.report(path, BAD_TIME, f"{name} = {found.written} {found.why}; read as no time (null)", line)
+        return None
+    return found
+
+
+def _year(ms: int) -> int:
+    """The proleptic Gregorian year of Unix milliseconds ``ms``, however far from year 1..9999."""
+    days = ms // _DAY_MS
+    cycles = days // _CYCLE_DAYS  # whole 400-year cycles: the calendar repeats after each
+    return (EPOCH + timedelta(days=days - cycles * _CYCLE_DAYS)).year + 400 * cycles
+
+
+def _beyond(ms: int) -> str:
+    return f"names year {_year(ms)}; a timestamp holds years 1..9999"
+
+
+def datetime_of_ms(ms: int | None) -> datetime | BadTime | None:
+    """The UTC time ``ms`` Unix milliseconds name, exactly; a :class:`BadTime` outside years 1..9999."""
     if ms is None:
         return None
     try:
         return EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
-        return None
+        return BadTime(_shown(ms), f"(Unix milliseconds) {_beyond(ms)}")
 
 
 def ms_of_datetime(at: datetime | None) -> int | None:
@@ -101,25 +176,27 @@ def ms_of_datetime(at: datetime | None) -> int | None:
     return delta.days * 86_400_000 + delta.seconds * 1000 + delta.microseconds // 1000
 
 
-def datetime_of_seconds(seconds: int) -> datetime | None:
-    """The UTC time ``seconds`` Unix seconds name; ``None`` outside years 1..9999."""
+def datetime_of_seconds(seconds: int) -> datetime | BadTime:
+    """The UTC time ``seconds`` Unix seconds name; a :class:`BadTime` outside years 1..9999."""
     try:
         return EPOCH + timedelta(seconds=seconds)
     except OverflowError:
-        return None
+        return BadTime(_shown(seconds), f"(Unix seconds) {_beyond(seconds * 1000)}")
 
 
-def rfc3339_datetime(value: object) -> datetime | None:
+def rfc3339_datetime(value: object) -> datetime | BadTime | None:
     """An RFC 3339 time (Go's ``time.Time`` JSON, up to nanoseconds) as aware UTC.
 
-    Fractions beyond microseconds are cut (not rounded); Go's zero time, anything that is not
-    a string and anything that does not parse give ``None``.
+    Fractions beyond microseconds are cut (not rounded). Anything that is not a string, and
+    Go's zero time (year 1: Go writes it for a time never set), are ``None``; a string that is
+    no RFC 3339 time a timestamp holds (hour 24, February 30, an offset that leaves years
+    1..9999, not a time at all) is a :class:`BadTime`.
     """
     if not isinstance(value, str):
         return None
     m = _RFC3339.match(value)
     if m is None:
-        return None
+        return BadTime(_shown(value), "is not an RFC 3339 time")
     date, clock, frac, zone = m.groups()
     text = f"{date}T{clock}"
     if frac:
@@ -127,32 +204,37 @@ def rfc3339_datetime(value: object) -> datetime | None:
     text += "+00:00" if zone in ("Z", "z") else zone
     try:
         at = datetime.fromisoformat(text).astimezone(UTC)
-    except (ValueError, OverflowError):
-        return None
+    except ValueError as err:
+        return BadTime(_shown(value), f"is not a time a timestamp holds ({err})")
+    except OverflowError:
+        return BadTime(_shown(value), "is outside the years 1..9999 a timestamp holds, in UTC")
     return None if at.year <= 1 else at
 
 
-def iso_datetime(value: object) -> datetime | None:
+def iso_datetime(value: object) -> datetime | BadTime | None:
     """An ISO 8601 text (Python's reading of it) as aware UTC; without an offset it is UTC.
 
-    Anything that is not a string, or does not parse, is ``None``.
+    Anything that is not a string is ``None``; a string that does not parse, or that leaves
+    years 1..9999 in UTC, is a :class:`BadTime`.
     """
     if not isinstance(value, str):
         return None
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+        return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
+    except ValueError as err:
+        return BadTime(_shown(value), f"is not an ISO 8601 time a timestamp holds ({err})")
+    except OverflowError:
+        return BadTime(_shown(value), "is outside the years 1..9999 a timestamp holds, in UTC")
 
 
-def uuid7_ms(hex_id: str) -> int | None:
+def uuid7_ms(hex_id: str) -> int | BadTime | None:
     """The Unix-millisecond mint time inside a UUIDv7, or ``None`` when ``hex_id`` is not one.
 
     The id ends with a UUIDv7 in simple or dashed form (each dash optional), at its start or
     after a ``_``; its first 48 bits are the Unix-ms time and its version nibble is 7. A time
-    past year 9999 is ``None`` (no datetime can hold it). The rule is the native engine's, so a
-    scanned ``created_at`` and an entry's agree.
+    past year 9999 (48 bits reach year 10889) is a :class:`BadTime`. The rule is the native
+    engine's, so a scanned ``created_at`` and an entry's agree.
 
     Args:
         hex_id: e.g. ``msg_01a04900754b7183b66c11e744612e2d`` or a dashed UUID.
@@ -160,18 +242,25 @@ def uuid7_ms(hex_id: str) -> int | None:
     Returns:
         The first 48 bits, which a UUIDv7 defines as its Unix-ms time.
     """
-    ms: int | None = _native.uuid7_ms(hex_id)
+    ms: int | None = _native.uuid7_field(hex_id)
+    if ms is None:
+        return None
+    if isinstance(datetime_of_ms(ms), BadTime):
+        return BadTime(_shown(hex_id, 60), f"(a UUIDv7 minted at {ms} Unix ms) {_beyond(ms)}")
     return ms
 
 
-def uuid7_datetime(hex_id: str) -> datetime | None:
+def uuid7_datetime(hex_id: str) -> datetime | BadTime | None:
     """The mint time inside a UUIDv7 (simple or dashed form, any prefix before ``_``).
 
     Args:
         hex_id: e.g. ``msg_01a04900754b7183b66c11e744612e2d`` or a dashed UUID.
 
     Returns:
-        The timezone-aware UTC time of the first 48 bits, or ``None`` when ``hex_id`` is not
-        a UUIDv7.
+        The timezone-aware UTC time of the first 48 bits, ``None`` when ``hex_id`` is not a
+        UUIDv7, or a :class:`BadTime` when the time is past year 9999.
     """
-    return datetime_of_ms(uuid7_ms(hex_id))
+    ms = uuid7_ms(hex_id)
+    return ms if isinstance(ms, BadTime) else datetime_of_ms(ms)
+
+

@@ -401,7 +401,9 @@ def test_a_branch_git_cannot_walk_is_reported_and_the_others_load(tmp_path: Path
 
 def test_a_commit_time_no_datetime_holds_is_none_not_a_failed_walk() -> None:
     from murmur_analysis._gitlog import parse_log
+    from murmur_analysis.values import datetime_of_seconds
 
     sha = "a" * 40
     commits = parse_log(f"commit {sha} 99999999999999 \0commit {'b' * 40} 1700000000 {sha}\0".encode())
-    assert [c.time for c in commits] == [None, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)]
+    assert [c.at for c in commits] == [None, datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)]
+    assert commits[0].time == datetime_of_seconds(99999999999999)  # kept as written, for its reader to report

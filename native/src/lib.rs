@@ -206,10 +206,11 @@ fn lower(line: &[u8]) -> PyResult<(String, String, Option<String>, Option<String
     }
 }
 
-/// uuid7_ms(id) -> int | None: the Unix-ms mint time of the UUIDv7 ending `id`.
+/// uuid7_field(id) -> int | None: the 48-bit Unix-ms field of the UUIDv7 ending `id`, whatever
+/// year it names (`None`: not a UUIDv7). Whether a time can hold it is the caller's to decide.
 #[pyfunction]
-fn uuid7_ms(id: &str) -> Option<u64> {
-    uuid7::uuid7_ms(id.as_bytes())
+fn uuid7_field(id: &str) -> Option<u64> {
+    uuid7::uuid7_field(id.as_bytes())
 }
 
 /// The block rules, as `model.py` hands them over: (tags {tag: kind}, fields {kind: [(name,
@@ -496,7 +497,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index_lines, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
-    m.add_function(wrap_pyfunction!(uuid7_ms, m)?)?;
+    m.add_function(wrap_pyfunction!(uuid7_field, m)?)?;
     m.add_function(wrap_pyfunction!(to_json, m)?)?;
     m.add_function(wrap_pyfunction!(lower_value, m)?)?;
     m.add_function(wrap_pyfunction!(scan_records, m)?)?;

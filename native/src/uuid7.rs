@@ -12,8 +12,14 @@ fn hex(b: u8) -> Option<u64> {
     (b as char).to_digit(16).map(u64::from)
 }
 
-/// The Unix-ms time of the UUIDv7 that ends `id`, or `None`.
+/// The Unix-ms time of the UUIDv7 that ends `id`, or `None` (not a UUIDv7, or a time past year 9999).
 pub fn uuid7_ms(id: &[u8]) -> Option<u64> {
+    uuid7_field(id).filter(|&ms| ms <= MAX_MS)
+}
+
+/// The 48-bit Unix-ms field of the UUIDv7 that ends `id`, whatever year it names, or `None`
+/// when `id` is not a UUIDv7.
+pub fn uuid7_field(id: &[u8]) -> Option<u64> {
     // Walk back from the end: 12 hex, -?, 4 hex, -?, 7 + 3 hex, -?, 4 hex, -?, 8 hex.
     let mut i = id.len();
     let mut take = |n: usize, dash: bool| -> Option<usize> {
@@ -41,5 +47,5 @@ pub fn uuid7_ms(id: &[u8]) -> Option<u64> {
     for &b in id[head..head + 8].iter().chain(&id[mid..mid + 4]) {
         ms = ms * 16 + hex(b)?;
     }
-    (ms <= MAX_MS).then_some(ms)
+    Some(ms)
 }

@@ -81,9 +81,15 @@ def files(folder: Path, diagnostics: Diagnostics) -> Iterator[Path]:
     """The files under ``folder`` dispatch reads (by name), depth first in name order.
 
     Hidden folders are entered (``.dispatch``); :data:`SKIP_DIRS` and links to folders are not.
-    A folder that cannot be listed is a diagnostics row.
+    A folder that cannot be listed is a diagnostics row. The walk keeps its own stack (one
+    listing per folder being walked), so a chain of folders of any depth is walked.
     """
-    for entry in listing(folder, diagnostics):
+    walking = [iter(listing(folder, diagnostics))]
+    while walking:
+        entry = next(walking[-1], None)
+        if entry is None:
+            walking.pop()  # this folder is done: on with its parent's next entry
+            continue
         try:
             is_folder = entry.is_dir(follow_symlinks=False)
         except OSError:
@@ -92,6 +98,6 @@ def files(folder: Path, diagnostics: Diagnostics) -> Iterator[Path]:
             report_kind(entry.path, "folder", diagnostics)
         elif is_folder:
             if entry.name not in SKIP_DIRS:
-                yield from files(Path(entry.path), diagnostics)
+                walking.append(iter(listing(Path(entry.path), diagnostics)))
         elif claims_name(entry.name) or run_id(entry.name) is not None or entry.name.endswith(DB_SUFFIXES):
             yield Path(entry.path)

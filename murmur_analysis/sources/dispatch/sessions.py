@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ...handoff import Summary
 from ...model import Entry, Text, Unknown
-from ...values import datetime_of_ms, json_count, json_int, json_str
+from ...values import datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
 from .documents import document, printable_row
 
@@ -32,6 +33,7 @@ class Found:
         record: its run record (brought to its final state), for a run's session.
         channel: the channel plugin folder, for a channel bot's session.
         session_id: the session id the store keys it on, for a ``session.sqlite`` row.
+        record_path: the run record's file, for a run's session.
     """
 
     kind: str
@@ -39,6 +41,7 @@ class Found:
     record: Mapping[str, Any] | None = None
     channel: str | None = None
     session_id: str | None = None
+    record_path: str | None = None
 
 
 def history_entries(history: Any) -> list[Entry]:
@@ -53,9 +56,17 @@ def history_entries(history: Any) -> list[Entry]:
     return entries
 
 
-def session_summary(data: Mapping[str, Any], found: Found, messages: int) -> Summary:
-    """A read session's summary: its label as the title, and its ``dispatch_sessions`` row."""
+def session_summary(data: Mapping[str, Any], found: Found, messages: int, diagnostics: Diagnostics) -> Summary:
+    """A read session's summary: its label as the title, and its ``dispatch_sessions`` row.
+
+    A run time no timestamp holds is a ``bad_time`` row naming the run record, and is null.
+    """
     rec = found.record or {}
+    where = found.record_path or found.path
+
+    def time(name: str) -> datetime | None:
+        return held(datetime_of_ms(json_count(rec.get(name))), diagnostics, where, name)
+
     row = {
         "kind": found.kind,
         "session_id": found.session_id or json_str(data.get("id")),
@@ -71,8 +82,8 @@ def session_summary(data: Mapping[str, Any], found: Found, messages: int) -> Sum
         "turn_count": json_int(data.get("turn_count")),
         "elapsed_ms": json_int(data.get("elapsed_ms")),
         "history_messages": messages,
-        "started_at": datetime_of_ms(json_count(rec.get("started_at_ms"))),
-        "stopped_at": datetime_of_ms(json_count(rec.get("stopped_at_ms"))),
+        "started_at": time("started_at_ms"),
+        "stopped_at": time("stopped_at_ms"),
         "error": json_str(rec.get("last_error")),
         "path": found.path,
     }
@@ -95,4 +106,4 @@ def read_session(found: Found, diagnostics: Diagnostics) -> Generator[Entry, Non
         return Summary(readable=False)
     entries = history_entries(data["history"])
     yield from entries
-    return session_summary(data, found, len(entries))
+    return session_summary(data, found, len(entries), diagnostics)

@@ -196,7 +196,8 @@ class DispatchSource(Source):
         else:
             conv_id = f"{channel}/{name}" if channel else name
         key = ("file", str(path), str(record_path) if record is not None else None)
-        entries = read_session(Found(kind, str(path), record, channel), diagnostics)
+        entries = read_session(Found(kind, str(path), record, channel,
+                                     record_path=str(record_path) if record is not None else None), diagnostics)
         return Conversation(self.name, conv_id, entries, key=key, path=str(path))
 
     def _trace(self, path: Path, diagnostics: Diagnostics) -> Conversation:

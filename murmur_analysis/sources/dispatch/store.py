@@ -27,7 +27,7 @@ from urllib.parse import quote
 import orjson
 
 from ...handoff import Conversation, TableRows
-from ...values import datetime_of_ms, json_count, json_int, json_str
+from ...values import BadTime, datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
 from ..files import NotRegularFile, file_kind
 from .documents import printable_row
@@ -39,7 +39,7 @@ __all__ = ["blocking_sidecar", "database", "read_store", "store_tables"]
 _TABLES = frozenset({"dispatch_sessions", "dispatch_memory"})
 
 
-def _memory_time(value: object) -> datetime | None:
+def _memory_time(value: object) -> datetime | BadTime | None:
     """``updated_at`` as a time: Unix seconds, or milliseconds once past 1e11."""
     n = json_count(value)
     if n is None:
@@ -131,7 +131,7 @@ def read_store(
             if "dispatch_sessions" in tables:
                 yield from _sessions(source, con, path, diagnostics)
             if memory and "dispatch_memory" in tables:
-                rows.extend(_memory(con, path))
+                rows.extend(_memory(con, path, diagnostics))
         except sqlite3.Error as err:
             diagnostics.report(path, "unreadable", f"could not read the SQLite file: {err}")
         if rows:
@@ -159,12 +159,12 @@ def _sessions(source: str, con: sqlite3.Connection, path: Path, diagnostics: Dia
         data.setdefault("turn_count", turns)
         sid = sid if isinstance(sid, str) else json_str(data.get("id")) or str(rowid)
         entries = history_entries(data["history"])
-        summary = session_summary(data, Found("sqlite", str(path), session_id=sid), len(entries))
+        summary = session_summary(data, Found("sqlite", str(path), session_id=sid), len(entries), diagnostics)
         yield Conversation(source, sid, entries, key=("sqlite", str(path), sid), path=str(path), part=sid,
                            summary=summary)
 
 
-def _memory(con: sqlite3.Connection, path: Path) -> Iterator[dict[str, Any]]:
+def _memory(con: sqlite3.Connection, path: Path, diagnostics: Diagnostics) -> Iterator[dict[str, Any]]:
     cols = {r[1] for r in con.execute("PRAGMA table_info(dispatch_memory)")}
     digest_col = "parcel_digest" if "parcel_digest" in cols else "NULL"
     for digest, ns, key, value, updated in con.execute(
@@ -173,5 +173,7 @@ def _memory(con: sqlite3.Connection, path: Path) -> Iterator[dict[str, Any]]:
         yield printable_row({
             "parcel_digest": json_str(digest), "namespace": json_str(ns), "key": json_str(key),
             "value": _memory_text(value), "value_bytes": bytes(value) if isinstance(value, bytes) else None,
-            "updated_at": _memory_time(updated), "updated_at_raw": json_int(updated), "path": str(path),
+            "updated_at": held(_memory_time(updated), diagnostics, path,
+                               f"dispatch_memory.updated_at (namespace {ns!r}, key {key!r})"),
+            "updated_at_raw": json_int(updated), "path": str(path),
         })

@@ -24,7 +24,7 @@ import orjson
 
 from ...handoff import Summary, ToolMeta
 from ...model import Block, Entry, Text, ToolResult, ToolUse, Unknown
-from ...values import datetime_of_ms, json_count, json_int, json_str
+from ...values import datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
 from .documents import document, printable_row
 
@@ -56,8 +56,11 @@ def _is_reply(event: Any) -> bool:
     return event.get("kind") == "message" and event.get("role") == "assistant"
 
 
-def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
-    """An eval trace artifact's entries, tool outcomes and summary (its ``dispatch_sessions`` row)."""
+def decode_trace(data: Mapping[str, Any], path: str, diagnostics: Diagnostics) -> Trace:
+    """An eval trace artifact's entries, tool outcomes and summary (its ``dispatch_sessions`` row).
+
+    A start or finish time no timestamp holds is a ``bad_time`` row, and is null.
+    """
     entries: list[Entry] = []
     meta: dict[str, ToolMeta] = {}
     open_calls: list[tuple[str, str]] = []  # (call id, tool name), oldest first
@@ -169,8 +172,9 @@ def decode_trace(data: Mapping[str, Any], path: str) -> Trace:
         "label": json_str(data.get("case_name")),
         "courier": json_str(data.get("courier")),
         "status": ("passed" if passed else "failed") if isinstance(passed, bool) else None,
-        "started_at": datetime_of_ms(json_count(data.get("started_at_ms"))),
-        "stopped_at": datetime_of_ms(json_count(data.get("finished_at_ms"))),
+        "started_at": held(datetime_of_ms(json_count(data.get("started_at_ms"))), diagnostics, path, "started_at_ms"),
+        "stopped_at": held(datetime_of_ms(json_count(data.get("finished_at_ms"))), diagnostics, path,
+                           "finished_at_ms"),
         "error": "; ".join(errors) or None,
         "path": path,
     }
@@ -191,6 +195,6 @@ def read_trace(path: Path, diagnostics: Diagnostics) -> Generator[Entry, None, S
     data = read_trace_document(path, diagnostics)
     if data is None:
         return Summary(readable=False)
-    trace = decode_trace(data, str(path))
+    trace = decode_trace(data, str(path), diagnostics)
     yield from trace.entries
     return replace(trace.summary, tool_meta=trace.tool_meta)

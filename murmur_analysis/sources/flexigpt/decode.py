@@ -47,7 +47,7 @@ from ...model import (
     Usage,
 )
 from ...providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
-from ...values import read_counter, rfc3339_datetime
+from ...values import Reporter, held, read_counter, rfc3339_datetime
 
 __all__ = ["api_of", "decode", "normalize_usage"]
 
@@ -217,8 +217,13 @@ def _error_text(raw: object) -> str | None:
     return code or message
 
 
-def decode(data: Mapping[str, object]) -> tuple[str | None, list[Entry], Summary]:
+def decode(data: Mapping[str, object], path: str, diagnostics: Reporter) -> tuple[str | None, list[Entry], Summary]:
     """Decode one parsed conversation file (of a known schema version).
+
+    Args:
+        data: the parsed document.
+        path: the file it was read from (what a diagnostics row names).
+        diagnostics: where a ``createdAt`` no timestamp holds is reported (``bad_time``).
 
     Returns:
         The conversation id the document holds (``None`` when it holds none), its entries,
@@ -254,7 +259,7 @@ def decode(data: Mapping[str, object]) -> tuple[str | None, list[Entry], Summary
         usage = normalize_usage(msg["usage"], api) if isinstance(msg.get("usage"), Mapping) else None
         status = msg.get("status")
         msg_id = msg.get("id") if isinstance(msg.get("id"), str) else None
-        at = rfc3339_datetime(msg.get("createdAt"))
+        at = held(rfc3339_datetime(msg.get("createdAt")), diagnostics, path, f"messages[{index}].createdAt")
         entry = Entry(
             index,
             str(role),

@@ -221,7 +221,7 @@ class FlexiGPTSource(Source):
                                f"schemaVersion {version!r} is not one this reader knows "
                                f"({', '.join(sorted(SCHEMA_VERSIONS))}); skipped, as the app skips it")
             return None
-        return decode(data)
+        return decode(data, path, diagnostics)
 
 
 def _named_id(path: str) -> str:

@@ -89,7 +89,7 @@ def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: fro
             rec = steps.of(added)
             api = resolve(rec.provider, parsed.origin if parsed else None) if rec and rec.provider else None
             # A shallow clone's boundary commit holds, as if it added them, entries written before it.
-            at = None if log[added].sha in shallow else log[added].time
+            at = None if log[added].sha in shallow else log[added].at
             made[item] = replayer.entry(name, oid, mode, log[added].sha, at, api)
         return made[item]
 

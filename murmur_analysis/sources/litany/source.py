@@ -53,6 +53,7 @@ from ...handoff import Conversation, GrowthRow, OrphanRow, Summary
 from ...history import replay
 from ...identity import file_identity
 from ...model import Entry
+from ...values import held
 from ..base import Diagnostics, Source
 from ..files import display, entry_is_dir, is_dir, listing
 from .branch import decode, dropped_at, message_files
@@ -284,6 +285,8 @@ class _Workspace:
         self._started.add(agent)
         records, reported, title = self._ready.pop(agent)
         self.diags.extend(reported)
+        for commit in log:  # a committer time no timestamp holds: reported, and the commit's time is null
+            held(commit.time, self.diags, f"{self.repo.git_dir}@{commit.sha}", "committer time")
         inherited: set[str] = set()
         for other in self._ancestors(agent):
             try:
@@ -320,7 +323,7 @@ def _replay(
     spend = settle(decoded.entries, records, steps, decoded.added_at, theirs)
     states = list(replay(decoded.events, spend.usage_of))
     growth = tuple(GrowthRow(position=i, event="commit", messages=s.messages, chars=s.chars,
-                             context_tokens=s.context_tokens, orphans=s.orphans, at=c.time, commit=c.sha)
+                             context_tokens=s.context_tokens, orphans=s.orphans, at=c.at, commit=c.sha)
                    for i, (c, s) in enumerate(zip(log, states, strict=True)))
     assembly = [OrphanRow(t, "assembly", None, head) for t in (states[-1].dropped if states else ())]
     recorded: list[dict[str, Any]] = []

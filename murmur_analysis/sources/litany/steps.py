@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ...values import iso_datetime
+from ...values import held, iso_datetime
 from ..base import Diagnostics
 from ..files import entry_is_dir, listing, read_regular
 
@@ -106,8 +106,8 @@ def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
         meta = _json(meta_path, diags)
         if isinstance(meta, dict):
             rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
-            rec.started_at = iso_datetime(meta.get("started_at"))
-            rec.ended_at = iso_datetime(meta.get("ended_at"))
+            rec.started_at = held(iso_datetime(meta.get("started_at")), diags, meta_path, "started_at")
+            rec.ended_at = held(iso_datetime(meta.get("ended_at")), diags, meta_path, "ended_at")
             rec.provider = meta.get("provider") if isinstance(meta.get("provider"), str) else None
             dropped = meta.get("dropped_orphans")
             if isinstance(dropped, list):

@@ -199,6 +199,7 @@ def read_range(source: Any, conv: Conversation, fd: int, start: int, end: int, p
         return None
     lines = point["lines"]
     scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
+    scanned["line"] = (np.frombuffer(scanned["line"], np.int64) + lines).tobytes()  # the record's line numbers
     if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], source._settled(Path(path))):
         return None
     read = source._conversation(_Record(Path(path), record, context), source._index, diagnostics, scanned)

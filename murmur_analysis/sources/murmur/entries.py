@@ -17,7 +17,7 @@ from typing import Any
 
 from ...handoff import Summary
 from ...model import Entry, Text, ToolResult
-from ...values import ms_of_datetime, uuid7_datetime
+from ...values import held, ms_of_datetime, uuid7_datetime
 from ...wire import blocks_from_wire
 from ..base import Diagnostics
 from ..files import open_regular
@@ -118,7 +118,7 @@ def _entry(
     msg_id = line.get("id")
     if type(msg_id) is not str:
         msg_id = None
-    created = uuid7_datetime(msg_id) if msg_id is not None else None
+    created = held(uuid7_datetime(msg_id), diagnostics, path, "message id", line_no) if msg_id is not None else None
     source_id = line.get("source_id")
     content = line.get("content")
     blocks = blocks_from_wire(content, "murmur") if content is not None else ()

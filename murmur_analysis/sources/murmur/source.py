@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import orjson
 import pyarrow as pa
 
 from ...handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
 from ...identity import file_identity
-from ...values import json_int, uuid7_ms
+from ...values import held, json_int, uuid7_datetime, uuid7_ms
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .append import resume_point
@@ -61,6 +62,24 @@ _PEEK = 1 << 20
 # Records are scanned together (every core busy, one native call) in groups of about this size.
 _SCAN_BYTES = 256 << 20
 _STR = pa.string()
+
+
+def _id_times(path: Path, scanned: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """``(line, kind, detail)`` of each scanned message whose id's UUIDv7 time no timestamp holds.
+
+    The engine leaves ``created_at`` null for an id that is no UUIDv7 and for one whose time is
+    past year 9999; only the second is written but unreadable, and is reported.
+    """
+    ids, created = strings(scanned, "id"), ints(scanned, "created_ms")
+    unknown = np.flatnonzero(created.is_null().to_numpy(zero_copy_only=False) & ids.is_valid().to_numpy(
+        zero_copy_only=False))
+    if not len(unknown):
+        return []
+    lines = np.frombuffer(scanned["line"], np.int64)
+    found = Diagnostics("murmur")
+    for row in unknown.tolist():
+        held(uuid7_datetime(ids[row].as_py()), found, path, "message id", int(lines[row]))
+    return [(d.line or 0, d.kind, d.detail) for d in found.rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +356,8 @@ class MurmurSource(Source):
             return None, None
         diagnostics.report(path, report.kind, report.detail, report.line)
         last_id, at_ms = marker.get("last_dropped_id"), json_int(marker.get("at_ms"))
-        cutoff = uuid7_ms(last_id) if isinstance(last_id, str) else None
+        cutoff = held(uuid7_ms(last_id), diagnostics, path, "truncated.last_dropped_id", 1) if isinstance(
+            last_id, str) else None
         if cutoff is None:
             cutoff = at_ms if at_ms is not None else (1 << 62)
         return json_int(marker.get("dropped")), cutoff
@@ -362,7 +382,9 @@ class MurmurSource(Source):
         if scanned["error"] is not None:
             diagnostics.report(path, "unreadable", scanned["error"])
         skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
-        report_skipped(path, skipped, self._settled(path), diagnostics)
+        # In line order, as the entries report them: a line's id time before what else it has.
+        report_skipped(path, sorted([*_id_times(path, scanned), *skipped], key=lambda r: r[0]), self._settled(path),
+                       diagnostics)
         n = scanned["rows"]
         title = title_of(scanned["title"]) if scanned["title"] is not None else None
         if join is None:

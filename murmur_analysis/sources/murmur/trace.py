@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ...handoff import ToolMeta
-from ...values import json_count, json_str
+from ...values import datetime_of_ms, held, json_count, json_str
 from ..base import Diagnostics
 from ..files import check_file
 from ..jsonl import read_jsonl
@@ -111,7 +111,7 @@ class TraceIndex:
         compactions: list[tuple[Task, Compaction]] = []
         inferences: list[Inference] = []
 
-        def task_for(event: Mapping[str, object]) -> Task | None:
+        def task_for(event: Mapping[str, object], at_ms: int | None) -> Task | None:
             nonlocal current
             tid = json_str(event.get("task_id"))
             if tid is not None and tid in by_id:
@@ -122,7 +122,7 @@ class TraceIndex:
             if ctx is None:
                 return None
             # An event before (or without) its task_start: a task on the session's context.
-            task = Task(tid, ctx, session_id, capsule, session_model, path, json_count(event.get("timestamp")))
+            task = Task(tid, ctx, session_id, capsule, session_model, path, at_ms)
             self._register(task, by_id, session_tasks)
             current = task
             return task
@@ -133,6 +133,8 @@ class TraceIndex:
                 continue
             kind = ev.get("event_type")
             ts = json_count(ev.get("timestamp"))
+            if held(datetime_of_ms(ts), self.diagnostics, trace, "timestamp", number) is None:
+                ts = None  # not written, or no timestamp holds it (reported): the index keeps no such time
             session_id = json_str(ev.get("session_id")) or session_id
             if kind == "session_start":
                 session_model = json_str(ev.get("model")) or session_model
@@ -148,7 +150,7 @@ class TraceIndex:
                 self._register(started, by_id, session_tasks)
                 current = started
                 continue
-            task: Task | None = task_for(ev) if kind in _TASK_EVENTS else None
+            task: Task | None = task_for(ev, ts) if kind in _TASK_EVENTS else None
             if kind == "task_end":
                 if task is not None:
                     task.end_ms = ts

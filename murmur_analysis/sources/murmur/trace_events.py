@@ -61,6 +61,16 @@ def usage_of(event: Mapping[str, object], resolved: Resolved) -> Usage:
     )
 
 
+def _time(at_ms: int | None) -> datetime | None:
+    """The UTC time of an event's ``at_ms``: the index keeps only times a timestamp holds.
+
+    The trace's reader reports a ``timestamp`` no timestamp holds and keeps no time for it
+    (:class:`~.trace.TraceIndex`), so nothing is dropped here unreported.
+    """
+    at = datetime_of_ms(at_ms)
+    return at if isinstance(at, datetime) else None
+
+
 @dataclass(slots=True)
 class Inference:
     """One ``inference`` event: one model response.
@@ -95,7 +105,7 @@ class Inference:
     @property
     def at(self) -> datetime | None:
         """The event's time (UTC)."""
-        return datetime_of_ms(self.at_ms)
+        return _time(self.at_ms)
 
 
 @dataclass(slots=True)
@@ -111,7 +121,7 @@ class Compaction:
     @property
     def at(self) -> datetime | None:
         """The compaction's time (UTC), when known."""
-        return datetime_of_ms(self.at_ms)
+        return _time(self.at_ms)
 
 
 @dataclass(slots=True)
