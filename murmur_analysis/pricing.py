@@ -258,7 +258,9 @@ class Pricer:
             the diagnostics.
         """
         n = usage.num_rows
-        counts = {name: usage.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False) for name in (
+        # Costs are floats, so each counter is priced as the nearest float: past 2**53 that rounds
+        # (by at most one part in 2**53), where a checked cast would refuse the whole table.
+        counts = {name: usage.column(name).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) for name in (
             "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
             "input_total_tokens")}
         r, w = counts["cache_read_tokens"], counts["cache_write_tokens"]
