@@ -74,7 +74,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
         tool_errors=("tool_errors", "sum"),
         orphans=("orphans", "sum"),
     )
-    by_source["tokens"] = grouped["tokens"].sum(min_count=1)  # null where nobody reported tokens
+    # null where nobody reported tokens, or where the sum passes int64
+    by_source["tokens"] = metrics.token_usage(corpus, by="source").set_index("source")["total_tokens"]
     by_source["cost_usd"] = metrics.cost(corpus, by="source").set_index("source")["cost_usd"]
     rates = metrics.tool_error_rates(corpus, by="source").set_index("source")["error_rate"]
     by_source["error_rate"] = rates.reindex(by_source.index).round(3)  # errors / answered calls
@@ -116,7 +117,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = reports.build(corpus, args.kind, since=args.since, until=args.until, tz=args.timezone,
                            breakdown=args.breakdown)
     _emit(report, args)
-    return _strict(args, corpus)
+    for note in report.diagnostics:
+        print(f"murmur-analysis: note: {note.detail}", file=sys.stderr)
+    return _strict(args, corpus.tables["diagnostics"].num_rows + len(report.diagnostics))
 
 
 def cmd_diagnostics(args: argparse.Namespace) -> int:

@@ -97,7 +97,10 @@ class UnknownConversationError(MurmurAnalysisError, KeyError):
 
 
 class PriceError(MurmurAnalysisError):
-    """User prices (``prices=``) that cannot be read: a missing file, column, key or number."""
+    """User prices (``prices=``) that cannot be read.
+
+    A missing file, column, key or number, a file that is not UTF-8 text, or a model priced twice.
+    """
 
 
 class UnknownTableError(MurmurAnalysisError, KeyError):

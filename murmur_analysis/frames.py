@@ -33,6 +33,7 @@ from .history import History
 from .rows import CallColumns, ConversationRow, GrowthColumns
 from .schema import TABLES
 from .tables import TableBuilder, to_pandas, usage_table
+from .values import counter_sum
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas", "usage_table"]
 
@@ -213,9 +214,13 @@ class FrameBuilder:
         self.builders["conversations"].add(row, given)
 
     def _usage(self, given: dict[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
-        """Write the usage rows; return the spend they report and how many report nothing."""
+        """Write the usage rows; return the spend they report and how many report nothing.
+
+        The spend is null when it passes ``int64`` (:func:`~murmur_analysis.values.counter_sum`),
+        with a ``sum_overflow`` diagnostics row naming the conversation.
+        """
         builder = self.builders["usage"]
-        total: int | None = None
+        counters: list[int | None] = []
         unreported = 0
         for r in rows:
             u = r.usage
@@ -223,9 +228,15 @@ class FrameBuilder:
             self._problems(given["source"], path, r)
             if not u.reported:
                 unreported += 1
-            for n in (u.input_total_tokens, u.output_tokens, u.reasoning_tokens):
-                if n is not None:
-                    total = (total or 0) + n
+            counters += (u.input_total_tokens, u.output_tokens, u.reasoning_tokens)
+        total, overflowed = counter_sum(counters)
+        if overflowed:
+            self.add_diagnostics([Diagnostic(
+                given["source"], path or "", None, "sum_overflow",
+                f"conversations.tokens of conversation {given['conversation_id']!r} (input_total + output + "
+                f"reasoning tokens of its {len(rows)} usage rows) is {sum(n or 0 for n in counters)}, past the "
+                "int64 limit 2**63-1: it is null, and so is growth.context_tokens where one response's own "
+                "tokens pass it")])
         return total, unreported
 
     def _problems(self, source: str, path: str | None, r: UsageRow) -> None:

@@ -33,6 +33,7 @@ import pyarrow as pa
 from .blocks import text_chars
 from .model import Entry, Usage, sorted_entries
 from .pairing import Pairer
+from .values import counter_sum
 
 __all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "context_tokens", "replay", "running_context"]
 
@@ -43,11 +44,12 @@ def context_tokens(usage: Usage) -> int | None:
     """Tokens in context after one response: its whole prompt plus everything it generated.
 
     That is ``input_total_tokens + output_tokens + reasoning_tokens`` (reasoning included);
-    ``None`` when the response did not report its prompt.
+    ``None`` when the response did not report its prompt, or when the sum passes ``int64``
+    (:func:`~murmur_analysis.values.int64_held`).
     """
     if usage.input_total_tokens is None:
         return None
-    return usage.input_total_tokens + (usage.output_tokens or 0) + (usage.reasoning_tokens or 0)
+    return counter_sum((usage.input_total_tokens, usage.output_tokens, usage.reasoning_tokens))[0]
 
 
 def running_context(usages: Iterable[Usage | None], previous: int | None) -> list[int | None]:
@@ -59,15 +61,13 @@ def running_context(usages: Iterable[Usage | None], previous: int | None) -> lis
 
     Returns:
         One value per entry: the last response at or before it that reported its prompt
-        (:func:`context_tokens`), else ``previous``.
+        (:func:`context_tokens`, null where its sum passes ``int64``), else ``previous``.
     """
     out: list[int | None] = []
     context = previous
     for usage in usages:
-        if usage is not None:
-            now = context_tokens(usage)
-            if now is not None:
-                context = now
+        if usage is not None and usage.input_total_tokens is not None:
+            context = context_tokens(usage)
         out.append(context)
     return out
 

@@ -14,7 +14,7 @@ or ``error``). Unanswered calls have no outcome and are counted apart; results w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -22,12 +22,14 @@ import pandas as pd
 import pyarrow as pa
 
 from .pricing import SLICES, sum_costs
+from .values import counter_sum, int64_held
 
 if TYPE_CHECKING:
     from .corpus import Corpus
 
 __all__ = [
     "COUNTERS",
+    "TOTAL_PARTS",
     "cost",
     "growth",
     "growth_curves",
@@ -49,6 +51,8 @@ COUNTERS = (
     "output_tokens",
     "reasoning_tokens",
 )
+#: The counters :func:`token_usage`'s ``total_tokens`` adds up (reasoning included once).
+TOTAL_PARTS = ("input_total_tokens", "output_tokens", "reasoning_tokens")
 
 
 def _frame(data: Corpus | pd.DataFrame, table: str) -> pd.DataFrame:
@@ -110,9 +114,33 @@ def _empty(frame: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataF
     return arrow_frame(pd.DataFrame(out))
 
 
-def _null_sum(grouped: Any, column: str) -> pd.Series:
-    out: pd.Series = grouped[column].sum(min_count=1)
-    return out
+def _groupby(frame: pd.DataFrame, keys: list[str]) -> Any:
+    """``frame`` grouped by ``keys``, nulls kept as a group; no keys: one group of every row."""
+    if not keys:
+        return frame.groupby(np.zeros(len(frame), dtype=np.int64), sort=True)
+    return frame.groupby(keys, dropna=False, observed=True, sort=True)
+
+
+def _exact_sums(frame: pd.DataFrame, keys: list[str], columns: Sequence[str]) -> dict[str, list[int | None]]:
+    """The exact sum of each integer column per group, in :func:`_groupby`'s group order.
+
+    Each value is split into its high and low 32 bits, whose sums cannot pass ``int64``, so
+    nothing wraps (pandas' and Arrow's own sums of ``int64`` do, silently). A group where no
+    row has a value sums to ``None``.
+    """
+    parts = pd.DataFrame({key: frame[key] for key in keys}, index=frame.index)
+    for column in columns:
+        whole = frame[column].fillna(0).to_numpy(dtype=np.int64)
+        parts[f"{column}/high"], parts[f"{column}/low"] = whole >> 32, whole & 0xFFFFFFFF
+        parts[f"{column}/known"] = frame[column].notna().to_numpy(dtype=np.int64)
+    sums = _groupby(parts, keys)[[c for c in parts.columns if c not in keys]].sum()
+    return {column: [(int(high) << 32) + int(low) if known else None for high, low, known in zip(
+        sums[f"{column}/high"], sums[f"{column}/low"], sums[f"{column}/known"], strict=True)] for column in columns}
+
+
+def _held(exact: Iterable[int | None]) -> pd.arrays.ArrowExtensionArray:
+    """Exact sums as an ``int64`` column holds them: null past it (:func:`~murmur_analysis.values.int64_held`)."""
+    return pd.arrays.ArrowExtensionArray(pa.array([None if x is None else int64_held(x) for x in exact], pa.int64()))
 
 
 def token_usage(
@@ -135,13 +163,17 @@ def token_usage(
     columns = [*keys, "responses", *COUNTERS, "total_tokens", "cache_hit_ratio", "retried_responses"]
     if frame.empty:
         return _empty(frame, keys, columns)
-    grouped = frame.groupby(keys, dropna=False, observed=True, sort=True)
+    grouped = _groupby(frame, keys)
     out = grouped.size().rename("responses").to_frame()
+    # Summed exactly: a sum past int64 is null (the load's sum_overflow rows say where).
+    exact = _exact_sums(frame, keys, COUNTERS)
     for counter in COUNTERS:
-        out[counter] = _null_sum(grouped, counter)
-    parts = out[["input_total_tokens", "output_tokens", "reasoning_tokens"]]
-    out["total_tokens"] = parts.sum(axis=1, min_count=1)
-    out["cache_hit_ratio"] = out["cache_read_tokens"] / out["input_total_tokens"].where(out["input_total_tokens"] > 0)
+        out[counter] = _held(exact[counter])
+    parts = zip(*(exact[counter] for counter in TOTAL_PARTS), strict=True)
+    out["total_tokens"] = _held(counter_sum(p)[0] for p in parts)
+    ratios = [read / whole if read is not None and whole else None
+              for read, whole in zip(exact["cache_read_tokens"], exact["input_total_tokens"], strict=True)]
+    out["cache_hit_ratio"] = pd.array(ratios, dtype="float64")
     out["retried_responses"] = grouped["sealed"].apply(lambda s: int((s == False).sum()))  # noqa: E712
     return arrow_frame(out.reset_index()[columns])
 
@@ -310,14 +342,14 @@ def growth(data: Corpus | pd.DataFrame) -> pd.DataFrame:
         is_compaction=(frame["event"] == "compaction").astype("int64"),
         removed=frame["tokens_before"] - frame["tokens_after"],
     )
-    grouped = frame.groupby(["source", "conversation_id"], observed=True, sort=True)
+    grouped = _groupby(frame, ["source", "conversation_id"])
     out = grouped.size().rename("states").to_frame()
     out["messages"] = grouped["messages"].last()
     out["chars"] = grouped["chars"].last()
     out["peak_context_tokens"] = grouped["context_tokens"].max()
     out["last_context_tokens"] = grouped["context_tokens"].agg(_last_known)
     out["compactions"] = grouped["is_compaction"].sum()
-    out["compacted_tokens"] = _null_sum(grouped, "removed")
+    out["compacted_tokens"] = _held(_exact_sums(frame, ["source", "conversation_id"], ["removed"])["removed"])
     return arrow_frame(out.reset_index()[columns])
 
 

@@ -32,6 +32,7 @@ from .blocks import (
     ToolUse,
     Unknown,
 )
+from .values import int64_held
 from .wire import blocks_to_wire
 
 __all__ = [
@@ -149,7 +150,10 @@ class Usage:
             if uncached is None:
                 uncached = input_tokens
             if total is None:
-                total = summed
+                total = int64_held(summed)
+                if total is None:
+                    found.append(f"input_tokens plus the cache slices ({summed}) pass the int64 limit 2**63-1; "
+                                 "input_total_tokens is read as not reported")
             elif total != summed:
                 found.append(f"input_total_tokens {total} is not input_tokens plus the cache slices ({summed})")
                 contradicted = True

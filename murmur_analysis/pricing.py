@@ -24,8 +24,10 @@ the rows are priced as arrays with those rates.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
+import io
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -95,28 +97,67 @@ def _decimal(model: str, key: str, value: Any) -> Decimal:
     return number
 
 
+def _price_text(path: Path) -> str:
+    """A price file's text: UTF-8, with or without the byte-order mark Excel writes."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise PriceError(f"cannot read the price file {path}: {err.strerror or err}") from None
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    try:
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        at = start + err.start
+        line = data.count(b"\n", 0, at) + 1
+        raise PriceError(f"{path} is not UTF-8 text: byte 0x{data[at]:02x} at offset {at} (line {line})",
+                         hint="save it as UTF-8, e.g. Excel's \"CSV UTF-8\"") from None
+
+
+def _price_rows(path: Path) -> list[tuple[str, dict[str, Any], str]]:
+    """The rows of a price file: ``(model, {price key: value}, "line N")``."""
+    reader = csv.DictReader(io.StringIO(_price_text(path), newline=""))
+    rows: list[tuple[str, dict[str, Any], str]] = []
+    try:
+        if "model" not in (reader.fieldnames or ()):
+            raise PriceError(f"{path} has no 'model' column",
+                             hint=f"columns: model, {', '.join(PRICE_KEYS)} (USD per million tokens)")
+        for r in reader:
+            if None in r:
+                raise PriceError(f"{path} line {reader.line_num} has more fields than its header")
+            rows.append((r.pop("model") or "", {k: v for k, v in r.items() if v not in (None, "")},
+                         f"line {reader.line_num}"))
+    except csv.Error as err:
+        raise PriceError(f"{path} line {reader.line_num} is not CSV: {err}") from None
+    return rows
+
+
 def _user_prices(prices: Prices) -> dict[str, dict[str, Decimal]]:
+    """User prices by lower-cased model id; a model given twice (ids compared case-insensitively) is refused."""
     if isinstance(prices, Mapping):
-        rows: Iterable[tuple[str, Mapping[str, Any]]] = prices.items()
+        rows: Iterable[tuple[str, Mapping[str, Any], str]] = [(m, p, f"key {m!r}") for m, p in prices.items()]
+        file = None
     else:
-        path = Path(os.path.expanduser(os.fspath(prices)))
-        if not path.is_file():
-            raise PriceError(f"no price file at {path}", hint="pass a CSV path or a mapping as prices=")
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            if "model" not in (reader.fieldnames or ()):
-                raise PriceError(f"{path} has no 'model' column",
-                                 hint=f"columns: model, {', '.join(PRICE_KEYS)} (USD per million tokens)")
-            rows = [(r.pop("model") or "", {k: v for k, v in r.items() if v not in (None, "")}) for r in reader]
+        file = Path(os.path.expanduser(os.fspath(prices)))
+        if not file.is_file():
+            raise PriceError(f"no price file at {file}", hint="pass a CSV path or a mapping as prices=")
+        rows = _price_rows(file)
     table: dict[str, dict[str, Decimal]] = {}
-    for model, keys in rows:
+    given: dict[str, str] = {}  # where each model was priced: "line N" of the file, or "key 'id'"
+    named = "" if file is None else f"{file}: "
+    for model, keys, where in rows:
+        at = "" if file is None else f"{file} {where}: "
         unknown = set(keys) - set(PRICE_KEYS)
         if unknown:
-            raise PriceError(f"unknown price key(s) {', '.join(sorted(unknown))} for {model!r}",
+            raise PriceError(f"{at}unknown price key(s) {', '.join(sorted(unknown))} for {model!r}",
                              hint=f"valid keys: {', '.join(PRICE_KEYS)} (USD per million tokens)")
         if not model or "input_mtok" not in keys or "output_mtok" not in keys:
-            raise PriceError(f"the price of {model!r} needs a model id, input_mtok and output_mtok")
-        table[model.lower()] = {k: _decimal(model, k, v) for k, v in keys.items()}
+            raise PriceError(f"{at}the price of {model!r} needs a model id, input_mtok and output_mtok")
+        key = model.lower()
+        if key in given:
+            raise PriceError(f"{named}model {model!r} is priced twice: {given[key]} and {where}",
+                             hint="keep one price per model; model ids are compared case-insensitively")
+        given[key] = where
+        table[key] = {k: _decimal(model, k, v) for k, v in keys.items()}
     return table
 
 
@@ -258,7 +299,9 @@ class Pricer:
             the diagnostics.
         """
         n = usage.num_rows
-        counts = {name: usage.column(name).cast(pa.float64()).to_numpy(zero_copy_only=False) for name in (
+        # Costs are floats, so each counter is priced as the nearest float: past 2**53 that rounds
+        # (by at most one part in 2**53), where a checked cast would refuse the whole table.
+        counts = {name: usage.column(name).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) for name in (
             "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
             "input_total_tokens")}
         r, w = counts["cache_read_tokens"], counts["cache_write_tokens"]

@@ -17,7 +17,9 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
+from .diagnostics import Diagnostic
 from .pricing import SLICES
+from .values import counter_sum
 
 if TYPE_CHECKING:
     from .corpus import Corpus
@@ -50,6 +52,8 @@ class Report:
         keys: the columns that name a row.
         breakdown: with ``breakdown=True``, the same spend per row and model (the row's
             ``keys`` plus ``model``).
+        diagnostics: what a reader of the numbers must know: one ``sum_overflow`` row per
+            total that passes ``int64`` (shown as null).
     """
 
     kind: str
@@ -57,6 +61,7 @@ class Report:
     totals: dict[str, Any] = field(default_factory=dict)
     keys: list[str] = field(default_factory=list)
     breakdown: pd.DataFrame | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
 def _in_range(local: pd.Series, since: date | None, until: date | None) -> pd.Series:
@@ -103,12 +108,42 @@ def _spend(usage: pd.DataFrame, by: list[str], freq: metrics.Freq | None, tz: st
     return merged[[*keys, "responses", *TOKEN_KINDS, *_COST]]
 
 
-def _totals(rows: pd.DataFrame, columns: list[str]) -> dict[str, Any]:
+def _overflow(kind: str, column: str, over: str) -> Diagnostic:
+    return Diagnostic("report", kind, None, "sum_overflow",
+                      f"the {kind} report's total of {column} over {over} passes the int64 limit 2**63-1: "
+                      "it is null, and so is each row's sum that passes it")
+
+
+def _totals(kind: str, rows: pd.DataFrame, columns: list[str]) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """Each column's total over the rows (nulls skipped); an integer total past ``int64`` is null."""
     out: dict[str, Any] = {}
+    problems: list[Diagnostic] = []
     for column in columns:
         values = rows[column].dropna()
-        out[column] = None if values.empty else _plain(values.sum())
-    return out
+        if values.empty:
+            out[column] = None
+        elif pd.api.types.is_integer_dtype(values.dtype):
+            out[column], overflowed = counter_sum(int(v) for v in values)
+            if overflowed:
+                problems.append(_overflow(kind, column, f"its {len(values)} rows"))
+        else:
+            out[column] = _plain(values.sum())
+    return out, problems
+
+
+def _token_totals(kind: str, usage: pd.DataFrame) -> tuple[dict[str, Any], list[Diagnostic]]:
+    """The token totals of a spend report: summed over its responses, not over its rows.
+
+    A row whose sum passes ``int64`` is null, so a total of the rows would leave it out.
+    """
+    if usage.empty:
+        return dict.fromkeys(TOKEN_KINDS), []
+    whole = metrics.token_usage(usage, by=[])
+    out = {column: _plain(whole[column].iloc[0]) for column in TOKEN_KINDS}
+    parts = {column: [column] for column in TOKEN_KINDS} | {"total_tokens": list(metrics.TOTAL_PARTS)}
+    problems = [_overflow(kind, column, f"its {len(usage)} responses") for column in TOKEN_KINDS
+                if out[column] is None and usage[parts[column]].notna().to_numpy().any()]
+    return out, problems
 
 
 def build(
@@ -139,8 +174,9 @@ def build(
     """
     additive = ["responses", *TOKEN_KINDS, *_COST]
     detail: pd.DataFrame | None = None
+    spend: pd.DataFrame | None = None  # the responses a spend report adds up
     if kind in ("daily", "monthly"):
-        usage = _usage(corpus, since, until, tz)
+        usage = spend = _usage(corpus, since, until, tz)
         label = "date" if kind == "daily" else "month"
         freq: metrics.Freq = "D" if kind == "daily" else "MS"
         rows = _spend(usage, [], freq, tz).rename(columns={"period": label})
@@ -148,10 +184,11 @@ def build(
         if breakdown:
             detail = _spend(usage, ["model"], freq, tz).rename(columns={"period": label})
     elif kind == "models":
-        rows, keys = _spend(_usage(corpus, since, until, tz), ["model"], None, tz), ["model"]
+        spend = _usage(corpus, since, until, tz)
+        rows, keys = _spend(spend, ["model"], None, tz), ["model"]
     elif kind == "session":
         conv = _conversations(corpus, since, until, tz)
-        usage = _keep(corpus.usage, conv)
+        usage = spend = _keep(corpus.usage, conv)
         keys = ["source", "conversation_id"]
         info = conv[[*keys, "title", "last_at", "messages", "tool_calls"]]
         rows = info.merge(_spend(usage, keys, None, tz), on=keys, how="left")
@@ -175,12 +212,17 @@ def build(
     rows = metrics.arrow_frame(rows.reset_index(drop=True))
     if detail is not None:
         detail = metrics.arrow_frame(detail.reset_index(drop=True))
-    totals = _totals(rows, [c for c in additive if c in rows])
+    columns = [c for c in additive if c in rows]
+    totals, problems = _totals(kind, rows, [c for c in columns if spend is None or c not in TOKEN_KINDS])
+    if spend is not None:
+        tokens, overflows = _token_totals(kind, spend)
+        totals = {c: tokens[c] if c in TOKEN_KINDS else totals[c] for c in columns}
+        problems += overflows
     if kind == "tools" and totals.get("answered"):
         errors, answered = totals["errors"], totals["answered"]
         low, high = metrics.wilson_interval(np.array([errors]), np.array([answered]))
         totals.update(error_rate=errors / answered, ci_low=float(low[0]), ci_high=float(high[0]))
-    return Report(kind, rows, totals, keys, detail)
+    return Report(kind, rows, totals, keys, detail, problems)
 
 
 def _plain(value: Any) -> Any:

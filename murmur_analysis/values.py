@@ -7,6 +7,8 @@ naive time):
 * :func:`json_int`: any JSON integer (a boolean is not one);
 * :func:`json_count`: a JSON integer that is not negative (a count, a size, a turn);
 * :func:`read_counter`: a token counter, ``0..2**63-1``, whose misfits are reported;
+* :func:`int64_held` / :func:`counter_sum`: a sum as an ``int64`` column holds it (the one overflow
+  rule: a sum past ``int64`` is null, and its maker reports a ``sum_overflow`` row);
 * :func:`datetime_of_ms` / :func:`ms_of_datetime`: Unix milliseconds and UTC times, exactly
   (no float on the way);
 * :func:`datetime_of_seconds`: Unix seconds (git's commit times);
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -36,9 +39,11 @@ __all__ = [
     "EPOCH",
     "BadTime",
     "Reporter",
+    "counter_sum",
     "datetime_of_ms",
     "datetime_of_seconds",
     "held",
+    "int64_held",
     "iso_datetime",
     "json_count",
     "json_int",
@@ -156,6 +161,33 @@ def _year(ms: int) -> int:
 
 def _beyond(ms: int) -> str:
     return f"names year {_year(ms)}; a timestamp holds years 1..9999"
+
+
+def int64_held(total: int) -> int | None:
+    """An exact integer as an ``int64`` column holds it: ``total``, or ``None`` past ``int64``.
+
+    The one overflow rule of every sum the tables and metrics compute (a conversation's
+    ``tokens``, a response's context, a report's totals): a sum that cannot be held is null,
+    never wrapped and never a crash, and whoever makes it reports a ``sum_overflow`` row.
+    """
+    return total if -COUNTER_MAX - 1 <= total <= COUNTER_MAX else None
+
+
+def counter_sum(values: Iterable[int | None]) -> tuple[int | None, bool]:
+    """The sum of the known ``values`` as an ``int64`` column holds it, and whether it overflowed.
+
+    Returns:
+        ``(sum, overflowed)``: the sum is ``None`` when no value is known (nothing reported:
+        never 0) or when it passes ``int64`` (:func:`int64_held`; then ``overflowed`` is true).
+    """
+    total: int | None = None
+    for value in values:
+        if value is not None:
+            total = value if total is None else total + value
+    if total is None:
+        return None, False
+    kept = int64_held(total)
+    return kept, kept is None
 
 
 def datetime_of_ms(ms: int | None) -> datetime | BadTime | None:

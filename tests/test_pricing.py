@@ -214,3 +214,83 @@ def test_a_usage_table_costs_what_genai_prices_says_row_by_row(
         theirs = calc_price(GenaiUsage(input_tokens=u + r + w, cache_read_tokens=r, cache_write_tokens=w,
                                        output_tokens=o + z, output_reasoning_tokens=z), m, genai_request_timestamp=T0)
         assert mine == pytest.approx(float(theirs.total_price), rel=1e-12, abs=1e-15)
+
+
+# -- price files as spreadsheets write them ---------------------------------------------------------
+
+def flexigpt_store(root: Path, model: str = "my-model") -> Path:
+    from test_flexigpt import store_file
+    from test_tokens_flexigpt import conversation, usage
+
+    store_file(root, conversation("openairesponses", model, {"usage": usage(1000, 0, 1000, 100, 0)}))
+    return root
+
+
+HEADER = "model,input_mtok,output_mtok\r\n"  # Excel ends lines with CRLF
+
+
+def test_a_price_file_with_excels_byte_order_mark_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "prices.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (HEADER + "My-Model,2,10\r\n").encode())
+    corpus = ma.load(flexigpt_store(tmp_path / "in"), prices=path)
+    assert corpus.usage["cost_usd"].tolist() == [pytest.approx((1000 * 2 + 100 * 10) / 1e6)]
+    assert corpus.price_data_version == price_data_version({"my-model": {"input_mtok": 2, "output_mtok": 10}})
+
+
+def test_a_price_file_that_is_not_utf8_is_refused_with_where_and_how(tmp_path: Path) -> None:
+    path = tmp_path / "prices.csv"
+    text = HEADER + "my-model,2,10\r\ncafé-model,1,1\r\n"
+    path.write_bytes(text.encode("latin-1"))
+    offset = text.index("é")  # every character before it is one byte
+    with pytest.raises(ma.PriceError, match=rf"not UTF-8 text: byte 0xe9 at offset {offset} \(line 3\)") as err:
+        ma.load(flexigpt_store(tmp_path / "in"), prices=path)
+    assert str(path) in str(err.value) and err.value.hint is not None and "UTF-8" in err.value.hint
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("latin-1"))  # behind a BOM the offset is still the file's
+    with pytest.raises(ma.PriceError, match=f"at offset {offset + 3} "):
+        Pricer(path)
+
+
+def test_a_model_priced_twice_is_refused_naming_both_rows(tmp_path: Path) -> None:
+    path = tmp_path / "prices.csv"
+    path.write_text(HEADER + "my-model,2,10\r\nother,1,1\r\nMY-MODEL,20,100\r\n", newline="")
+    with pytest.raises(ma.PriceError, match="'MY-MODEL' is priced twice: line 2 and line 4") as err:
+        ma.load(flexigpt_store(tmp_path / "in"), prices=path)
+    assert str(path) in str(err.value)
+    with pytest.raises(ma.PriceError, match="priced twice: key 'my-model' and key 'My-Model'"):
+        Pricer({"my-model": {"input_mtok": 2, "output_mtok": 10}, "My-Model": {"input_mtok": 20, "output_mtok": 100}})
+
+
+@pytest.mark.parametrize("content, message", [
+    ((HEADER + "café-model,1,1\r\n").encode("latin-1"),
+     f"is not UTF-8 text: byte 0xe9 at offset {len(HEADER) + 3} (line 2)"),
+    ((HEADER + "my-model,2,10\r\nmy-model,20,100\r\n").encode(), "'my-model' is priced twice: line 2 and line 3"),
+], ids=["latin-1", "twice"])
+def test_the_command_line_refuses_an_unreadable_price_file_in_one_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "prices.csv"
+    path.write_bytes(content)
+    for command in (["report", "models"], ["summary"]):
+        done = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", *command,
+                               str(flexigpt_store(tmp_path / "in")), "--prices", str(path), "-q"],
+                              capture_output=True, text=True)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"murmur-analysis: error: {path}")
+        assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_command_line_reads_a_price_file_with_a_byte_order_mark(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "prices.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (HEADER + "my-model,2,10\r\n").encode())
+    done = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "report", "models",
+                           str(flexigpt_store(tmp_path / "in")), "--prices", str(path), "--json", "-q"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["totals"]["cost_usd"] == pytest.approx((1000 * 2 + 100 * 10) / 1e6)
