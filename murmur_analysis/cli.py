@@ -1,13 +1,16 @@
 """``murmur-analysis``: the command line. One library call per command; one progress bar on stderr.
 
 Exit status: 0 ok; 1 the data had problems (diagnostics rows) and ``--strict`` was given;
-2 a usage error (bad arguments, a path no source reads, unreadable prices).
+2 a usage error (bad arguments, a path no source reads, unreadable prices); 130 interrupted
+(Ctrl-C, SIGINT); 141 the reader of stdout went away (``... | head -1``), silently, as a shell
+reports a command that SIGPIPE stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import date
@@ -26,6 +29,8 @@ from .render import csv_text, table_text
 __all__ = ["main"]
 
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 
 
 @contextlib.contextmanager
@@ -209,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="murmur-analysis",
         description="Read AI agents' conversations (murmur, litany, FlexiGPT, dispatch) into tables.",
+        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error, 130 interrupted, "
+               "141 the reader of stdout went away (| head)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -295,7 +302,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status.
+
+    Ctrl-C ends it with :data:`EXIT_INTERRUPTED` and one line on stderr; a reader of stdout that went
+    away (``| head -1``) ends it with :data:`EXIT_BROKEN_PIPE` and nothing on stderr. Neither prints
+    a traceback.
+    """
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a reader gone away shows here, while it can still be handled
+    except KeyboardInterrupt:
+        with contextlib.suppress(OSError):
+            print("murmur-analysis: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
@@ -305,6 +332,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as err:
         print(f"murmur-analysis: error: {err} (check the path)", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: what is still buffered for the closed pipe is dropped.
+
+    Else the interpreter's own last flush, on its way out, would fail again and say so on stderr.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 if __name__ == "__main__":

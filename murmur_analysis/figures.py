@@ -2,7 +2,10 @@
 
 Every figure leaves as a PNG image with alt text (so an HTML export is accessible and the image
 can be saved as a file); every table shows a null as "not reported", never as ``0``. Figures are
-built on ``matplotlib.figure.Figure`` rather than ``pyplot``, so nothing is drawn twice.
+built on ``matplotlib.figure.Figure`` rather than ``pyplot``, so nothing is drawn twice, and every
+text given to them is drawn as written: titles, tool and model names come from data, and a ``$``, a
+backslash, ``_`` or ``^`` there is that character, never mathtext (which only matplotlib's own tick
+numbers, such as ``10³`` on a log scale, still use).
 """
 
 from __future__ import annotations
@@ -12,6 +15,12 @@ from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
+from matplotlib.axis import Axis
+from matplotlib.backend_bases import RendererBase
+from matplotlib.category import StrCategoryFormatter
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
 __all__ = ["NOT_REPORTED", "bar_labels", "category", "figure", "image", "table"]
 
@@ -20,8 +29,75 @@ NOT_REPORTED = "not reported"
 _NOWRAP_CHARS = 40  # text columns no longer than this stay on one line
 
 
+#: Tick formatters whose labels are the caller's text: strings given (``set_yticks(ys, labels)``),
+#: categories (``barh(labels, ...)``), a function's strings. Matplotlib's own formatters of numbers
+#: keep their mathtext (``10³`` on a log scale).
+_CALLER_TICKS = (FixedFormatter, FuncFormatter, StrCategoryFormatter)
+
+
+def _escaped(text: str) -> str:
+    """``text`` as mathtext draws it exactly as written: every ``$`` escaped, nothing else."""
+    return text.replace("$", r"\$")
+
+
+class _LiteralTicks(Formatter):
+    """The caller's tick formatter, its labels escaped so that they are drawn as written."""
+
+    def __init__(self, caller: Formatter) -> None:
+        self.caller = caller
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return _escaped(self.caller(x, pos))
+
+    def format_ticks(self, values: Any) -> list[str]:
+        return [_escaped(label) for label in self.caller.format_ticks(values)]
+
+    def get_offset(self) -> str:
+        return _escaped(self.caller.get_offset())
+
+    def set_locs(self, locs: Any) -> None:
+        self.caller.set_locs(locs)
+
+    def format_data(self, value: float) -> str:
+        return self.caller.format_data(value)
+
+    def format_data_short(self, value: float) -> str:
+        return self.caller.format_data_short(value)
+
+
+class _LiteralFigure(Figure):
+    """A figure that draws the caller's text as written, whoever made the text and when.
+
+    Labels in these figures come from data (conversation titles, tool and model names, ids), and
+    matplotlib's mathtext reads text between two ``$`` as math: it would garble them or fail the
+    whole drawing. So every text is drawn with mathtext off (titles, axis labels, legends, bar
+    labels, annotations), except the tick labels, which the drawing itself makes: there the
+    caller's labels are escaped, and matplotlib's own numbers keep their mathtext.
+    """
+
+    def draw(self, renderer: RendererBase) -> None:
+        """Draw the figure with every text of the caller's drawn literally."""
+        made_by_axes: set[int] = set()
+        for axis in self.findobj(Axis):
+            for ticker in (axis.major, axis.minor):
+                if isinstance(ticker.formatter, _CALLER_TICKS):
+                    literal = _LiteralTicks(ticker.formatter)
+                    literal.set_axis(axis)
+                    ticker.formatter = literal
+            ticks = [*axis.majorTicks, *axis.minorTicks]
+            made_by_axes.update(id(text) for tick in ticks for text in (tick.label1, tick.label2))
+            made_by_axes.add(id(axis.offsetText))
+        for text in self.findobj(Text):
+            if id(text) not in made_by_axes:
+                text.set_parse_math(False)
+        super().draw(renderer)
+
+
 def figure(width: float = 8.0, height: float = 4.0, rows: int = 1, cols: int = 1, **kwargs: Any) -> tuple[Any, Any]:
     """A new figure and its axes, not registered with ``pyplot`` (nothing is shown until :func:`image`).
+
+    Every text given to it (titles, labels, tick labels, legends, bar labels, annotations) is drawn
+    as written, never as mathtext (see ``_LiteralFigure``): a label from data needs no escaping.
 
     Args:
         width: inches.
@@ -34,9 +110,7 @@ def figure(width: float = 8.0, height: float = 4.0, rows: int = 1, cols: int = 1
         ``(figure, axes)``: one ``Axes`` for a 1x1 grid, else the array of them (as
         ``Figure.subplots`` gives them).
     """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = _LiteralFigure(figsize=(width, height), layout="constrained")
     return fig, fig.subplots(rows, cols, **kwargs)
 
 
