@@ -29,7 +29,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .layout import STAMPS, Generation, read_control
+from .layout import STAMPS, Generation
+from .owned import read_control
 from .state import ExportState
 
 __all__ = ["Damage", "checksum", "drop_damaged", "fault", "integrity", "note_stamps"]

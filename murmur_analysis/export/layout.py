@@ -40,13 +40,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..errors import ExportError
-from ..sources.files import NotRegularFile, display, open_regular
+from ..sources.files import display, open_regular
+from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_json
 
-__all__ = ["CONTROL", "FORMAT", "MANIFEST", "ROOT_MANIFEST", "STAMPS", "STATE", "Generation", "Output",
-           "read_control", "safe_relative"]
+__all__ = ["CONTROL", "FORMAT", "MANIFEST", "ROOT_MANIFEST", "STAMPS", "STATE", "Generation", "Output"]
 
 CONTROL = ".export"
 MANIFEST = "manifest.json"
@@ -62,103 +60,8 @@ OWNER = "murmur-analysis"
 _OWNER_TEXT = b'{"format": "murmur-analysis-export"}\n'
 _CURRENT = "current"
 _GENERATION = re.compile(r"g(\d{6,})$")
-#: The names of the files an export writes into a staging folder.
-_STAGED_FILE = re.compile(r"part-[0-9A-Za-z-]+\.parquet|(manifest|state|stamps)\.json(\.tmp)?")
 #: Where each earlier layout put the manifest's link (removed when it is ours).
 _OLD_ROOT_MANIFESTS = (MANIFEST,)
-
-
-def _write_json(path: Path, doc: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    os.replace(tmp, path)
-
-
-def read_control(path: Path) -> bytes | None:
-    """The bytes of a file the export wrote itself, or ``None`` when it is not a regular file there.
-
-    A link, a FIFO or a device at that path is never its own: it is not followed, and never
-    opened in a way that could block.
-    """
-    try:
-        with open_regular(path, follow=False) as fh:
-            return fh.read()
-    except (OSError, NotRegularFile):
-        return None
-
-
-def _read_json(path: Path) -> Any:
-    data = read_control(path)
-    if data is None:
-        return None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def safe_relative(relative: object) -> str | None:
-    """A manifest's path if it stays inside its generation (no ``..``, not absolute), else ``None``."""
-    if not isinstance(relative, str) or not relative or relative.startswith("/") or "\x00" in relative:
-        return None
-    return None if ".." in relative.split("/") else relative
-
-
-def _remove_files(folder: Path, relatives: Iterable[str], folders: Iterable[Path] = ()) -> None:
-    """Remove the regular files (or links) ``relatives`` of ``folder``, then every folder left empty.
-
-    Nothing else is removed: a file the toolkit did not name stays, and so do the folders that
-    hold it. Nothing is followed out of ``folder``. ``folders`` are more folders to remove if
-    empty (folders of a staging folder that no file was written into yet).
-    """
-    parents: set[Path] = {folder, *folders}
-    real = os.path.realpath(folder)
-    for relative in relatives:
-        safe = safe_relative(relative)
-        if safe is None:
-            continue
-        path = folder / safe
-        if not _inside(Path(os.path.realpath(path.parent)), Path(real)):
-            continue  # a folder on the way is a link out of the export
-        try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                continue
-            path.unlink()
-        except OSError:
-            continue
-        parent = path.parent
-        while _inside(parent, folder) and parent not in parents:
-            parents.add(parent)
-            parent = parent.parent
-    for parent in sorted(parents, key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            parent.rmdir()  # only an empty one goes
-
-
-def _remove_staged(folder: Path) -> None:
-    """Remove a staging folder's files that an export writes there (by their names), walked without recursion."""
-    found: list[str] = []
-    folders: list[Path] = []
-    stack = [folder]
-    while stack:
-        here = stack.pop()
-        try:
-            with os.scandir(here) as listed:
-                entries = list(listed)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-                folders.append(Path(entry.path))
-            elif _STAGED_FILE.fullmatch(entry.name):
-                found.append(os.path.relpath(entry.path, folder))
-    _remove_files(folder, found, folders)
-
 
 class Generation:
     """One export's folder (``.export/gNNNNNN``, or a staging folder while being written).
@@ -179,12 +82,12 @@ class Generation:
 
     def manifest(self) -> dict[str, Any] | None:
         """The generation's manifest, or ``None`` if it has none (or it is unreadable)."""
-        doc = _read_json(self.path / MANIFEST)
+        doc = read_json(self.path / MANIFEST)
         return doc if isinstance(doc, dict) else None
 
     def state(self) -> dict[str, Any] | None:
         """What the export read (see :mod:`murmur_analysis.export.state`), or ``None``."""
-        doc = _read_json(self.path / STATE)
+        doc = read_json(self.path / STATE)
         return doc if isinstance(doc, dict) else None
 
     def write(self, manifest: dict[str, Any], state: dict[str, Any]) -> None:
@@ -194,8 +97,8 @@ class Generation:
             ExportError: they could not be written.
         """
         try:
-            _write_json(self.path / STATE, state)
-            _write_json(self.path / MANIFEST, manifest)
+            write_json(self.path / STATE, state)
+            write_json(self.path / MANIFEST, manifest)
         except OSError as err:
             raise ExportError(f"could not write the manifest in {self.path}: {err}") from err
 
@@ -231,8 +134,7 @@ class Generation:
             return
         named = [f.get("path") for entry in (manifest.get("tables") or {}).values() if isinstance(entry, dict)
                  for f in entry.get("files", []) if isinstance(f, dict)]
-        _remove_files(self.path, [*(p for p in named if isinstance(p, str)), STATE, STAMPS, MANIFEST])
-
+        remove_files(self.path, [*(p for p in named if isinstance(p, str)), STATE, STAMPS, MANIFEST])
 
 class Output:
     """An output folder, locked for one export while the context is open.
@@ -297,11 +199,11 @@ class Output:
             if not os.path.lexists(path):
                 continue  # the load says it is missing
             source = Path(os.path.realpath(path))
-            if _inside(real, source):
+            if inside(real, source):
                 where = "is" if real == source else "is inside"
                 raise ExportError(f"{self.root} {where} the input {display(os.fspath(path))}: an export never writes "
                                   "into what it reads", hint="export into a folder outside the inputs")
-            if _inside(source, real):
+            if inside(source, real):
                 raise ExportError(f"the input {display(os.fspath(path))} is inside the output folder {self.root}",
                                   hint="export into a folder that holds no input")
 
@@ -390,7 +292,7 @@ class Output:
             if child.is_symlink() or not child.is_dir():
                 continue
             if child.name.startswith("staging-"):
-                _remove_staged(child)
+                remove_staged(child)
         for number, path in self._generations():
             if current is None or number != current.number:
                 Generation(path, number).remove()
@@ -419,7 +321,7 @@ class Output:
         try:
             yield staged
         except BaseException:
-            _remove_staged(staged.path)
+            remove_staged(staged.path)
             raise
 
     def switch(self, staged: Generation, tables: list[str]) -> Generation:

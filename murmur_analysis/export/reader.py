@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 
 from ..errors import ExportError
 from ..schema import SCHEMA_VERSION, TABLES, schema
-from .layout import FORMAT, MANIFEST, Generation, Output, safe_relative
+from .layout import FORMAT, MANIFEST, Generation, Output
+from .owned import safe_relative
 
 __all__ = ["read_parquet"]
 
