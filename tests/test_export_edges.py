@@ -399,3 +399,19 @@ def test_a_real_file_system_out_of_inodes_leaves_the_previous_export(tmp_path: P
     for spare in (1, 2, 3, 4, 5, 6, 7, 8, 12, 16):
         err = (tmp_path / f"err-{spare}").read_text()
         assert "Traceback" not in err and len(err.strip().splitlines()) == 1, (spare, err)
+
+
+def test_links_planted_where_the_export_writes_its_own_files_are_never_written_through(tmp_path: Path) -> None:
+    home = home_with(tmp_path)
+    out = tmp_path / "out"
+    export(home, out=out)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    control = out / ".export"
+    (control / "murmur-analysis").unlink()
+    (control / "murmur-analysis").symlink_to(victim)  # the marker, and the stamps' scratch name
+    generation = (control / "current").resolve()
+    (generation / "stamps.json.tmp").symlink_to(victim)
+    export(home, out=out)
+    assert victim.read_text() == "untouched"
+    assert not (control / "murmur-analysis").is_symlink()

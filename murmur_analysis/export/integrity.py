@@ -18,6 +18,7 @@ input, so the damage is written over and never carried on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .layout import STAMPS, Generation
-from .owned import read_control
+from .owned import read_control, write_bytes
 from .state import ExportState
 
 __all__ = ["Damage", "checksum", "drop_damaged", "fault", "integrity", "note_stamps"]
@@ -69,12 +70,8 @@ def note_stamps(generation: Generation, relatives: list[str]) -> None:
             stamps[relative] = _stamp(os.lstat(generation.path / relative))
         except OSError:
             continue
-    tmp = generation.path / (STAMPS + ".tmp")
-    try:
-        tmp.write_bytes(orjson.dumps(stamps))
-        os.replace(tmp, generation.path / STAMPS)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        write_bytes(generation.path / STAMPS, orjson.dumps(stamps))
 
 
 def _stamps(generation: Generation) -> dict[str, Any]:

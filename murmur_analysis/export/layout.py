@@ -42,7 +42,7 @@ from typing import Any
 
 from ..errors import ExportError
 from ..sources.files import display, open_regular
-from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_json
+from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_bytes, write_json
 
 __all__ = ["CONTROL", "FORMAT", "MANIFEST", "ROOT_MANIFEST", "STAMPS", "STATE", "Generation", "Output"]
 
@@ -259,7 +259,7 @@ class Output:
         try:
             self.control.mkdir(parents=True, exist_ok=True)
             if read_control(self.control / OWNER) != _OWNER_TEXT:
-                (self.control / OWNER).write_bytes(_OWNER_TEXT)
+                write_bytes(self.control / OWNER, _OWNER_TEXT)
             fd = os.open(self.control / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as err:
             raise ExportError(f"cannot write under {self.root}: {err.strerror or err}") from err

@@ -21,17 +21,38 @@ import orjson
 
 from ..sources.files import NotRegularFile, open_regular
 
-__all__ = ["inside", "read_control", "read_json", "remove_files", "remove_staged", "safe_relative", "write_json"]
+__all__ = ["inside", "read_control", "read_json", "remove_files", "remove_staged", "safe_relative", "write_bytes",
+           "write_json"]
 
 #: The names of the files an export writes into a staging folder.
 _STAGED_FILE = re.compile(r"part-[0-9A-Za-z-]+\.parquet|(manifest|state|stamps)\.json(\.tmp)?")
 
 
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``path`` whole through a new file beside it, renamed over it.
+
+    A link at either name is replaced, never followed (writing through it would write elsewhere).
+
+    Raises:
+        OSError: it could not be written.
+    """
+    tmp = path.with_name(path.name + ".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def write_json(path: Path, doc: Any) -> None:
     """Write ``doc`` as the JSON file ``path``, replaced whole (a reader sees the old file or the new one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
-    os.replace(tmp, path)
+    write_bytes(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS))
 
 
 def read_control(path: Path) -> bytes | None:
