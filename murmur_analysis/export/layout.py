@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExportError
+from ..schema import TABLES
 from ..sources.files import display, open_regular
 from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_bytes, write_json
 
@@ -256,6 +257,7 @@ class Output:
     def __enter__(self) -> Output:
         self._refuse_overlap()
         self._refuse_foreign()
+        self.link_in_the_way(TABLES)  # every export links these: refused now, not after the work
         try:
             self.control.mkdir(parents=True, exist_ok=True)
             if read_control(self.control / OWNER) != _OWNER_TEXT:
