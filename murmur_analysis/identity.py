@@ -1,12 +1,12 @@
 """What a file is, for telling whether it grew, was replaced, or stayed as it was.
 
-A file's identity is its device and inode, its size, its modification time in nanoseconds and
-a checksum (BLAKE2b) of its first :data:`HEAD_BYTES` bytes; a record's line index adds one of
-the last :data:`HEAD_BYTES` bytes it covers. An equal identity means "the same file,
-unchanged"; a larger size with the same device, inode and checksums of what was there means it
-grew; anything else means it was replaced or rewritten. The incremental export
-(:func:`file_identity`) and the record reader's line index (:func:`classify`) both tell change
-by this one rule.
+A file's identity is its device and inode, its size, its modification time and its status
+change time (``ctime``) in nanoseconds, and a checksum (BLAKE2b) of its first
+:data:`HEAD_BYTES` bytes; a record's line index adds one of the last :data:`HEAD_BYTES` bytes it
+covers. An equal identity means "the same file, unchanged"; a larger size with the same device,
+inode and checksums of what was there means it grew; anything else means it was replaced or
+rewritten. The incremental export (:func:`file_identity`) and the record reader's line index
+(:func:`classify`) both tell change by this one rule.
 
 murmur's runtime only appends to a record, and replaces it whole only by an atomic rename
 (retention). A rename can hand a new file the inode an earlier one had, and a replacement can
@@ -16,8 +16,31 @@ replacement: :func:`classify` says
 * a different device or inode, or a smaller file: **replaced**;
 * otherwise the first and the last :data:`HEAD_BYTES` bytes the known state covers must read
   as they did, else **replaced**;
-* then the same size and the same modification time: **same**; a larger file whose
-  modification time did not go back: **grew**; anything else: **replaced**.
+* then the same size and the same modification and change times: **same**; a larger file
+  neither of whose times went back: **grew**; anything else: **replaced**.
+
+The modification time alone is not enough: ``touch -r``, ``cp -p`` and ``os.utime`` put it back
+after an edit. The change time is what the kernel sets, to its clock, on every write (and on
+every ``utime``); no unprivileged call sets it back. It also changes on ``chmod``, ``chown``,
+a new hard link and (on most file systems) a rename: such a file is then taken as replaced
+and read again, which costs time, never a row. A file that grew also changed its change time,
+so growth is still **grew**.
+
+What an identity still cannot see:
+
+* an edit that keeps the size, away from the first and last :data:`HEAD_BYTES` bytes, that
+  lands in the same tick of the file system's clock as the change before the identity was
+  taken, so both get one change time: Linux stamps files from a clock that advances every few
+  milliseconds (newer kernels keep finer times on some file systems), and file systems with
+  coarse times or none of their own (FAT, some network file systems) may say no more than the
+  modification time does. The export reads again next time a file modified in the second
+  before or during its run (:func:`changed_since`), which covers this unless the modification
+  time was also put back; the record reader has no such guard;
+* an edit of the bytes between the two checksummed ends together with an append: it reads as
+  growth (murmur never does that; its retention renames a new file in);
+* a change time set back: only root can (by setting the clock back, or by writing the device
+  under the file system);
+* on Windows, where ``st_ctime`` is the creation time, the change time adds nothing.
 """
 
 from __future__ import annotations
@@ -25,18 +48,23 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
-__all__ = ["HEAD_BYTES", "Identity", "KnownFile", "Verdict", "changed_since", "checksum", "classify",
-           "file_identity", "probe"]
+__all__ = ["HEAD_BYTES", "Identity", "Known", "KnownFile", "Verdict", "changed_since", "checksum", "classify",
+           "file_identity", "known_file", "probe", "same_file", "stat_fields"]
 
-#: ``{"dev", "ino", "size", "mtime_ns", "head"}``: what :func:`file_identity` returns.
+#: ``{"dev", "ino", "size", "mtime_ns", "ctime_ns", "head"}``: what :func:`file_identity` returns.
 Identity = dict[str, int | str]
 
 #: How many leading bytes the checksum covers.
 HEAD_BYTES = 4096
 
 Verdict = Literal["same", "grew", "replaced"]
+
+#: The fields of a file's identity its status gives (:func:`stat_fields`).
+_STAT = ("dev", "ino", "size", "mtime_ns", "ctime_ns")
 
 
 class KnownFile(Protocol):
@@ -46,8 +74,22 @@ class KnownFile(Protocol):
     ino: int
     size: int
     mtime_ns: int
+    ctime_ns: int
     head: bytes  #: :func:`checksum` of its first :data:`HEAD_BYTES` bytes
     tail: bytes  #: :func:`checksum` of the last :data:`HEAD_BYTES` bytes of its ``size``
+
+
+@dataclass(slots=True)
+class Known:
+    """A :class:`KnownFile` read back from JSON values (:func:`known_file`)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    head: bytes
+    tail: bytes
 
 
 def checksum(data: bytes) -> bytes:
@@ -63,6 +105,40 @@ def probe(fd: int, size: int) -> tuple[bytes, bytes]:
     return checksum(head), checksum(tail)
 
 
+def stat_fields(st: os.stat_result) -> dict[str, int]:
+    """The fields of an identity a file's status gives: device, inode, size, modification and change times."""
+    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "ctime_ns": st.st_ctime_ns}
+
+
+def same_file(identity: Mapping[str, object], st: os.stat_result) -> bool:
+    """Whether a file of status ``st`` is, by its status, the file of ``identity``, unchanged."""
+    return all(identity.get(k) == v for k, v in stat_fields(st).items())
+
+
+def known_file(fields: Mapping[str, object]) -> Known | None:
+    """The :class:`KnownFile` JSON values describe (the fields of :func:`stat_fields` and hex ``head`` and ``tail``).
+
+    ``None`` when a field is missing or of another type (an identity written by an older
+    version): a file that cannot be compared is read again.
+    """
+    numbers: list[int] = []
+    for name in _STAT:
+        value = fields.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
+        numbers.append(value)
+    head, tail = fields.get("head"), fields.get("tail")
+    if not isinstance(head, str) or not isinstance(tail, str):
+        return None
+    try:
+        ends = bytes.fromhex(head), bytes.fromhex(tail)
+    except ValueError:
+        return None
+    dev, ino, size, mtime_ns, ctime_ns = numbers
+    return Known(dev, ino, size, mtime_ns, ctime_ns, *ends)
+
+
 def classify(known: KnownFile | None, fd: int, st: os.stat_result) -> Verdict:
     """Whether the open file ``fd`` (stat ``st``) is the file ``known`` describes, grown, or another."""
     if known is None or (known.dev, known.ino) != (st.st_dev, st.st_ino) or st.st_size < known.size:
@@ -70,12 +146,14 @@ def classify(known: KnownFile | None, fd: int, st: os.stat_result) -> Verdict:
     if probe(fd, known.size) != (known.head, known.tail):
         return "replaced"
     if st.st_size == known.size:
-        return "same" if st.st_mtime_ns == known.mtime_ns else "replaced"
-    return "grew" if st.st_mtime_ns >= known.mtime_ns else "replaced"
+        same = (st.st_mtime_ns, st.st_ctime_ns) == (known.mtime_ns, known.ctime_ns)
+        return "same" if same else "replaced"
+    grew = st.st_mtime_ns >= known.mtime_ns and st.st_ctime_ns >= known.ctime_ns
+    return "grew" if grew else "replaced"
 
 
 def file_identity(path: str | os.PathLike[str]) -> Identity | None:
-    """The device, inode, size, modification time and head checksum of a regular file, or ``None``.
+    """The device, inode, size, modification and change times and head checksum of a regular file, or ``None``.
 
     ``None`` when ``path`` is not a regular file or cannot be read: an identity that cannot be
     taken never equals another.
@@ -90,8 +168,7 @@ def file_identity(path: str | os.PathLike[str]) -> Identity | None:
             head = fh.read(HEAD_BYTES)
     except (OSError, ValueError):
         return None
-    return {"dev": st.st_dev, "ino": st.st_ino, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "head": checksum(head).hex()}
+    return {**stat_fields(st), "head": checksum(head).hex()}
 
 
 def changed_since(value: object, ns: int) -> bool:
@@ -100,6 +177,13 @@ def changed_since(value: object, ns: int) -> bool:
     A file modified while it was being read (or just before) may have been read in either
     state: like git's "racily clean" entries, its identity must not be trusted to mean
     "unchanged" later.
+
+    Only the modification time counts. A later edit that keeps the size and puts the
+    modification time back is still seen by the change time the identity holds, unless it
+    shares that change time (the same tick of the file system's clock; see the module doc).
+    Counting the change time here would close that gap at the price of taking as changed every
+    file whose times were set (``touch``, ``cp -p``) or mode changed, or that was linked or
+    renamed, at or after ``ns``.
     """
     if isinstance(value, dict):
         if isinstance(value.get("mtime_ns"), int) and "head" in value:

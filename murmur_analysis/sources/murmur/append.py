@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ...handoff import Conversation
-from ...identity import classify, probe
+from ...identity import classify, known_file, probe, same_file, stat_fields
 from ..base import Diagnostics
 from ..files import open_regular
 from .engine import strings
@@ -107,7 +107,7 @@ def anchor(point: dict[str, Any] | None, path: str | None, fingerprint: Any) -> 
     """``point`` tied to the file it was read from, or ``None`` when it cannot be continued.
 
     The file must still be the one of the fingerprint (taken before the read: same inode,
-    size and time, so the read saw exactly those bytes) and end at a line break.
+    size and times, so the read saw exactly those bytes) and end at a line break.
     """
     identity = _identity(fingerprint)
     if point is None or identity is None or path is None:
@@ -115,22 +115,10 @@ def anchor(point: dict[str, Any] | None, path: str | None, fingerprint: Any) -> 
     try:
         with open_regular(Path(path)) as f:
             st = os.fstat(f.fileno())
-            same = (st.st_dev, st.st_ino, st.st_mtime_ns) == (identity.get("dev"), identity.get("ino"),
-                                                             identity.get("mtime_ns"))
-            at = identity_at(f.fileno(), st.st_size) if same else None
+            at = identity_at(f.fileno(), st.st_size) if same_file(identity, st) else None
     except OSError:
         return None
-    return {**point, **at} if at is not None and at["size"] == identity.get("size") else None
-
-
-@dataclass
-class _Known:
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    head: bytes
-    tail: bytes
+    return {**point, **at} if at is not None else None
 
 
 @dataclass
@@ -228,8 +216,7 @@ def identity_at(fd: int, size: int) -> dict[str, Any] | None:
     if st.st_size != size or (size and os.pread(fd, 1, size - 1) != b"\n"):
         return None
     head, tail = probe(fd, size)
-    return {"dev": st.st_dev, "ino": st.st_ino, "size": size, "mtime_ns": st.st_mtime_ns,
-            "head": head.hex(), "tail": tail.hex()}
+    return {**stat_fields(st), "head": head.hex(), "tail": tail.hex()}
 
 
 def cut(fd: int, target: int, end: int, window: int = 4 << 20) -> int | None:
@@ -270,8 +257,9 @@ def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostic
     if joined(source, conv):
         return None
     assert isinstance(conv.key, tuple)
-    known = _Known(point["dev"], point["ino"], point["size"], point["mtime_ns"], bytes.fromhex(point["head"]),
-                   bytes.fromhex(point["tail"]))
+    known = known_file(point)
+    if known is None:
+        return None
     try:
         with open_regular(Path(conv.key[0])) as f:
             fd = f.fileno()

@@ -33,7 +33,7 @@ __all__ = ["PROBE_BYTES", "IndexStore", "LineIndex", "classify", "probe"]
 #: How many bytes at each end of a record its index's checksums cover.
 PROBE_BYTES = HEAD_BYTES
 _MAGIC = b"murmur-analysis line index\n"
-_VERSION = 1
+_VERSION = 2
 _DIGEST = 32
 
 
@@ -47,6 +47,7 @@ class LineIndex:
         ino: inode of the file parsed.
         size: bytes parsed (the file's size when it was read).
         mtime_ns: the file's modification time then, in nanoseconds.
+        ctime_ns: the file's status change time then, in nanoseconds.
         head: checksum of the first :data:`PROBE_BYTES` bytes of the ``size`` parsed.
         tail: checksum of the last :data:`PROBE_BYTES` bytes of the ``size`` parsed.
         parsed_to: offset just past the last newline-terminated line parsed.
@@ -63,6 +64,7 @@ class LineIndex:
     ino: int
     size: int
     mtime_ns: int = 0
+    ctime_ns: int = 0
     head: bytes = b""
     tail: bytes = b""
     parsed_to: int = 0
@@ -150,6 +152,7 @@ def _encode(index: LineIndex) -> bytes:
         "ino": index.ino,
         "size": index.size,
         "mtime_ns": index.mtime_ns,
+        "ctime_ns": index.ctime_ns,
         "head": index.head.hex(),
         "tail": index.tail.hex(),
         "parsed_to": index.parsed_to,
@@ -194,6 +197,7 @@ def _decode(data: bytes, path: str) -> LineIndex | None:
         ino=int(meta["ino"]),
         size=int(meta["size"]),
         mtime_ns=int(meta["mtime_ns"]),
+        ctime_ns=int(meta["ctime_ns"]),
         head=bytes.fromhex(meta["head"]),
         tail=bytes.fromhex(meta["tail"]),
         parsed_to=int(meta["parsed_to"]),

@@ -149,7 +149,7 @@ class RecordReader:
             snap.forget_tail()  # what came from an unterminated last line is read again
         else:
             snap = _Snapshot(path, st.st_dev, st.st_ino, 0)
-        snap.size, snap.mtime_ns = st.st_size, st.st_mtime_ns
+        snap.size, snap.mtime_ns, snap.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
         self._snapshots.pop(path, None)
         self.reads += 1
         before = snap.lines_before
