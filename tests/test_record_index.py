@@ -12,14 +12,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from murmur_lines import id_at, line, message
+from murmur_pages import unindexed, walk_pages, write_lines
 
 import murmur_analysis as ma
 from murmur_analysis import cache
 from murmur_analysis.cli import main
-from murmur_analysis.sources.murmur.index import IndexStore
+from murmur_analysis.sources.murmur.index import RUN_SLACK, IndexStore
 
 PAD = "x" * 180  # a line of about 300 bytes, so a few thousand make a record past the 1 MiB threshold
 
@@ -286,6 +291,79 @@ def test_a_fresh_process_serves_the_first_page_from_the_index(record: Path, tmp_
     assert run() == [0, 4000, newest]
     append(record, range(4000, 4003))
     assert run() == [3, 4003, [id_at(n) for n in range(4002, 3997, -1)]]
+
+
+# ------------------------------------------------------------------------------ an index grows with message lines
+
+
+def index_size(store: IndexStore, path: Path) -> int:
+    index_file = store.file_for(str(path))
+    return index_file.stat().st_size if index_file.exists() else 0
+
+
+def test_junk_lines_do_not_grow_the_index(record: Path, store: IndexStore) -> None:
+    rows = []
+    for n in range(40):
+        rows += [line(message(n))] + ["x"] * 2500  # 100,000 lines that are not messages
+    write_lines(record, rows)
+    expected = unindexed(record, 9)
+    first = ma.RecordReader(index=store)
+    assert walk_pages(first, record, 9) == expected
+    assert 0 < index_size(store, record) <= 64 * 40 + 4096  # bounded by the messages, not the lines
+    warm = ma.RecordReader(index=store)
+    assert walk_pages(warm, record, 9) == expected
+    assert warm.parsed_lines == 0
+    assert len(expected[0].reports) == 100_000  # every skipped line is still reported, once
+
+
+def test_junk_lines_between_blank_lines_do_not_grow_the_index(record: Path, store: IndexStore) -> None:
+    rows = []
+    for n in range(40):
+        rows += [line(message(n))] + ["x", ""] * 1000  # 40,000 runs of one skipped line each
+    write_lines(record, rows)
+    expected = unindexed(record, 9)
+    assert walk_pages(ma.RecordReader(index=store), record, 9) == expected
+    assert index_size(store, record) <= 64 * 40 + 4096
+    assert walk_pages(ma.RecordReader(index=store), record, 9) == expected
+
+
+kinds = st.sampled_from(["message", "message", "junk", "blank", "spaces", "array", "role-number"])
+
+
+def record_line(kind: str, n: int) -> str:
+    return {"message": line(message(n)), "junk": "not json", "blank": "", "spaces": "  ", "array": "[1]",
+            "role-number": '{"role":1}'}[kind]
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    first=st.lists(kinds, max_size=60),
+    grown=st.lists(kinds, max_size=20),
+    header=st.booleans(),
+    crlf=st.booleans(),
+    tail=st.sampled_from(["", '{"role":"user","id":"t"}', "junk", "{"]),
+    limit=st.integers(min_value=1, max_value=9),
+)
+def test_an_index_of_any_record_serves_its_pages_and_is_bounded_by_its_messages(
+    tmp_path_factory: Any, first: list[str], grown: list[str], header: bool, crlf: bool, tail: str, limit: int
+) -> None:
+    tmp = tmp_path_factory.mktemp("kinds")
+    end = "\r\n" if crlf else "\n"
+    rows = ([line({"capsule": "c", "created_ms": 1, "type": "murmur.record"})] if header else [])
+    rows += [record_line(kind, n) for n, kind in enumerate(first)]
+    path = tmp / "r" / "c" / "conversation.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(("".join(r + end for r in rows) + tail).encode())
+    store = IndexStore(tmp / "idx", min_bytes=0)
+    for _ in range(2):  # the reader that writes the index, then one that reads it
+        expected = unindexed(path, limit)
+        reader = ma.RecordReader(index=store)
+        assert walk_pages(reader, path, limit) == expected
+        messages = expected[0].total
+        assert index_size(store, path) <= 48 * messages + 16 * RUN_SLACK + 2048
+        with path.open("ab") as f:  # grown (a tail left unterminated is continued)
+            f.write("".join(record_line(kind, 100 + n) + end for n, kind in enumerate(grown)).encode())
+    hypothesis.note(repr(path.read_bytes()))
 
 
 # ------------------------------------------------------------------------------ the cache folder and its CLI

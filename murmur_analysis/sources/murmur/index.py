@@ -1,15 +1,19 @@
 """A murmur record's line index: where its message lines are, whose file it describes, and its copy on disk.
 
-A :class:`LineIndex` holds the byte offsets of a record's message lines and the identity of the
-file they were read from. On every read the identity decides, by the toolkit's one rule for
-telling change (:func:`murmur_analysis.identity.classify`), whether the file is the same one, one
-that only grew (read on from where the index stops), or one that was replaced (read again from
-the start).
+A :class:`LineIndex` holds the byte offsets of a record's message lines, the lines it skips (as
+runs of consecutive line numbers) and the identity of the file they were read from. On every
+read the identity decides, by the toolkit's one rule for telling change
+(:func:`murmur_analysis.identity.classify`), whether the file is the same one, one that only grew
+(read on from where the index stops), or one that was replaced (read again from the start).
 
 The index persists in the cache folder (:mod:`murmur_analysis.cache`), one file per record,
 written atomically, so a fresh process serves the first page of a big record without parsing it.
 A persisted index is only a hint: one that is corrupt, of another version, byte order or path,
 or whose identity no longer matches the file, is ignored, and deleting any of them is safe.
+
+Its size grows with the record's message lines, not its other lines: 16 bytes a message and 16 a
+run of skipped lines, and an index with more runs than :data:`RUN_SLACK` plus its messages is not
+persisted (parsing that record is what every fresh reader does).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import hashlib
 import os
 import sys
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +31,14 @@ import orjson
 
 from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, write_atomic
 from ...identity import HEAD_BYTES, classify, probe
-from .record import LineReport
+from .record import LineReport, skipped_line
 
-__all__ = ["PROBE_BYTES", "IndexStore", "LineIndex", "classify", "probe"]
+__all__ = ["PROBE_BYTES", "RUN_SLACK", "IndexStore", "LineIndex", "classify", "probe"]
 
 #: How many bytes at each end of a record its index's checksums cover.
 PROBE_BYTES = HEAD_BYTES
+#: How many more runs of skipped lines than messages an index may have and still be persisted.
+RUN_SLACK = 64
 _MAGIC = b"murmur-analysis line index\n"
 _VERSION = 2
 _DIGEST = 32
@@ -54,7 +61,8 @@ class LineIndex:
         lines_before: lines wholly before ``parsed_to``.
         starts: byte offset of each message line.
         ends: byte offset just past each message line (before its ``\r\n`` or ``\n``).
-        skipped: ``(line, kind, detail)`` of each line that is not a message.
+        skipped: the lines skipped and reported (not messages, not blank, not the header), as
+            runs of consecutive line numbers: ``first, count`` pairs, one after the other.
         header: the record header line 1 carries, if any.
         tail_start: a message parsed from an unterminated last line sits at this position.
     """
@@ -71,16 +79,35 @@ class LineIndex:
     lines_before: int = 0
     starts: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
-    skipped: list[LineReport] = field(default_factory=list)
+    skipped: array[int] = field(default_factory=lambda: array("q"))
     header: dict[str, Any] | None = None
     tail_start: int = 0
     saved_size: int = 0  # the size of the copy on disk (0: none); not itself persisted
+
+    def skip(self, line: int) -> None:
+        """Note that the 1-based ``line`` was skipped (lines are noted in order)."""
+        runs = self.skipped
+        if runs and runs[-2] + runs[-1] == line:
+            runs[-1] += 1
+        else:
+            runs.extend((line, 1))
+
+    def reports(self) -> Iterator[LineReport]:
+        """The report of every skipped line, in order; one past :attr:`lines_before` is an unterminated last line."""
+        runs = self.skipped
+        for at in range(0, len(runs), 2):
+            for line in range(runs[at], runs[at] + runs[at + 1]):
+                yield skipped_line(line, line <= self.lines_before)
 
     def forget_tail(self) -> None:
         """Drop what came from an unterminated last line, before reading on from ``parsed_to``."""
         del self.starts[self.tail_start :]
         del self.ends[self.tail_start :]
-        self.skipped = [s for s in self.skipped if s[0] <= self.lines_before]
+        runs = self.skipped
+        while runs and runs[-2] > self.lines_before:
+            del runs[-2:]
+        if runs and runs[-2] + runs[-1] - 1 > self.lines_before:
+            runs[-1] = self.lines_before - runs[-2] + 1
 
 
 class IndexStore:
@@ -118,8 +145,12 @@ class IndexStore:
             return None
 
     def save(self, index: LineIndex) -> bool:
-        """Persist ``index`` atomically; ``False`` when it is too small or could not be written."""
-        if index.size < self.min_bytes:
+        """Persist ``index`` atomically; ``False`` when it is not kept or could not be written.
+
+        It is not kept when the record is smaller than ``min_bytes``, or when its skipped lines
+        form more than :data:`RUN_SLACK` runs more than it has messages.
+        """
+        if index.size < self.min_bytes or len(index.skipped) // 2 > len(index.starts) + RUN_SLACK:
             return False
         try:
             data = _encode(index)
@@ -159,11 +190,12 @@ def _encode(index: LineIndex) -> bytes:
         "lines_before": index.lines_before,
         "tail_start": index.tail_start,
         "count": len(index.starts),
-        "skipped": [list(s) for s in index.skipped],
+        "runs": len(index.skipped) // 2,
         "header": index.header,
     }
     encoded = orjson.dumps(meta)
-    body = _MAGIC + len(encoded).to_bytes(8, "little") + encoded + index.starts.tobytes() + index.ends.tobytes()
+    body = b"".join((_MAGIC, len(encoded).to_bytes(8, "little"), encoded, index.starts.tobytes(),
+                     index.ends.tobytes(), index.skipped.tobytes()))
     return body + hashlib.blake2b(body, digest_size=_DIGEST).digest()
 
 
@@ -183,13 +215,15 @@ def _decode(data: bytes, path: str) -> LineIndex | None:
         or meta.get("path") != os.path.abspath(path)
     ):
         return None
-    count = int(meta["count"])
-    width = array("q").itemsize * count
-    if len(body) - at != 2 * width:
+    count, runs = int(meta["count"]), int(meta["runs"])
+    width = array("q").itemsize
+    if len(body) - at != width * (2 * count + 2 * runs):
         return None
-    starts, ends = array("q"), array("q")
-    starts.frombytes(body[at : at + width])
-    ends.frombytes(body[at + width :])
+    columns = [array("q") for _ in range(3)]
+    for column, items in zip(columns, (count, count, 2 * runs), strict=True):
+        column.frombytes(body[at : at + width * items])
+        at += width * items
+    starts, ends, skipped = columns
     header = meta["header"]
     return LineIndex(
         path=path,
@@ -204,7 +238,7 @@ def _decode(data: bytes, path: str) -> LineIndex | None:
         lines_before=int(meta["lines_before"]),
         starts=starts,
         ends=ends,
-        skipped=[LineReport(int(line), str(kind), str(detail)) for line, kind, detail in meta["skipped"]],
+        skipped=skipped,
         header=header if isinstance(header, dict) else None,
         tail_start=int(meta["tail_start"]),
         saved_size=int(meta["size"]),

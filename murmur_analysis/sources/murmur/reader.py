@@ -25,7 +25,7 @@ from ...values import json_count
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, classify, probe
 from .index import LineIndex as _Snapshot
-from .record import header_of, index_lines, parse, skipped_line, truncation
+from .record import header_of, index_lines, parse, truncation
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 
@@ -192,7 +192,7 @@ class RecordReader:
 
     def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
         fresh: list[Diagnostic] = []
-        found = list(snap.skipped)
+        found = list(snap.reports())
         truncated = truncation(snap.header)
         if truncated is not None:
             found.append(truncated)
@@ -298,8 +298,8 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
         snap.ends.frombytes(found.ends)
         if found.header is not None:
             snap.header = header_of(data[found.header[0] : found.header[1]])
-        for n, terminated in found.skipped:
-            snap.skipped.append(skipped_line(line_no + n, terminated))
+        for n, _ in found.skipped:  # whether it ends with a newline follows from its number
+            snap.skip(line_no + n)
         if found.parsed_to > snap.parsed_to:
             unterminated = found.lines > 0 and found.parsed_to < offset + cut
             snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
