@@ -251,7 +251,7 @@ def test_index_writes_are_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     target = tmp_path / "c" / "x.idx"
     cache.write_atomic(target, b"old")
 
-    def fail(src: object, dst: object) -> None:
+    def fail(src: object, dst: object, **dir_fds: object) -> None:
         raise OSError("disk gone")
 
     monkeypatch.setattr(os, "replace", fail)
@@ -394,8 +394,8 @@ def test_cache_cli_path_info_and_clear(
     out = capsys.readouterr().out
     assert "indexes  1" in out and str(root) in out
     assert main(["cache", "clear"]) == 0
-    assert "removed 1 file(s)" in capsys.readouterr().out
-    assert cache.cache_info().indexes == 0
+    assert "removed 2 file(s)" in capsys.readouterr().out  # the index and the key that signed it
+    assert cache.cache_info().indexes == 0 and not (root / cache.INDEX_DIR).exists()
     assert (root / "keep.txt").read_text() == "not ours"  # only the toolkit's own files go
     fresh = ma.RecordReader(index=IndexStore(min_bytes=0))
     assert fresh.read_messages(record).total == 20 and fresh.parsed_lines == 20

@@ -8,8 +8,16 @@ read the identity decides, by the toolkit's one rule for telling change
 
 The index persists in the cache folder (:mod:`murmur_analysis.cache`), one file per record,
 written atomically, so a fresh process serves the first page of a big record without parsing it.
-A persisted index is only a hint: one that is corrupt, of another version, byte order or path,
-or whose identity no longer matches the file, is ignored, and deleting any of them is safe.
+A persisted index is only a hint, and data, not trust:
+
+* it is read as a bounded regular file (:func:`~murmur_analysis.cache.read_bounded`): a FIFO, a
+  device or a link there is never read, and one larger than :func:`max_index_bytes` is not read;
+* it is signed with the cache folder's secret key (:func:`~murmur_analysis.cache.folder_key`):
+  one that is corrupt, forged by someone without the key, of another version, byte order or
+  path, or whose identity no longer matches the file, is ignored, and deleting any of them is
+  safe;
+* its offsets are checked against the record's bytes whenever lines are served from it (see
+  :mod:`murmur_analysis.sources.murmur.reader`).
 
 Its size grows with the record's message lines, not its other lines: 16 bytes a message and 16 a
 run of skipped lines, and an index with more runs than :data:`RUN_SLACK` plus its messages is not
@@ -24,16 +32,18 @@ import sys
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from hmac import compare_digest
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
-from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, write_atomic
+from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, folder_key, read_bounded, remove, write_atomic
 from ...identity import HEAD_BYTES, classify, probe
 from .record import LineReport, skipped_line
 
-__all__ = ["PROBE_BYTES", "RUN_SLACK", "IndexStore", "LineIndex", "classify", "probe"]
+__all__ = ["PROBE_BYTES", "RUN_SLACK", "IndexStore", "LineIndex", "classify", "max_index_bytes", "probe"]
 
 #: How many bytes at each end of a record its index's checksums cover.
 PROBE_BYTES = HEAD_BYTES
@@ -42,6 +52,16 @@ RUN_SLACK = 64
 _MAGIC = b"murmur-analysis line index\n"
 _VERSION = 2
 _DIGEST = 32
+
+
+def max_index_bytes(record_size: int) -> int:
+    """The most a persisted index of a record of ``record_size`` bytes can hold; a larger file is not read.
+
+    A message line takes at least 12 bytes of the record and 32 of its index (two offsets and
+    at most one run of skipped lines), and the rest (its identity, the header line) is bounded by
+    the record too.
+    """
+    return 4 * record_size + (1 << 16)
 
 
 @dataclass
@@ -133,27 +153,43 @@ class IndexStore:
         key = hashlib.blake2b(os.path.abspath(path).encode("utf-8", "surrogateescape"), digest_size=16)
         return self.folder / f"{key.hexdigest()}{INDEX_SUFFIX}"
 
-    def load(self, path: str) -> LineIndex | None:
-        """The persisted index of ``path``, or ``None`` when there is none that can be trusted."""
-        try:
-            data = self.file_for(path).read_bytes()
-        except OSError:
+    def load(self, path: str, record_size: int | None = None) -> LineIndex | None:
+        """The persisted index of ``path``, or ``None`` when there is none that can be trusted.
+
+        Args:
+            path: the record.
+            record_size: its size now (its index is at most :func:`max_index_bytes` of it);
+                looked up when not given.
+        """
+        if record_size is None:
+            try:
+                record_size = os.stat(path).st_size
+            except OSError:
+                return None
+        key = folder_key(self.folder, create=False)
+        if key is None:
+            return None
+        data = read_bounded(self.file_for(path), max_index_bytes(record_size))
+        if data is None:
             return None
         try:
-            return _decode(data, path)
-        except (ValueError, KeyError, TypeError, IndexError):
+            return _decode(data, path, key)
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError):
             return None
 
     def save(self, index: LineIndex) -> bool:
-        """Persist ``index`` atomically; ``False`` when it is not kept or could not be written.
+        """Persist ``index`` atomically and signed; ``False`` when it is not kept or could not be written.
 
         It is not kept when the record is smaller than ``min_bytes``, or when its skipped lines
         form more than :data:`RUN_SLACK` runs more than it has messages.
         """
         if index.size < self.min_bytes or len(index.skipped) // 2 > len(index.starts) + RUN_SLACK:
             return False
+        key = folder_key(self.folder, create=True)
+        if key is None:
+            return False
         try:
-            data = _encode(index)
+            data = _encode(index, key)
         except (TypeError, ValueError):  # a header orjson cannot write back: keep no copy
             return False
         try:
@@ -162,6 +198,10 @@ class IndexStore:
             return False
         index.saved_size = index.size
         return True
+
+    def discard(self, path: str) -> None:
+        """Delete the persisted index of ``path``, if there is one."""
+        remove(self.file_for(path))
 
     def due(self, index: LineIndex) -> bool:
         """Whether ``index`` should be written now: big enough, and new or grown by an eighth since.
@@ -174,7 +214,11 @@ class IndexStore:
         return index.saved_size == 0 or index.size - index.saved_size >= index.saved_size // 8
 
 
-def _encode(index: LineIndex) -> bytes:
+def _sign(body: bytes, key: bytes) -> bytes:
+    return hashlib.blake2b(body, key=key, digest_size=_DIGEST).digest()
+
+
+def _encode(index: LineIndex, key: bytes) -> bytes:
     meta = {
         "version": _VERSION,
         "byteorder": sys.byteorder,
@@ -196,12 +240,19 @@ def _encode(index: LineIndex) -> bytes:
     encoded = orjson.dumps(meta)
     body = b"".join((_MAGIC, len(encoded).to_bytes(8, "little"), encoded, index.starts.tobytes(),
                      index.ends.tobytes(), index.skipped.tobytes()))
-    return body + hashlib.blake2b(body, digest_size=_DIGEST).digest()
+    return body + _sign(body, key)
 
 
-def _decode(data: bytes, path: str) -> LineIndex | None:
+def _integer(meta: dict[str, Any], name: str) -> int:
+    value = meta[name]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(name)
+    return value
+
+
+def _decode(data: bytes, path: str, key: bytes) -> LineIndex | None:
     body, digest = data[:-_DIGEST], data[-_DIGEST:]
-    if not body.startswith(_MAGIC) or hashlib.blake2b(body, digest_size=_DIGEST).digest() != digest:
+    if not body.startswith(_MAGIC) or not compare_digest(_sign(body, key), digest):
         return None
     at = len(_MAGIC)
     length = int.from_bytes(body[at : at + 8], "little")
@@ -215,31 +266,47 @@ def _decode(data: bytes, path: str) -> LineIndex | None:
         or meta.get("path") != os.path.abspath(path)
     ):
         return None
-    count, runs = int(meta["count"]), int(meta["runs"])
+    n = {name: _integer(meta, name) for name in ("dev", "ino", "size", "mtime_ns", "ctime_ns", "parsed_to",
+                                                 "lines_before", "tail_start", "count", "runs")}
     width = array("q").itemsize
-    if len(body) - at != width * (2 * count + 2 * runs):
+    count, runs = n["count"], n["runs"]
+    if min(n.values()) < 0 or len(body) - at != width * (2 * count + 2 * runs):
         return None
     columns = [array("q") for _ in range(3)]
     for column, items in zip(columns, (count, count, 2 * runs), strict=True):
         column.frombytes(body[at : at + width * items])
         at += width * items
     starts, ends, skipped = columns
+    if not _coherent(starts, ends, skipped, n):
+        return None
     header = meta["header"]
     return LineIndex(
         path=path,
-        dev=int(meta["dev"]),
-        ino=int(meta["ino"]),
-        size=int(meta["size"]),
-        mtime_ns=int(meta["mtime_ns"]),
-        ctime_ns=int(meta["ctime_ns"]),
+        dev=n["dev"],
+        ino=n["ino"],
+        size=n["size"],
+        mtime_ns=n["mtime_ns"],
+        ctime_ns=n["ctime_ns"],
         head=bytes.fromhex(meta["head"]),
         tail=bytes.fromhex(meta["tail"]),
-        parsed_to=int(meta["parsed_to"]),
-        lines_before=int(meta["lines_before"]),
+        parsed_to=n["parsed_to"],
+        lines_before=n["lines_before"],
         starts=starts,
         ends=ends,
         skipped=skipped,
         header=header if isinstance(header, dict) else None,
-        tail_start=int(meta["tail_start"]),
-        saved_size=int(meta["size"]),
+        tail_start=n["tail_start"],
+        saved_size=n["size"],
     )
+
+
+def _coherent(starts: array[int], ends: array[int], skipped: array[int], n: dict[str, int]) -> bool:
+    """Whether the offsets and runs of an index can describe a file of its size (whatever its bytes)."""
+    if not n["parsed_to"] <= n["size"] or not n["tail_start"] <= n["count"] or n["count"] - n["tail_start"] > 1:
+        return False
+    first, last = np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
+    lines = np.frombuffer(skipped, np.int64).reshape(-1, 2)
+    ordered = bool(np.all(first <= last)) and bool(np.all(first[1:] > last[:-1]))
+    runs = bool(np.all(lines[:, 0] >= 1)) and bool(np.all(lines[:, 1] >= 1))
+    return ordered and runs and bool(np.all(lines[1:, 0] > lines[:-1].sum(axis=1))) and (
+        not len(last) or (first[0] >= 0 and last[-1] <= n["size"]))

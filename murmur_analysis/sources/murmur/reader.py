@@ -6,6 +6,12 @@ offsets, the header), keyed on the file's identity (:mod:`murmur_analysis.identi
 persisted between processes (:mod:`murmur_analysis.sources.murmur.index`); a record that grew is read
 from where it grew, one that was replaced is read again. The cursor core
 (:mod:`murmur_analysis.cursor`) does the paging arithmetic over that index.
+
+An index never decides what is served: every line served from it must be a whole line of the
+record that is a message by the line rules, and the lines between two lines served must hold no
+message (:func:`_check_lines`). When that fails (the record changed in a way its identity
+missed, or the index is wrong), the index is dropped and the record parsed whole. The check
+costs a scan for the line breaks of the lines served (each is parsed to be served anyway).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from ...values import json_count
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, classify, probe
 from .index import LineIndex as _Snapshot
-from .record import header_of, index_lines, parse, truncation
+from .record import LineKind, decide, header_of, index_lines, parse, truncation
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 
@@ -122,7 +128,7 @@ class RecordReader:
                 return []
             try:
                 snap, out = self._serve(
-                    path, fd, lambda snap: [parse(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
+                    path, fd, lambda snap: [_parsed_message(raw) for raw in _read_lines(fd, snap, 0, len(snap.starts))]
                 )
             except OSError as err:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
@@ -139,8 +145,10 @@ class RecordReader:
     def _refresh(self, path: str, fd: int, *, force: bool = False) -> _Snapshot:
         st = os.fstat(fd)
         snap = self._snapshots.get(path)
-        if snap is None and self._store is not None:
-            snap = self._store.load(path)
+        if force and self._store is not None:
+            self._store.discard(path)  # it does not fit the record: parsed again, and saved again if due
+        elif snap is None and self._store is not None:
+            snap = self._store.load(path, st.st_size)
         verdict = "replaced" if force else classify(snap, fd, st)
         if verdict == "same" and snap is not None:
             self._keep(path, snap)
@@ -247,7 +255,12 @@ def _read_lines(fd: int, snap: _Snapshot, start: int, end: int) -> list[bytes]:
     """The message lines ``start..end`` of a snapshot, read in one call per 64 MiB span.
 
     Message lines of a page sit in one stretch of the file (with at most skipped lines between
-    them), so a page costs one read rather than one per line.
+    them), so a page costs one read rather than one per line. What is read is checked against
+    the snapshot (:func:`_check_lines`); whether each line is a message is the caller's decoder's
+    to tell (``lower`` and :func:`_parsed_message` raise ``ValueError`` for a line that is not).
+
+    Raises:
+        ValueError: the record's bytes are not what the snapshot says (it is parsed again).
     """
     out: list[bytes] = []
     i = start
@@ -256,10 +269,58 @@ def _read_lines(fd: int, snap: _Snapshot, start: int, end: int) -> list[bytes]:
         j = i + 1
         while j < end and snap.ends[j] - base <= _CHUNK:
             j += 1
-        blob = os.pread(fd, snap.ends[j - 1] - base, base)
-        out.extend(blob[snap.starts[k] - base : snap.ends[k] - base] for k in range(i, j))
+        origin = base - 1 if base else 0  # the byte before the first line: the newline it follows
+        want = min(snap.ends[j - 1] + 2, snap.size) - origin
+        blob = os.pread(fd, want, origin)
+        if len(blob) != want:
+            raise ValueError("the record is shorter than its index")
+        _check_lines(blob, origin, snap, i, j)
+        out.extend(blob[snap.starts[k] - origin : snap.ends[k] - origin] for k in range(i, j))
         i = j
     return out
+
+
+def _check_lines(blob: bytes, origin: int, snap: _Snapshot, i: int, j: int) -> None:
+    r"""Check that the record's bytes ``blob`` (from offset ``origin``) hold lines ``i..j`` where the snapshot says.
+
+    Each must be a whole line: it starts the record or follows a ``\n``, holds no ``\n``, and
+    ends with ``\n`` or ``\r\n`` (or at the end of the record); and the lines between two of
+    them must hold no message (they are decided by the line rules; there are none between most
+    messages). So no index can serve a part of a line, a stretch of several, or hide a message
+    between two it serves; with the caller's decoder refusing a line that is not a message,
+    what is served is the record's message lines there, whatever the index says. It costs a
+    scan for the line breaks of the lines served.
+
+    Raises:
+        ValueError: they are not.
+    """
+    after = -1  # where the line after the last one checked begins
+    for k in range(i, j):
+        first, last = snap.starts[k] - origin, snap.ends[k] - origin
+        if first and blob[first - 1] != 0x0A:
+            raise ValueError("a message line of the index does not start a line")
+        if after >= 0 and after != first:
+            found = index_lines(blob[after:first], first - after, origin + after, origin + after == 0)
+            if found.starts or found.bad_utf8:
+                raise ValueError("the index leaves out a message line")
+        newline = blob.find(b"\n", first, last + 2)
+        if newline == last or (newline == last + 1 and blob[last] == 0x0D):
+            after = newline + 1
+        elif newline < 0 and origin + last == snap.size:
+            after = last
+        else:
+            raise ValueError("a message line of the index does not end a line")
+
+
+def _parsed_message(raw: bytes) -> Any:
+    """A message line parsed.
+
+    Raises:
+        ValueError: the line is not a message.
+    """
+    if decide(raw) != LineKind.MESSAGE:
+        raise ValueError("not a message line")
+    return parse(raw)
 
 
 def _dropped(header: dict[str, Any] | None) -> int | None:
