@@ -23,6 +23,7 @@ from . import __version__, cache, list_sources, load, metrics, read_messages, re
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
 from .export import export
+from .paths import user_path
 from .progress import ProgressBar
 from .render import csv_text, table_text
 
@@ -182,6 +183,9 @@ def cmd_page(args: argparse.Namespace) -> int:
             text = m.content if len(m.content) <= 100 else m.content[:97] + "..."
             print(f"{m.role:9} {m.id or '-':36} {text}")
         print(f"next_cursor: {page.next_cursor or '(none: this page reached the oldest message)'}  total: {page.total}")
+    if not page.total and not os.path.exists(user_path(args.record)):  # murmur serves a missing record as empty
+        print(f"murmur-analysis: no record at {user_path(args.record)} (an empty page, as murmur serves it)",
+              file=sys.stderr)
     for report in page.reports:
         print(f"note: {report.path}:{report.line}: {report.detail}", file=sys.stderr)
     return 0

@@ -19,14 +19,12 @@ from typing import Any
 from .diagnostics import Diagnostic
 from .errors import NoSourceError, SourceError, UnknownSourceError
 from .handoff import Conversation, TableRows
+from .paths import PathArg, user_path
 from .sources import Diagnostics, claimants, detect, get_source, registry
 from .sources.base import Source
 from .sources.files import check_file, display, file_kind, identity, is_dir, listing, raw_name
 
 __all__ = ["REACHED_TWICE", "Discovery", "PathArg", "checked_options", "nothing_found", "printable"]
-
-#: A path given to a loader: text, or bytes for a name that is not UTF-8 (kept losslessly).
-PathArg = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 #: The diagnostics kind of a conversation (or a path) met a second time in one load.
 REACHED_TWICE = "reached_twice"
@@ -142,7 +140,7 @@ class Discovery:
             NoSourceError: a readable path nothing recognises.
         """
         for raw in paths:
-            path = Path(os.path.expanduser(os.fsdecode(raw)))  # bytes: a name that is not UTF-8
+            path = user_path(raw)  # bytes: a name that is not UTF-8
             if not os.path.lexists(path):
                 raise FileNotFoundError(f"no such file or folder: {path}")
             if self._forced is None and file_kind(path) in ("link loop", "dangling link"):

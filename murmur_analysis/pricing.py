@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from .diagnostics import Diagnostic
 from .errors import PriceError
+from .paths import user_path
 
 __all__ = ["PRICE_KEYS", "SLICES", "Pricer", "Prices", "price_data_version", "price_tables", "sum_costs"]
 
@@ -137,7 +138,7 @@ def _user_prices(prices: Prices) -> dict[str, dict[str, Decimal]]:
         rows: Iterable[tuple[str, Mapping[str, Any], str]] = [(m, p, f"key {m!r}") for m, p in prices.items()]
         file = None
     else:
-        file = Path(os.path.expanduser(os.fspath(prices)))
+        file = user_path(prices)
         if not file.is_file():
             raise PriceError(f"no price file at {file}", hint="pass a CSV path or a mapping as prices=")
         rows = _price_rows(file)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from .errors import NoSourceError
+from .paths import user_path
 
 __all__ = ["DATA_VARIABLE", "data_paths", "sample_data"]
 
@@ -43,7 +44,7 @@ def data_paths() -> list[str]:
     """The paths a notebook loads by default: :data:`DATA_VARIABLE` if set, else the samples.
 
     Returns:
-        The paths, as strings, in the order given.
+        The paths, as strings, in the order given (``~`` expanded).
 
     Raises:
         NoSourceError: the variable is unset and there are no bundled samples.
@@ -52,5 +53,5 @@ def data_paths() -> list[str]:
         >>> import murmur_analysis as ma
         >>> corpus = ma.load(*ma.data_paths())  # doctest: +SKIP
     """
-    named = [p for p in os.environ.get(DATA_VARIABLE, "").split(os.pathsep) if p.strip()]
+    named = [str(user_path(p)) for p in os.environ.get(DATA_VARIABLE, "").split(os.pathsep) if p.strip()]
     return named or [str(sample_data())]

@@ -24,7 +24,7 @@ def test_the_variable_names_one_path_or_several(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("MURMUR_ANALYSIS_DATA", "/data/a")
     assert ma.data_paths() == ["/data/a"]
     monkeypatch.setenv("MURMUR_ANALYSIS_DATA", os.pathsep.join(["/data/a", "", "~/b"]))
-    assert ma.data_paths() == ["/data/a", "~/b"]
+    assert ma.data_paths() == ["/data/a", os.path.expanduser("~/b")]  # ~ expanded, as every path the API takes
     monkeypatch.setenv("MURMUR_ANALYSIS_DATA", " ")
     assert ma.data_paths() == [str(ma.sample_data())]
 

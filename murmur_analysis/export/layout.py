@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ExportError
+from ..paths import user_path
 from ..schema import TABLES
 from ..sources.files import display, open_regular
 from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_bytes, write_json
@@ -155,7 +156,7 @@ class Output:
         text = os.fspath(out)
         if not text:
             raise ExportError("no output folder given (an empty path)", hint="name a folder: --out DIR (out=...)")
-        self.root = Path(text).expanduser().absolute()
+        self.root = user_path(text).absolute()
         self.control = self.root / CONTROL
         self.inputs = tuple(inputs)
         self._lock: int | None = None
@@ -196,7 +197,7 @@ class Output:
     def _refuse_overlap(self) -> None:
         real = Path(os.path.realpath(self.root))
         for given in self.inputs:
-            path = Path(os.path.expanduser(os.fspath(given)))
+            path = user_path(given)
             if not os.path.lexists(path):
                 continue  # the load says it is missing
             source = Path(os.path.realpath(path))

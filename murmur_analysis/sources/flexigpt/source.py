@@ -24,6 +24,7 @@ import orjson
 from ...cursor import Paged, paginate
 from ...handoff import Conversation, Summary
 from ...model import Entry
+from ...paths import user_path
 from ..base import Diagnostics, Source
 from ..files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
 from .decode import decode
@@ -150,7 +151,7 @@ class FlexiGPTSource(Source):
             ReadMessagesError: ``invalid-cursor``.
         """
         items: list[ConversationListItem] = []
-        for file in self.files(Path(path)):
+        for file in self.files(user_path(path)):
             m = _FILE.match(file.name)
             stem = file.name[: -len(".json")]
             cid, _, title = stem.partition("_") if m else (stem, "", "")

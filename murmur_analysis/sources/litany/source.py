@@ -53,6 +53,7 @@ from ...handoff import Conversation, GrowthRow, OrphanRow, Summary
 from ...history import replay
 from ...identity import file_identity
 from ...model import Entry
+from ...paths import user_path
 from ...values import held
 from ..base import Diagnostics, Source
 from ..files import display, entry_is_dir, is_dir, listing
@@ -364,7 +365,7 @@ def assemble_commit(repo: str | os.PathLike[str], rev: str) -> Assembled:
     Example:
         >>> asm = assemble_commit("data/samples/litany/workspaces/demo", "agents/x~3")  # doctest: +SKIP
     """
-    path = Path(os.path.expanduser(os.fspath(repo)))
+    path = user_path(repo)
     git_dir = find_git_dir(path)
     if git_dir is None:
         raise GitError(f"not a git repository or litany workspace: {path}")

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from ...cursor import Page, PageMessage, encode_cursor, window
 from ...diagnostics import Diagnostic
 from ...errors import ReadMessagesError
+from ...paths import user_path
 from ...serde import lower
 from ...values import json_count
 from ..files import NotRegularFile, open_regular
@@ -95,7 +96,7 @@ class RecordReader:
         """One page of a murmur record, newest first (see :func:`read_messages`)."""
         if not granted:
             raise ReadMessagesError("not-granted")
-        path = os.fspath(record)
+        path = os.fspath(user_path(record))
         with self._lock:
             fd = _open(path)
             if fd is None:
@@ -121,7 +122,7 @@ class RecordReader:
 
     def messages(self, record: str | os.PathLike[str]) -> list[dict[str, Any]]:
         """Every message line of a record, oldest first, as parsed JSON objects."""
-        path = os.fspath(record)
+        path = os.fspath(user_path(record))
         with self._lock:
             fd = _open(path)
             if fd is None:
@@ -139,7 +140,7 @@ class RecordReader:
 
     def header(self, record: str | os.PathLike[str]) -> dict[str, Any] | None:
         """The record's header line, if it has one (parsed on the reader's last read)."""
-        snap = self._snapshots.get(os.fspath(record))
+        snap = self._snapshots.get(os.fspath(user_path(record)))
         return snap.header if snap else None
 
     def _refresh(self, path: str, fd: int, *, force: bool = False) -> _Snapshot:
@@ -386,7 +387,8 @@ def read_messages(
     """One page of a murmur conversation record, newest first: murmur's ``read-messages``.
 
     Args:
-        record: the ``conversation.jsonl`` path; ``None`` (no record) reads as an empty page.
+        record: the ``conversation.jsonl`` path (``~`` is expanded); ``None``, or a path where no
+            record is, reads as an empty page (murmur serves a missing record so).
         cursor: ``None`` for the newest page, or the ``next_cursor`` of the page before.
         limit: page size, clamped to ``1..=100``.
         granted: ``False`` refuses as an ungranted hook is refused.

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from ...handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
 from ...identity import file_identity
+from ...paths import user_path
 from ...values import held, json_int, uuid7_datetime, uuid7_ms
 from ..base import Diagnostics, Source
 from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
@@ -154,9 +155,9 @@ class MurmurSource(Source):
         if sessions is None:
             paths: list[Path] = []
         elif isinstance(sessions, str | os.PathLike):
-            paths = [Path(os.path.expanduser(os.fspath(sessions)))]
+            paths = [user_path(sessions)]
         else:
-            paths = [Path(os.path.expanduser(os.fspath(p))) for p in sessions]
+            paths = [user_path(p) for p in sessions]
         self.sessions = paths
         self.discover_sessions = discover_sessions
         self.settle_seconds = float(settle_seconds)
