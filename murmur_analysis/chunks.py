@@ -14,11 +14,13 @@ from collections.abc import Generator, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .blocks import block_kind, message_text, reasoning_text, text_chars
 from .handoff import PAIRED, Conversation, EntryColumns, Pairing, Reading, Summary
 from .model import Entry, sorted_entries
 from .pairing import MessageRuns, Pairer, tool_event_columns
+from .rows import EntryTimes
 from .tables import BATCH_ROWS, arrow_array
 
 __all__ = ["PairedChunks", "conversation_chunks", "entry_chunks"]
@@ -98,11 +100,19 @@ class PairedChunks:
         self._known = known
         self._pairer = Pairer(keep_inputs=False)
         self._runs = MessageRuns()
+        self._times: list[tuple[pa.Array, pa.Array]] = []  # (position, created_at) of entries with tool events
+        self._seqs: pa.Array | None = None
+        if known is not None:  # its events are not in the chunks: the entries it names are the ones to time
+            rows = known.rows
+            self._seqs = pc.unique(pa.concat_arrays([rows.column("called_seq"), rows.column("result_seq")]))
 
     def __iter__(self) -> Iterator[EntryColumns]:
         for chunk in self._chunks:
-            if len(chunk) and self._known is None:
-                self._feed(chunk)
+            if len(chunk):
+                if self._known is None:
+                    self._feed(chunk)
+                else:
+                    self._time(chunk, pc.is_in(chunk.position, value_set=self._seqs))
             yield chunk
 
     def _feed(self, chunk: EntryColumns) -> None:
@@ -112,6 +122,21 @@ class PairedChunks:
             rows = np.asarray(events.row, dtype=np.int64)
             positions = chunk.position.to_numpy(zero_copy_only=False)
             self._pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+            self._time(chunk, np.unique(rows))
+
+    def _time(self, chunk: EntryColumns, rows: np.ndarray | pa.Array) -> None:
+        """Keep the position and time of the chunk's entries at ``rows`` (indexes, or a mask)."""
+        if isinstance(rows, pa.Array):
+            self._times.append((chunk.position.filter(rows), chunk.created_at.filter(rows)))
+        elif len(rows):
+            self._times.append((chunk.position.take(rows), chunk.created_at.take(rows)))
+
+    def times(self) -> EntryTimes:
+        """When each entry holding a tool call or result was written (after the chunks are read)."""
+        if not self._times:
+            return EntryTimes(pa.array([], _I64), pa.array([], _TIMESTAMP))
+        return EntryTimes(pa.concat_arrays([p for p, _ in self._times]),
+                          pa.concat_arrays([t.cast(_TIMESTAMP) for _, t in self._times]))
 
     def pairing(self) -> Pairing:
         """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""

@@ -30,7 +30,7 @@ from .handoff import (
     repeated,
 )
 from .history import History
-from .rows import CallColumns, ConversationRow, GrowthColumns
+from .rows import CallColumns, ConversationRow, EntryTimes, GrowthColumns
 from .schema import TABLES
 from .tables import TableBuilder, to_pandas, usage_table
 from .values import counter_sum
@@ -46,6 +46,7 @@ class _Walk:
     """What one pass over a conversation's entries gathered for its other tables."""
 
     calls: Pairing  # the pairing walk's rows and counts
+    times: EntryTimes  # when the entries holding tool calls and results were written
     usage_rows: list[UsageRow]
     count: int
     first_at: datetime | None
@@ -162,7 +163,7 @@ class FrameBuilder:
                                          grown.chars, grown.context_tokens))
             count += n
         calls = walking.pairing()
-        return _Walk(calls, usage_rows, count, first_at, last_at, bare, sizes, derived)
+        return _Walk(calls, walking.times(), usage_rows, count, first_at, last_at, bare, sizes, derived)
 
     def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
         if not summary.readable:  # handed over unread, and then found unreadable: no rows
@@ -173,7 +174,7 @@ class FrameBuilder:
         if _derive_growth(summary):
             for columns in walk.derived:
                 growth.add_columns(columns, columns.rows, given)
-        calls = CallColumns.join(pairing.rows, summary.tool_meta or {})
+        calls = CallColumns.join(pairing.rows, summary.tool_meta or {}, walk.times)
         if calls.rows.num_rows:
             self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
         # Read after the walk: a streaming source hands over its summary when its stream ends.

@@ -39,7 +39,7 @@ __all__ = ["SCHEMA_VERSION", "SOURCE_TABLES", "TABLES", "Column", "built_schema"
 
 #: The version of the declared tables: raised whenever a column is added, removed, renamed or
 #: changes type or meaning. Exports stamp it in every file.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()
@@ -154,6 +154,11 @@ TOOL_CALLS: tuple[Column[CallColumns], ...] = (
     _paired("kind", _STR, "client (tool_use/tool_result) or server (provider-executed)"),
     _paired("called_seq", _I64, "seq of the entry holding the call; null for an orphan result"),
     _paired("result_seq", _I64, "seq of the entry holding the result; null when unanswered"),
+    Column("called_at", _TS, "created_at of the entry holding the call; null for an orphan result or where the "
+                             "runtime records no time", value=lambda calls: calls.at("called_seq")),
+    Column("result_at", _TS, "created_at of the entry holding the result; null when unanswered or where the "
+                             "runtime records no time (result_at - called_at: the call's latency as written)",
+           value=lambda calls: calls.at("result_seq")),
     _paired("status", _STR, "ok, error, unanswered (a client call no result answered), orphan_result or "
                             "duplicate_result; a provider-run call is ok unless its result says error"),
     _paired("is_error", pa.bool_(), "the result's error flag, as written"),

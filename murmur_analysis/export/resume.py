@@ -60,6 +60,10 @@ class Appended:
     answered: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
+#: The ``tool_calls`` columns a result gives its call's row (with ``status``).
+_RESULT = ("result_seq", "result_at", "is_error", "result_chars", "result_text")
+
+
 def unit_rows(previous: ExportState, generation: Generation, unit: str, table: str,
               columns: list[str] | None = None) -> pa.Table:
     """The rows of ``unit`` in ``table`` of the previous export: the declared columns, or ``columns`` of them."""
@@ -161,7 +165,7 @@ class Walk:
             if statuses[j] == "orphan_result":
                 queue = self.waiting.get(call_id)
                 if queue:
-                    result = tail.slice(j, 1).select(["result_seq", "is_error", "result_chars", "result_text"])
+                    result = tail.slice(j, 1).select(list(_RESULT))
                     change = result.to_pylist()[0]
                     change["status"] = "error" if change["is_error"] is True else "ok"
                     answered[queue.popleft()] = change
@@ -262,7 +266,7 @@ def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table:
     at = sorted(changes)
     mask = np.zeros(calls.num_rows, dtype=bool)
     mask[at] = True
-    for name in ("result_seq", "is_error", "result_chars", "result_text", "status"):
+    for name in (*_RESULT, "status"):
         i = calls.schema.get_field_index(name)
         column = calls.column(i).combine_chunks()
         values = pa.array([changes[k][name] for k in at], column.type)
