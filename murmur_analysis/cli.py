@@ -13,19 +13,24 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from datetime import date
+from datetime import date, timedelta
+from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
+import pandas as pd
+import pyarrow as pa
 
 from . import __version__, cache, list_sources, load, metrics, read_messages, reports
 from .corpus import Corpus
 from .errors import MurmurAnalysisError
-from .export import export
+from .export import export, read_parquet
+from .export.layout import Output
 from .paths import user_path
 from .progress import ProgressBar
 from .render import csv_text, table_text
+from .tables import to_pandas
 
 __all__ = ["main"]
 
@@ -166,6 +171,74 @@ def cmd_export(args: argparse.Namespace) -> int:
     return _strict(args, result.rows.get("diagnostics", 0))
 
 
+#: Load arguments that mean nothing for an export read back (its rows were made when it was written).
+_LOAD_ONLY = {"source": "--source", "sessions": "--sessions", "prices": "--prices", "no_text": "--no-text"}
+
+
+def _sql_corpus(args: argparse.Namespace) -> Corpus:
+    """The corpus SRC... names: an export folder read back (``read_parquet``), else the sources loaded."""
+    exports = [p for p in args.paths if p and Output(p).is_export()]
+    if not exports:
+        return _load(args)
+    if len(args.paths) > 1:
+        raise MurmurAnalysisError(f"{exports[0]} is an export: an export folder is queried alone",
+                                  hint="name one export folder, or sources only")
+    given = [flag for name, flag in _LOAD_ONLY.items() if getattr(args, name)]
+    if given:
+        raise MurmurAnalysisError(f"{', '.join(given)} apply to loading sources, not to the export {exports[0]}",
+                                  hint="its rows were made when it was exported")
+    corpus: Corpus = read_parquet(exports[0])
+    return corpus
+
+
+def _text(value: Any) -> str:
+    """A value of a query's result with no form of its own in a table or JSON, as text."""
+    if isinstance(value, pa.MonthDayNano):  # an INTERVAL, as DuckDB writes one
+        parts = [f"{value.months} months"] * bool(value.months) + [f"{value.days} days"] * bool(value.days)
+        if value.nanoseconds or not parts:
+            parts.append(str(timedelta(microseconds=value.nanoseconds // 1000)))
+        return " ".join(parts)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    """A value of a query's result orjson does not write itself, as JSON."""
+    if isinstance(value, Decimal):  # DuckDB's HUGEINT sums and decimals
+        if value == value.to_integral_value() and -(2**63) <= value < 2**63:
+            return int(value)
+        return float(value) if value.is_finite() else None
+    return _text(value)
+
+
+def _printable(result: pa.Table) -> pa.Table:
+    """The result with each column pandas has no dtype for (an INTERVAL, a UNION) as text."""
+    for i, f in enumerate(result.schema):
+        try:
+            pd.ArrowDtype(f.type).type  # noqa: B018 - raises for a type pandas cannot hold
+        except NotImplementedError:
+            texts = [None if v is None else _text(v) for v in result.column(i).to_pylist()]
+            result = result.set_column(i, f.name, pa.array(texts, pa.string()))
+    return result
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    """Run a SQL query over the tables of a corpus or of an export and print its result."""
+    corpus = _sql_corpus(args)
+    result = corpus.sql_arrow(args.query)
+    if args.json:
+        doc = {"columns": result.column_names, "rows": result.to_pylist()}
+        sys.stdout.write(orjson.dumps(doc, default=_json_value, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        report = reports.Report("query", to_pandas(_printable(result)))
+        if args.csv:
+            sys.stdout.write(csv_text(report))
+        else:
+            print(table_text(report) if result.num_rows else f"no rows ({', '.join(result.column_names)})")
+    return _strict(args, corpus)
+
+
 def cmd_page(args: argparse.Namespace) -> int:
     """Print one page of a murmur record, newest first."""
     page = read_messages(args.record, args.cursor, args.limit)
@@ -282,6 +355,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_load_args(p)
     add_output_args(p)
     p.set_defaults(func=cmd_diagnostics)
+
+    p = sub.add_parser("sql", help="run a SQL query (DuckDB) over the tables of SRC..., or of an export",
+                       description="Load SRC... (or read back the export folder SRC, alone) and run QUERY over "
+                                   "its tables with DuckDB, each by its name: messages, tool_calls, usage, orphans, "
+                                   "growth, steps, conversations, diagnostics, and the sources' own tables. Times "
+                                   "are UTC. The result is printed as a table, or as JSON or CSV.",
+                       epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error or a query "
+                              "DuckDB refused")
+    p.add_argument("query", metavar="QUERY",
+                   help='the SQL, e.g. "select source, count(*) as calls from tool_calls group by source"')
+    add_load_args(p)
+    add_output_args(p)
+    p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("page", help="print one page of a murmur record, newest first (murmur's read-messages)",
                        description="Page RECORD exactly as murmur's host serves read-messages.")

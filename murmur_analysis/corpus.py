@@ -22,7 +22,7 @@ import pyarrow as pa
 from .assembly import Assembled, assemble, transcript
 from .cursor import Page, entries_page
 from .discovery import PathArg
-from .errors import UnknownConversationError, UnknownTableError
+from .errors import QueryError, UnknownConversationError, UnknownTableError
 from .frames import to_pandas
 from .load_plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .model import Entry, Message, sorted_entries
@@ -176,6 +176,61 @@ class Corpus:
         """Every ``(source, conversation_id)`` in load order."""
         return list(self._handles)
 
+    def sql(self, query: str) -> pd.DataFrame:
+        """Run a DuckDB SQL query over the corpus's tables; the result as a frame with Arrow-backed dtypes.
+
+        Every table of :attr:`tables` is a view of its name (``messages``, ``tool_calls``,
+        ``usage``, ``conversations``, ...), read in place by DuckDB: nothing is copied. It works
+        alike on a corpus loaded from sources and on an export read back
+        (:func:`~murmur_analysis.read_parquet`). Times are UTC (the session's ``TimeZone``), and
+        the result's types are DuckDB's: ``sum`` of an ``int64`` column is a ``HUGEINT``
+        (``decimal128(38, 0)``), ``count`` an ``int64``, a difference of times an ``INTERVAL``
+        (``date_diff('ms', called_at, result_at)`` gives milliseconds). A name repeated in the
+        result is made ``name_1``, ``name_2``, ... as DuckDB's own frames name them.
+        :meth:`sql_arrow` gives the result as a ``pa.Table``.
+
+        Args:
+            query: the SQL (DuckDB's dialect); several statements run in turn, the last one's
+                result is returned.
+
+        Returns:
+            The result; a statement with no result (``create``, ``set``) gives an empty frame.
+
+        Raises:
+            QueryError: DuckDB refused the query (its message; the hint names the tables).
+
+        Example:
+            >>> corpus.sql("select source, count(*) as calls from tool_calls group by source")  # doctest: +SKIP
+            >>> corpus.sql("select tool_name, median(date_diff('ms', called_at, result_at)) as p50_ms "
+            ...            "from tool_calls group by tool_name")  # doctest: +SKIP
+        """
+        return to_pandas(self.sql_arrow(query))
+
+    def sql_arrow(self, query: str) -> pa.Table:
+        """Like :meth:`sql`, the result as a ``pa.Table`` (DuckDB's types, times in UTC).
+
+        Raises:
+            QueryError: DuckDB refused the query.
+        """
+        import duckdb  # not needed to load a corpus: imported on first use
+
+        with duckdb.connect() as con:
+            con.execute("SET TimeZone = 'UTC'")  # timestamps come back as timestamp[us, UTC], days cut in UTC
+            con.execute("SET python_enable_replacements = false")  # names are the tables', never Python variables
+            for name, table in self.tables.items():
+                con.register(name, table)
+            try:
+                relation = con.sql(query)
+                result = None if relation is None else relation.to_arrow_table()
+            except duckdb.InterruptException:
+                raise KeyboardInterrupt from None
+            except duckdb.Error as err:
+                message, _, excerpt = str(err).partition("\nLINE ")
+                raise QueryError(" ".join(line.strip() for line in message.splitlines() if line.strip()),
+                                 hint=f"the tables: {', '.join(self.tables)}",
+                                 excerpt="LINE " + excerpt if excerpt else None) from err
+        return pa.table({}) if result is None else _unique_names(result)
+
     def to_parquet(self, out: str | os.PathLike[str], **kwargs: Any) -> Any:
         """Write every table as a hive-partitioned Parquet dataset under ``out``, replacing what it held whole.
 
@@ -191,6 +246,18 @@ class Corpus:
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={v.num_rows}" for k, v in self.tables.items())
         return f"<Corpus {sizes}>"
+
+
+def _unique_names(table: pa.Table) -> pa.Table:
+    """``table`` with a repeated column name made ``name_1``, ``name_2``, ... (as DuckDB's own frames name them)."""
+    names: list[str] = []
+    for name in table.column_names:
+        unique, n = name, 0
+        while unique in names:
+            n += 1
+            unique = f"{name}_{n}"
+        names.append(unique)
+    return table if names == table.column_names else table.rename_columns(names)
 
 
 def load(

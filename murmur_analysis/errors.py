@@ -12,6 +12,7 @@ Every error the library raises on purpose derives from :class:`MurmurAnalysisErr
     ├── ExportError            a Parquet export could not be written where asked (or another
     │                          export into the same folder is running)
     ├── PriceError             user prices (prices=) that cannot be read
+    ├── QueryError             corpus.sql(query) refused by DuckDB (its message)
     ├── UnknownConversationError  corpus.conversation(id) names no loaded conversation
     └── UnknownTableError      corpus.frame(name) names no table (the message lists them)
 
@@ -29,6 +30,7 @@ __all__ = [
     "MurmurAnalysisError",
     "NoSourceError",
     "PriceError",
+    "QueryError",
     "ReadMessagesError",
     "SourceError",
     "UnknownConversationError",
@@ -101,6 +103,22 @@ class PriceError(MurmurAnalysisError):
 
     A missing file, column, key or number, a file that is not UTF-8 text, or a model priced twice.
     """
+
+
+class QueryError(MurmurAnalysisError):
+    """A SQL query over a corpus (:meth:`~murmur_analysis.corpus.Corpus.sql`) that DuckDB refused.
+
+    ``str(error)`` is DuckDB's message on one line (``Parser Error: syntax error at or near
+    ...``, ``Catalog Error: Table with name x does not exist! ...``); the hint names the tables.
+
+    Attributes:
+        excerpt: DuckDB's excerpt of the query at the fault (``LINE 1: ...`` and a caret), when it
+            gives one.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None, excerpt: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.excerpt = excerpt
 
 
 class UnknownTableError(MurmurAnalysisError, KeyError):

@@ -79,7 +79,7 @@ def test_every_cli_command_is_documented_in_the_readme() -> None:
         assert f"murmur-analysis {name}" in readme, f"README does not document `murmur-analysis {name}`"
 
 
-@pytest.mark.parametrize("command", ["summary", "report", "diagnostics", "export", "page", "cache", "sources"])
+@pytest.mark.parametrize("command", ["summary", "report", "diagnostics", "export", "sql", "page", "cache", "sources"])
 def test_each_command_has_helpful_help(command: str) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "murmur_analysis.cli", command, "--help"], capture_output=True, text=True, check=True
