@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,23 @@ def trace(workdir: Path, events: list[dict[str, Any]], summaries: list[dict[str,
             "".join(line(s) + "\n" for s in summaries), encoding="utf-8"
         )
     return path
+
+
+def home_with(tmp_path: Path, n: int = 3, lines: int = 4) -> Path:
+    home = tmp_path / "home"
+    for r in range(n):
+        record(home, "bot", f"ctx-{r}", [msg("user" if i % 2 == 0 else "assistant", T0 + 1000 * r + i, n=i)
+                                          for i in range(lines)])
+    return home
+
+
+def settle(home: Path) -> None:
+    """Age every file so the reader's settle time has passed (no file is being written).
+
+    A file aged already is left alone: setting its times changes its status change time, which
+    its identity holds, so it would read as changed.
+    """
+    old = T0 / 1000  # always the same time: only the writes themselves tell files apart
+    for path in home.rglob("*"):
+        if path.stat().st_mtime != old:
+            os.utime(path, (old, old))

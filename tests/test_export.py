@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from litany_git import T0 as T0_GIT
 from litany_git import Branch, RepoBuilder, j, tree
 from live_git import commit_file
-from murmur_home import T0, msg, record
+from murmur_home import T0, home_with, msg, record, settle
 from murmur_lines import append, line
 
 import murmur_analysis as ma
@@ -49,28 +49,8 @@ def assert_same(exported: dict[str, pa.Table], loaded: dict[str, pa.Table]) -> N
         assert rows(exported[name]) == rows(table), name
 
 
-def home_with(tmp_path: Path, n: int = 3, lines: int = 4) -> Path:
-    home = tmp_path / "home"
-    for r in range(n):
-        record(home, "bot", f"ctx-{r}", [msg("user" if i % 2 == 0 else "assistant", T0 + 1000 * r + i, n=i)
-                                          for i in range(lines)])
-    return home
-
-
 def rec(home: Path, r: int) -> Path:
     return home / "conversations" / "bot" / f"ctx-{r}" / "conversation.jsonl"
-
-
-def settle(home: Path) -> None:
-    """Age every file so the reader's settle time has passed (no file is being written).
-
-    A file aged already is left alone: setting its times changes its status change time, which
-    its identity holds, so it would read as changed.
-    """
-    old = T0 / 1000  # always the same time: only the writes themselves tell files apart
-    for path in home.rglob("*"):
-        if path.stat().st_mtime != old:
-            os.utime(path, (old, old))
 
 
 # ---------------------------------------------------------------------------------- exact

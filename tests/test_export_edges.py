@@ -18,27 +18,13 @@ import orjson
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from murmur_home import T0, msg, record
+from murmur_home import T0, home_with, msg, record, settle
 from murmur_lines import append
 
 import murmur_analysis as ma
 from murmur_analysis.export import export, read_parquet
 
 CLI = [sys.executable, "-m", "murmur_analysis.cli"]
-
-
-def home_with(tmp_path: Path, n: int = 3, lines: int = 4) -> Path:
-    home = tmp_path / "home"
-    for r in range(n):
-        record(home, "bot", f"ctx-{r}", [msg("user" if i % 2 == 0 else "assistant", T0 + 1000 * r + i, n=i)
-                                          for i in range(lines)])
-    return home
-
-
-def settle(home: Path) -> None:
-    old = T0 / 1000
-    for path in home.rglob("*"):
-        os.utime(path, (old, old))
 
 
 def tree(root: Path) -> dict[str, str]:
