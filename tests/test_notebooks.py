@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -65,18 +66,69 @@ def _text(nb: nbformat.NotebookNode, cells: slice = slice(None)) -> str:
     return "\n".join(texts + [d.get("text/plain", "") + d.get("text/html", "") for d in data])
 
 
+_ON_SAMPLES: dict[Path, nbformat.NotebookNode] = {}
+
+
+def _on_samples(path: Path, folder: Path) -> nbformat.NotebookNode:
+    """``path`` run on the bundled samples (the variables unset) from ``folder``, once per test run."""
+    if path not in _ON_SAMPLES:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MPLBACKEND", "Agg")
+            for variable in ("MURMUR_ANALYSIS_DATA", "MURMUR_ANALYSIS_SESSIONS", "MURMUR_ANALYSIS_PRICES"):
+                patch.delenv(variable, raising=False)
+            _ON_SAMPLES[path] = _run(path, folder)
+    return _ON_SAMPLES[path]
+
+
+def _alts(nb: nbformat.NotebookNode) -> list[str]:
+    return [o.metadata["image/png"]["alt"] for c in nb.cells for o in c.get("outputs", [])
+            if "image/png" in o.get("data", {})]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_on_the_samples_from_another_folder(path: Path, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    for variable in ("MURMUR_ANALYSIS_DATA", "MURMUR_ANALYSIS_SESSIONS", "MURMUR_ANALYSIS_PRICES"):
-        monkeypatch.delenv(variable, raising=False)
-    nb = _run(path, tmp_path)
+def test_notebook_runs_on_the_samples_from_another_folder(path: Path, tmp_path: Path) -> None:
+    nb = _on_samples(path, tmp_path)
     assert "conversations=17 " in _text(nb)  # every sample conversation
     assert "<Corpus" not in _text(nb, slice(0, -1))  # no cell echoes the corpus
-    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
-    assert all(o.metadata["image/png"]["alt"].strip() for o in images)
+    assert all(alt.strip() for alt in _alts(nb))
+
+
+@pytest.mark.slow
+def test_a_month_with_unpriced_responses_is_drawn_as_a_lower_bound(samples: Path, tmp_path: Path) -> None:
+    nb = _on_samples(NOTEBOOKS[1], tmp_path)
+    [alt] = [a for a in _alts(nb) if a.startswith("Bars of cost in US dollars per month")]
+    monthly = ma.metrics.cost(ma.load(samples), by="source", freq="MS", tz="UTC")
+    bounded = monthly[(monthly["unpriced_responses"] > 0) & monthly["cost_usd"].notna()]
+    assert len(bounded) >= 2  # the samples have such months
+    for row in monthly[monthly["cost_usd"].notna()].itertuples():
+        said = f"{row.source} at least ${row.cost_usd:,.4f} ({row.unpriced_responses} of {row.responses} responses"
+        assert (said in alt) == (row.unpriced_responses > 0), (row.period, row.source, alt)
+    assert "a hatched bar is a lower bound" in alt
+
+
+@pytest.mark.slow
+def test_a_compaction_is_labelled_with_the_numbers_its_line_draws(samples: Path, tmp_path: Path) -> None:
+    nb = _on_samples(NOTEBOOKS[4], tmp_path)
+    [alt] = [a for a in _alts(nb) if a.startswith("Small multiples")]
+    growth = ma.load(samples).growth
+    compactions = growth[growth["event"] == "compaction"]
+    assert len(compactions) == 1
+    compaction = compactions.iloc[0]
+    line = growth[(growth["conversation_id"] == compaction["conversation_id"]) & (growth["event"] != "compaction")
+                  & growth["context_tokens"].notna()].sort_values("position")
+    said = re.search(r"a compaction after message (\d+) \(context ([\d,]+) → ([\d,]+) \(−([\d,]+) tokens\)\)", alt)
+    assert said, alt
+    position, before, after, drop = (int(g.replace(",", "")) for g in said.groups())
+    assert position == compaction["position"]
+    shown = line.set_index("position")["context_tokens"]
+    assert before == shown[shown.index <= position].iloc[-1]  # the line's value at the compaction
+    assert after == shown[shown.index > position][lambda v: v != before].iloc[0]  # where the line drops to
+    assert drop == before - after
+    assert (before, after) != (compaction["tokens_before"], compaction["tokens_after"])  # not the runtime's estimate
+    table = next(o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
+                 if "context_dropped_tokens" in o.get("data", {}).get("text/html", ""))
+    assert f">{drop:,}<" in table and "compacted_tokens" not in table  # the table gives the same number
 
 
 @pytest.mark.slow
