@@ -173,12 +173,12 @@ class Explorer:
         self.since = w.DatePicker(description="from", style=wide)
         self.until = w.DatePicker(description="to", style=wide)
         self.picker = w.Dropdown(options=conversation_options(corpus), description="conversation", style=wide,
-                                 layout=w.Layout(width="95%"))
-        self.listed = w.HTML()
+                                 layout=w.Layout(width="auto", flex="1 1 auto"))
+        self.listed = w.HTML(layout=w.Layout(flex="0 0 auto", margin="0 0 0 8px"))
         self.search = w.Text(placeholder="search every conversation listed, then Enter", description="search",
                              continuous_update=False, style=wide, layout=w.Layout(width="60%"))
         self.found = w.HTML()
-        self.results = w.Select(options=[], rows=6, layout=w.Layout(width="95%", display="none"))
+        self.results = w.Select(options=[], rows=2, layout=w.Layout(width="95%", display="none"))
         self.older = w.Button(description="older ›", tooltip="the next, older page")
         self.newer = w.Button(description="‹ newer", tooltip="the page before, newer")
         self.status = w.HTML()
@@ -204,6 +204,8 @@ class Explorer:
             self.results,
             w.HBox([self.newer, self.older, self.status]),
         ])
+        self.controls.add_class("murmur-explorer-controls")
+        self.view.add_class("murmur-explorer-view")
         self.widget = w.VBox([self.controls, self.view])
         self._count()
         self.show(reset=True)
@@ -306,11 +308,14 @@ class Explorer:
                      f"#{m.index + 1}: {snippet(self._entry(m), query)}", m) for m in found
                 ]
                 self.results.value = None
+                self.results.rows = min(max(len(found), 2), 8)
                 self.results.layout.display = "flex" if found else "none"
                 conversations = len({(m.source, m.conversation_id) for m in found})
+                one = len(found) == 1
                 self.found.value = (
-                    f"<small>{'the first ' if cut else ''}{len(found)} message{'s' if len(found) != 1 else ''} "
-                    f"in {conversations} of the {len(self.picker.options)} conversations listed mention "
+                    f"<small>{'the first ' if cut else ''}{len(found)} message{'' if one else 's'} "
+                    f"in {conversations} of the {len(self.picker.options)} conversations listed "
+                    f"mention{'s' if one else ''} "
                     f"“{html.escape(query)}”; pick one to open its conversation there</small>"
                     if found else
                     f"<small>no message of the {len(self.picker.options)} conversations listed mentions "

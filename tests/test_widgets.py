@@ -105,7 +105,7 @@ def test_search_spans_every_conversation_and_opens_the_one_found_at_that_message
     explorer = Explorer(ma.load(tmp_path / "conversations"), page_size=5)
     assert explorer.picker.value == ("murmur", "bot/new")  # the most recent conversation is shown first
     explorer.search.value = "zebra"
-    assert "1 message in 1 of the 3 conversations listed mention" in explorer.found.value
+    assert "1 message in 1 of the 3 conversations listed mentions" in explorer.found.value
     [(label, found)] = explorer.results.options
     assert found == Match("murmur", "bot/old", 3) and "#4: the zebra crossing" in label
     assert explorer.results.value is None and explorer.picker.value == ("murmur", "bot/new")  # not opened yet
