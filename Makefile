@@ -1,6 +1,6 @@
 # murmur-analysis: every target sets itself up on a fresh machine.
 #   make run    load the bundled samples, print a summary, page a record, export Parquet, write the reports
-#   make report execute the notebooks on the samples (or DATA=path) into build/report/*.html
+#   make report execute the notebooks on the samples (or DATA=path, SESSIONS=dir, PRICES=csv) into build/report/*.html
 #   make test   lint, type-check and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
 #   make fuzz   the property and fuzz tests (serde_json oracle included) with many more examples (minutes)
@@ -77,7 +77,8 @@ run: setup
 	$(MAKE) --no-print-directory report
 
 report: setup
-	$(BIN)/python notebooks/report.py $(if $(DATA),--data $(DATA)) --out build/report
+	$(BIN)/python notebooks/report.py $(if $(DATA),--data $(DATA)) $(if $(SESSIONS),--sessions $(SESSIONS)) \
+		$(if $(PRICES),--prices $(PRICES)) --out build/report
 
 lint: setup
 	$(BIN)/ruff check .

@@ -38,7 +38,7 @@ from .export import export as export_parquet  # the package keeps its module nam
 from .load_plan import Batch, iter_batches
 from .model import Entry, Message, Usage
 from .pairing import ToolCall, pair_tools
-from .samples import data_paths, sample_data
+from .samples import data_paths, prices_path, sample_data, session_paths
 from .sources.base import Source
 from .sources.litany.source import assemble_commit
 from .sources.murmur.reader import RecordReader, read_messages, walk
@@ -109,9 +109,11 @@ __all__ = [
     "list_sources",
     "load",
     "pair_tools",
+    "prices_path",
     "read_messages",
     "read_parquet",
     "sample_data",
+    "session_paths",
     "transcript",
     "walk",
 ]

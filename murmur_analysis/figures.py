@@ -27,6 +27,7 @@ __all__ = ["NOT_REPORTED", "bar_labels", "category", "figure", "image", "table"]
 #: How a null is shown to a reader.
 NOT_REPORTED = "not reported"
 _NOWRAP_CHARS = 40  # text columns no longer than this stay on one line
+_WRAP_WIDTH = "14em"  # longer ones wrap, in a column at least this wide (never a word a line)
 
 
 #: Tick formatters whose labels are the caller's text: strings given (``set_yticks(ys, labels)``),
@@ -161,8 +162,10 @@ def bar_labels(ax: Any, bars: Any, texts: Iterable[str], inside: bool = False) -
 def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) -> Any:
     """A frame styled for reading: nulls as "not reported", thousands separated, no index.
 
-    Times show to the minute in UTC, text is left-aligned and numbers right-aligned; numbers,
-    times and short text stay on one line.
+    Times show to the minute in UTC, text is left-aligned and numbers right-aligned (headings
+    too); numbers,
+    times and short text stay on one line, and longer text wraps in a column wide enough to read
+    (an id without spaces breaks anywhere).
 
     Args:
         frame: any frame.
@@ -189,9 +192,13 @@ def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) 
             text.append(name)
     styler = shown.style.format(formats, na_rep=NOT_REPORTED, escape="html").hide(axis="index")
     styler = styler.set_properties(subset=text, **{"text-align": "left"})
+    styler = styler.set_table_styles({name: [{"selector": "th.col_heading", "props": "text-align: left"}]
+                                      for name in text}, overwrite=False)
     one_line: list[Hashable] = [
         name for name in shown.columns if name not in text or _longest(shown[name]) <= _NOWRAP_CHARS
     ]
+    wrapped = [name for name in text if name not in one_line]
+    styler = styler.set_properties(subset=wrapped, **{"min-width": _WRAP_WIDTH, "overflow-wrap": "anywhere"})
     return styler.set_properties(subset=one_line, **{"white-space": "nowrap"})
 
 

@@ -2,7 +2,9 @@
 
 The bundled samples (``data/samples`` of the repository, one small corpus of every runtime)
 are found next to the installed package, never relative to the working folder, so a notebook
-copied anywhere still runs. The environment variable :data:`DATA_VARIABLE` names other data.
+copied anywhere still runs. The environment variable :data:`DATA_VARIABLE` names other data,
+:data:`SESSIONS_VARIABLE` the murmur session work dirs whose traces hold its token usage, and
+:data:`PRICES_VARIABLE` a file of the user's own prices.
 """
 
 from __future__ import annotations
@@ -13,11 +15,24 @@ from pathlib import Path
 from .errors import NoSourceError
 from .paths import user_path
 
-__all__ = ["DATA_VARIABLE", "data_paths", "sample_data"]
+__all__ = ["DATA_VARIABLE", "PRICES_VARIABLE", "SESSIONS_VARIABLE", "data_paths", "prices_path", "sample_data",
+           "session_paths"]
 
 #: The environment variable that points the notebooks and reports at other data: one path, or
 #: several joined with ``os.pathsep`` (``:`` on POSIX).
 DATA_VARIABLE = "MURMUR_ANALYSIS_DATA"
+
+#: The environment variable naming murmur session work dirs (or ``trace.jsonl`` files) to join to
+#: the records loaded, joined with ``os.pathsep``: the ``sessions`` option of the murmur source.
+SESSIONS_VARIABLE = "MURMUR_ANALYSIS_SESSIONS"
+
+#: The environment variable naming a CSV of the user's own prices (``ma.load(..., prices=...)``).
+PRICES_VARIABLE = "MURMUR_ANALYSIS_PRICES"
+
+
+def _named(variable: str) -> list[str]:
+    """The paths ``variable`` names, joined with ``os.pathsep``; blanks between separators ignored."""
+    return [str(user_path(p)) for p in os.environ.get(variable, "").split(os.pathsep) if p.strip()]
 
 
 def sample_data() -> Path:
@@ -53,5 +68,28 @@ def data_paths() -> list[str]:
         >>> import murmur_analysis as ma
         >>> corpus = ma.load(*ma.data_paths())  # doctest: +SKIP
     """
-    named = [str(user_path(p)) for p in os.environ.get(DATA_VARIABLE, "").split(os.pathsep) if p.strip()]
-    return named or [str(sample_data())]
+    return _named(DATA_VARIABLE) or [str(sample_data())]
+
+
+def session_paths() -> list[str]:
+    """The murmur session paths a notebook joins by default: :data:`SESSIONS_VARIABLE`, else none.
+
+    With none named, a murmur home's own traces (``sessions/``, ``formations/``) are still joined.
+
+    Returns:
+        The paths, as strings, in the order given (``[]`` when the variable is unset).
+
+    Example:
+        >>> corpus = ma.load(*ma.data_paths(), options={"murmur": {"sessions": ma.session_paths()}})  # doctest: +SKIP
+    """
+    return _named(SESSIONS_VARIABLE)
+
+
+def prices_path() -> str | None:
+    """The price file a notebook loads by default: :data:`PRICES_VARIABLE`, else ``None`` (genai-prices alone).
+
+    Returns:
+        The path (without surrounding blanks), or ``None`` when the variable is unset or blank.
+    """
+    named = os.environ.get(PRICES_VARIABLE, "").strip()
+    return str(user_path(named)) if named else None

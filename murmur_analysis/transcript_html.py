@@ -1,7 +1,8 @@
 """A conversation's messages as HTML a reader can follow.
 
 Text shows as text, tool calls with their input, tool results with errors highlighted, and each
-message with its time, model and tokens.
+message with its time, model and tokens. A detail that no message of a conversation reports
+(:func:`unreported`) is said once for the conversation, not on every message.
 
 Every string that comes from a transcript is HTML-escaped: transcripts are data, never markup.
 """
@@ -11,16 +12,21 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from . import model as m
 
-__all__ = ["NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches"]
+__all__ = ["DETAILS", "NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches", "snippet",
+           "unreported"]
 
 #: How a missing time, model or token count is shown.
 NOT_REPORTED = "not reported"
+
+#: The details each message shows when its source reports them: a message's time, and a response's
+#: model and tokens.
+DETAILS = ("time", "model", "tokens")
 
 _ROLE_COLOURS = {"user": "#1f6feb", "assistant": "#8250df", "tool": "#9a6700", "system": "#57606a"}
 _ERROR_STYLE = "background:#ffebe9;border:1px solid #cf222e;border-radius:4px"
@@ -72,6 +78,53 @@ def matches(entry: m.Entry, query: str) -> bool:
     return query.casefold() in entry_text(entry).casefold()
 
 
+def snippet(entry: m.Entry, query: str, width: int = 70) -> str:
+    """About ``width`` characters of the entry's text around the first occurrence of ``query``, on one line.
+
+    Returns plain text (not escaped): it is meant for a widget label, which shows text as text.
+    """
+    said = " ".join(entry_text(entry).split())
+    at = said.casefold().find(query.casefold())
+    if at < 0:
+        return said[:width] + ("…" if len(said) > width else "")
+    start = max(0, at - (width - len(query)) // 2)
+    end = min(len(said), start + width)
+    start = max(0, end - width)
+    return ("…" if start else "") + said[start:end] + ("…" if end < len(said) else "")
+
+
+def _counted(usage: m.Usage | None) -> list[tuple[str, int]]:
+    """The counters a response reported, labelled for a reader."""
+    if usage is None:
+        return []
+    return [(label, value) for label, value in (
+        ("in", usage.input_total_tokens),
+        ("cache read", usage.cache_read_tokens),
+        ("out", usage.output_tokens),
+        ("reasoning", usage.reasoning_tokens),
+    ) if value is not None]
+
+
+def unreported(entries: Sequence[m.Entry]) -> frozenset[str]:
+    """The :data:`DETAILS` that no entry of a conversation reports.
+
+    ``"time"`` when no entry has a time; ``"model"`` and ``"tokens"`` when the conversation has
+    responses (assistant entries) and none of them names its model or reports a token count.
+    A conversation without entries leaves nothing unreported.
+    """
+    if not entries:
+        return frozenset()
+    missing = set()
+    if all(e.created_at is None for e in entries):
+        missing.add("time")
+    responses = [e for e in entries if e.side == "assistant"]
+    if responses and not any(e.model for e in responses):
+        missing.add("model")
+    if responses and not any(_counted(e.usage) for e in responses):
+        missing.add("tokens")
+    return frozenset(missing)
+
+
 def _block_html(block: m.Block, query: str | None) -> str:
     if isinstance(block, m.Text):
         return f'<div style="{_TEXT}">{_marked(block.text, query)}</div>'
@@ -114,37 +167,34 @@ def _when(value: datetime | None) -> str:
 
 
 def _tokens(usage: m.Usage | None) -> str:
-    if usage is None:
-        return f"tokens {NOT_REPORTED}"
-    parts = []
-    for label, value in (
-        ("in", usage.input_total_tokens),
-        ("cache read", usage.cache_read_tokens),
-        ("out", usage.output_tokens),
-        ("reasoning", usage.reasoning_tokens),
-    ):
-        if value is not None:
-            parts.append(f"{label} {value:,}")
+    parts = [f"{label} {value:,}" for label, value in _counted(usage)]
     return " · ".join(parts) + " tokens" if parts else f"tokens {NOT_REPORTED}"
 
 
-def entry_html(entry: m.Entry, number: int, query: str | None = None) -> str:
+def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Collection[str] = ()) -> str:
     """One entry as a transcript block.
 
     Args:
         entry: the entry.
         number: its 1-based place in the conversation, shown to the reader.
         query: text to highlight, if any.
+        said: :data:`DETAILS` already said to be unreported for the whole conversation
+            (:func:`unreported`): the entry does not repeat "not reported" for them.
 
     Returns:
         An HTML fragment, every transcript string escaped.
     """
     colour = _ROLE_COLOURS.get(entry.side, "#57606a")
     error = entry.is_error is True or entry.error is not None
-    details = [f"#{number}", _when(entry.created_at)]
+    details = [f"#{number}"]
+    if "time" not in said:
+        details.append(_when(entry.created_at))
     if entry.side == "assistant":
-        details += [html.escape(entry.model) if entry.model else f"model {NOT_REPORTED}", _tokens(entry.usage)]
-    elif entry.usage is not None:
+        if "model" not in said:
+            details.append(html.escape(entry.model) if entry.model else f"model {NOT_REPORTED}")
+        if "tokens" not in said:
+            details.append(_tokens(entry.usage))
+    elif _counted(entry.usage):
         details.append(_tokens(entry.usage))
     body = "".join(_block_html(b, query) for b in entry.blocks) or "<i>no content</i>"
     if entry.error is not None:
@@ -158,6 +208,9 @@ def entry_html(entry: m.Entry, number: int, query: str | None = None) -> str:
     )
 
 
-def entries_html(entries: Sequence[tuple[int, m.Entry]], query: str | None = None) -> str:
-    """Several entries, each with its 1-based number, in the order given."""
-    return "".join(entry_html(entry, number, query) for number, entry in entries)
+def entries_html(entries: Sequence[tuple[int, m.Entry]], query: str | None = None, said: Collection[str] = ()) -> str:
+    """Several entries, each with its 1-based number, in the order given.
+
+    ``query`` and ``said`` are as for :func:`entry_html`.
+    """
+    return "".join(entry_html(entry, number, query, said) for number, entry in entries)

@@ -1,11 +1,14 @@
 """Execute every notebook on the samples (or other data) and write self-contained HTML reports.
 
-    python notebooks/report.py [--data PATH ...] [--out build/report]
+    python notebooks/report.py [--data PATH ...] [--sessions DIR ...] [--prices CSV] [--out build/report]
 
-Each notebook runs in a fresh kernel (``MURMUR_ANALYSIS_DATA`` points it at the data) and becomes
+Each notebook runs in a fresh kernel and becomes
 ``<out>/<notebook>.html``: its text, tables and figures (embedded), without the code; every figure is also written as
-``<out>/figures/<notebook>-<n>.png``, and ``<out>/index.html`` links them all. The notebooks on
-disk are left without outputs.
+``<out>/figures/<notebook>-<n>.png``, and ``<out>/index.html`` links them all. The kernel's
+environment carries the data (``MURMUR_ANALYSIS_DATA``), the murmur session work dirs whose traces
+hold its token usage (``MURMUR_ANALYSIS_SESSIONS``) and a price file (``MURMUR_ANALYSIS_PRICES``),
+which the notebooks' parameter cell reads (``murmur_analysis.samples``). The notebooks on disk are
+left without outputs.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 from tqdm import tqdm
+
+from murmur_analysis.samples import DATA_VARIABLE, PRICES_VARIABLE, SESSIONS_VARIABLE
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -66,7 +71,7 @@ def _figures(nb: Any, stem: str, folder: Path) -> list[tuple[Path, str]]:
     return written
 
 
-def _index(out: Path, reports: list[tuple[str, str, list[tuple[Path, str]]]], data: list[str]) -> Path:
+def _index(out: Path, reports: list[tuple[str, str, list[tuple[Path, str]]]], inputs: str) -> Path:
     items = []
     for name, title, figures in reports:
         thumbs = "".join(
@@ -79,7 +84,7 @@ def _index(out: Path, reports: list[tuple[str, str, list[tuple[Path, str]]]], da
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>murmur-analysis reports</title>'
         "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:70em}li{list-style:none}"
         "h2{font-size:1.2em;margin:1em 0 .2em}</style></head><body>"
-        f"<h1>murmur-analysis reports</h1><p>Data: {html.escape(', '.join(data))}</p>"
+        f"<h1>murmur-analysis reports</h1>{inputs}"
         f"<ul>{''.join(items)}</ul></body></html>"
     )
     index = out / "index.html"
@@ -87,14 +92,35 @@ def _index(out: Path, reports: list[tuple[str, str, list[tuple[Path, str]]]], da
     return index
 
 
-def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
-    """Run ``notebooks`` on ``data`` and write the reports under ``out``; return the index path."""
+def _kernel_env(data: list[str], sessions: list[str], prices: str | None) -> dict[str, str]:
+    """This process's environment with the notebooks' parameters set (and an unset one removed)."""
+    env = {**os.environ, "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg")}
+    for variable, value in ((DATA_VARIABLE, data), (SESSIONS_VARIABLE, sessions),
+                            (PRICES_VARIABLE, [prices] if prices else [])):
+        env.pop(variable, None)
+        if value:
+            env[variable] = os.pathsep.join(str(Path(p).expanduser().resolve()) for p in value)
+    return env
+
+
+def _inputs(data: list[str], sessions: list[str], prices: str | None) -> str:
+    lines = [("Data", data), ("murmur sessions", sessions), ("Prices", [prices] if prices else [])]
+    return "".join(f"<p>{label}: {html.escape(', '.join(paths))}</p>" for label, paths in lines if paths)
+
+
+def build(data: list[str], out: Path, notebooks: list[Path], sessions: list[str] | None = None,
+          prices: str | None = None) -> Path:
+    """Run ``notebooks`` on ``data`` and write the reports under ``out``; return the index path.
+
+    ``sessions`` are murmur session work dirs (or traces) to join, ``prices`` a CSV of the user's
+    own prices; the notebooks receive them through their parameter cell.
+    """
     figures_dir = out / "figures"
     figures_dir.mkdir(parents=True, exist_ok=True)
     for old in figures_dir.glob("*.png"):
         old.unlink()
-    os.environ["MURMUR_ANALYSIS_DATA"] = os.pathsep.join(str(Path(p).resolve()) for p in data)
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    sessions = list(sessions or [])
+    env = _kernel_env(data, sessions, prices)
     books = [(path, nbformat.read(path, as_version=4)) for path in notebooks]
     total = sum(1 for _, nb in books for cell in nb.cells if cell.cell_type == "code")
     exporter = HTMLExporter(template_name="report", extra_template_basedirs=[str(TEMPLATES)], exclude_input=True,
@@ -110,7 +136,7 @@ def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
                                     resources={"metadata": {"path": str(out)}})
             client.on_cell_executed = lambda **_: bar.update(1)
             try:
-                client.execute()
+                client.execute(env=env)
             finally:
                 if kernel.has_kernel:
                     kernel.shutdown_kernel(now=True)
@@ -119,19 +145,27 @@ def build(data: list[str], out: Path, notebooks: list[Path]) -> Path:
             (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
             reports.append((path.stem, _title(nb, path.stem), _figures(nb, path.stem, figures_dir)))
     shutil.rmtree(sockets, ignore_errors=True)
-    return _index(out, reports, data)
+    return _index(out, reports, _inputs(data, sessions, prices))
 
 
 def main() -> int:
-    """Command line: ``--data`` paths (default: the bundled samples) and ``--out``."""
+    """Command line: ``--data`` paths (default: the bundled samples), ``--sessions``, ``--prices`` and ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", nargs="*", default=None, help="paths to load (default: the bundled samples)")
+    parser.add_argument("--data", nargs="*", default=None,
+                        help=f"paths to load (default: ${DATA_VARIABLE}, else the bundled samples)")
+    parser.add_argument("--sessions", nargs="*", default=None, metavar="DIR",
+                        help=f"murmur session work dirs or traces holding its token usage "
+                             f"(default: ${SESSIONS_VARIABLE})")
+    parser.add_argument("--prices", default=None, metavar="CSV",
+                        help=f"your own prices, as for murmur-analysis --prices (default: ${PRICES_VARIABLE})")
     parser.add_argument("--out", type=Path, default=Path("build/report"))
     args = parser.parse_args()
     import murmur_analysis as ma
 
     data = args.data or ma.data_paths()
-    index = build(data, args.out.resolve(), sorted(HERE.glob("*.ipynb")))
+    sessions = args.sessions if args.sessions is not None else ma.session_paths()
+    prices = args.prices if args.prices is not None else ma.prices_path()
+    index = build(data, args.out.resolve(), sorted(HERE.glob("*.ipynb")), sessions=sessions, prices=prices)
     print(f"Reports: {index}")
     return 0
 

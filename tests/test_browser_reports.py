@@ -1,5 +1,6 @@
-"""Every HTML report opens in a real browser with every figure loaded, no console error, no
-request leaving the file, and the headings of its notebook; a screenshot of each is kept."""
+"""Every HTML report opens in a real browser, 1280 pixels wide, with every figure loaded, no console
+error, no request leaving the file, the headings of its notebook, no corpus repr echoed, every
+cost heading in view and no page wider than the window; a screenshot of each is kept."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ from browser import chromium
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 SCREENSHOTS = REPO / "build" / "screenshots"
+WIDTH = 1280  # a laptop's window: every cost column must show there without scrolling
+
+# Each table heading that names a cost, where it is, and the box it is clipped by (its scrolling output).
+COST_HEADINGS = """() => Array.from(document.querySelectorAll('th')).filter(t => /cost/.test(t.textContent)).map(t => {
+  const r = t.getBoundingClientRect();
+  const box = t.closest('.jp-OutputArea-output').getBoundingClientRect();
+  return {text: t.textContent.trim(), left: r.left, right: r.right, boxLeft: box.left, boxRight: box.right};
+})"""
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +54,7 @@ def _headings(path: Path) -> list[str]:
 
 
 def _open(browser: Any, url: str, screenshot: Path) -> dict[str, Any]:
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
     errors: list[str] = []
     outside: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -60,13 +69,17 @@ def _open(browser: Any, url: str, screenshot: Path) -> dict[str, Any]:
     stderr = page.evaluate(
         "() => document.querySelectorAll('[data-mime-type=\"application/vnd.jupyter.stderr\"]').length"
     )
+    costs = page.evaluate(COST_HEADINGS)
+    page_width = page.evaluate("() => document.documentElement.scrollWidth")
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(screenshot), full_page=True)
     page.close()
-    return {"errors": errors, "outside": outside, "images": images, "text": text, "stderr": stderr}
+    return {"errors": errors, "outside": outside, "images": images, "text": text, "stderr": stderr, "costs": costs,
+            "page_width": page_width}
 
 
 def test_every_report_shows_its_figures_and_headings(reports: Path) -> None:
+    cost_pages: set[str] = set()
     with chromium() as browser:
         for notebook in NOTEBOOKS:
             html = reports / f"{notebook.stem}.html"
@@ -81,6 +94,13 @@ def test_every_report_shows_its_figures_and_headings(reports: Path) -> None:
             for heading in _headings(notebook):
                 assert heading.replace("**", "") in seen["text"], (notebook.name, heading)
             assert seen["stderr"] == 0 and "Traceback" not in seen["text"], f"{notebook.name} shows an error or warning"
+            assert "<Corpus" not in seen["text"], f"{notebook.name} echoes the corpus repr"
+            assert seen["page_width"] <= WIDTH, f"{notebook.name} is wider than the window"
+            for cost in seen["costs"]:  # in the window and not scrolled out of its table's box
+                assert 0 <= cost["boxLeft"] <= cost["left"] and cost["right"] <= min(cost["boxRight"], WIDTH), \
+                    (notebook.name, cost)
+            cost_pages.update([notebook.stem] if seen["costs"] else [])
+        assert cost_pages >= {"00_explore", "01_token_usage_and_cost"}
 
 
 def test_the_index_links_every_report_and_shows_every_figure(reports: Path) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import copy
 import io
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,6 +38,28 @@ def test_a_table_shows_a_null_as_not_reported_never_zero_and_escapes_text() -> N
     assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
     assert "1,234,567" in html and "25.0%" in html
     assert html.count(">not reported<") == 3 and ">0<" not in html
+
+
+def _css(html: str, selector_part: str) -> dict[str, str]:
+    """Every CSS declaration of ``html``'s style sheet whose selector names ``selector_part``."""
+    found: dict[str, str] = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", html.split("</style>")[0]):
+        if any(sel.strip().endswith(selector_part) for sel in selectors.split(",")):
+            found.update((k.strip(), v.strip()) for k, v in (d.split(":", 1) for d in body.split(";") if ":" in d))
+    return found
+
+
+def test_long_text_wraps_in_a_readable_column_and_text_headings_align_with_their_text() -> None:
+    frame = pd.DataFrame({"title": ["a title " * 8, "short"], "id": ["x" * 60, "y"], "kind": ["k", "j"],
+                          "cost_usd": [0.5, 0.25]})
+    html = figures.table(frame).to_html()
+    for n, name in enumerate(frame.columns):
+        cell, heading = _css(html, f"_row0_col{n}"), _css(html, f"th.col_heading.col{n}")
+        if name in ("title", "id"):  # longer than one line: they wrap, but never to a word a line
+            assert cell.get("min-width") == "14em" and "white-space" not in cell, name
+        else:
+            assert cell["white-space"] == "nowrap" and "min-width" not in cell, name
+        assert heading.get("text-align") == ("left" if name != "cost_usd" else None), name
 
 
 def test_category_labels_read_as_text_not_tuples() -> None:

@@ -34,3 +34,15 @@ def test_an_install_without_samples_says_what_to_do(tmp_path: Path, monkeypatch:
     with pytest.raises(NoSourceError) as raised:
         ma.sample_data()
     assert "MURMUR_ANALYSIS_DATA" in (raised.value.hint or "")
+
+
+def test_the_session_and_price_variables_name_what_a_notebook_joins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MURMUR_ANALYSIS_SESSIONS", raising=False)
+    monkeypatch.delenv("MURMUR_ANALYSIS_PRICES", raising=False)
+    assert ma.session_paths() == [] and ma.prices_path() is None
+    monkeypatch.setenv("MURMUR_ANALYSIS_SESSIONS", os.pathsep.join(["/work/a", " ", "~/b"]))
+    monkeypatch.setenv("MURMUR_ANALYSIS_PRICES", " /etc/prices.csv ")
+    home = os.path.expanduser("~")
+    assert ma.session_paths() == ["/work/a", f"{home}/b"] and ma.prices_path() == "/etc/prices.csv"
+    monkeypatch.setenv("MURMUR_ANALYSIS_PRICES", "")
+    assert ma.prices_path() is None

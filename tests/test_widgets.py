@@ -3,16 +3,21 @@ text as markup."""
 
 from __future__ import annotations
 
+import functools
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from murmur_home import T0, call, msg, record, text, tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from murmur_home import T0, call, ev, inference, msg, record, text, tool, trace
 from murmur_lines import id_at, write_record
 
 import murmur_analysis as ma
 from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.widgets import EMPTY_CORPUS, Explorer, conversation_options
+from murmur_analysis.transcript_html import entries_html, matches, unreported
+from murmur_analysis.widgets import EMPTY_CORPUS, Explorer, Match, conversation_options
 
 
 def test_explorer_pages_newest_first_and_escapes(tmp_path: Path) -> None:
@@ -72,12 +77,172 @@ def test_search_finds_and_marks_the_messages_that_mention_it(tmp_path: Path) -> 
     ])
     explorer = Explorer(ma.load(tmp_path / "conversations"))
     explorer.search.value = "invoice"
+    assert "2 messages in 1 of the 1 conversations listed mention" in explorer.found.value
+    assert [m.index for _, m in explorer.results.options] == [2, 0]  # newest first
     view = explorer.view.value
-    assert "2 of 3 messages mention" in explorer.status.value
     assert "&lt;<mark>Invoice</mark>&gt;" in view and "<mark>invoice</mark> 7" in view
-    assert "nothing here" not in view
     explorer.search.value = ""
-    assert "nothing here" in explorer.view.value
+    assert explorer.results.options == () and "<mark>" not in explorer.view.value
+
+
+def _two_bots(home: Path) -> None:
+    """Three conversations on three days: only ``bot/old`` mentions "zebra", only ``bot/broken`` has a failed call."""
+    day = 86_400_000
+    record(home, "bot", "old", [msg("user", T0, text("first question")), *[
+        msg("assistant", T0 + n * 10, text("the zebra crossing" if n == 3 else f"old answer {n}"), n=n)
+        for n in range(1, 30)]])
+    record(home, "bot", "broken", [
+        msg("user", T0 + day, text("run it")),
+        msg("assistant", T0 + day + 10, call("call_1", "shell", {"cmd": "make"})),
+        tool(T0 + day + 20, "call_1", body="exit 2", is_error=True),
+    ])
+    record(home, "bot", "new", [msg("user", T0 + 2 * day, text("latest question")),
+                                msg("assistant", T0 + 2 * day + 10, text("latest answer"))])
+
+
+def test_search_spans_every_conversation_and_opens_the_one_found_at_that_message(tmp_path: Path) -> None:
+    _two_bots(tmp_path)
+    explorer = Explorer(ma.load(tmp_path / "conversations"), page_size=5)
+    assert explorer.picker.value == ("murmur", "bot/new")  # the most recent conversation is shown first
+    explorer.search.value = "zebra"
+    assert "1 message in 1 of the 3 conversations listed mentions" in explorer.found.value
+    [(label, found)] = explorer.results.options
+    assert found == Match("murmur", "bot/old", 3) and "#4: the zebra crossing" in label
+    assert explorer.results.value is None and explorer.picker.value == ("murmur", "bot/new")  # not opened yet
+    explorer.results.value = found
+    assert explorer.picker.value == ("murmur", "bot/old")
+    assert "messages 1–4 of 30" in explorer.status.value  # the page whose newest message is the match
+    first = explorer.view.value.split('class="murmur-message"')[1]
+    assert "#4 · " in first and "the <mark>zebra</mark> crossing" in first
+    explorer.go_newer()
+    assert "messages 5–9 of 30" in explorer.status.value
+    explorer.go_older()
+    explorer.go_older()
+    assert explorer.older.disabled and "messages 1–4 of 30" in explorer.status.value
+
+
+def test_the_has_errors_filter_lists_conversations_with_failed_tool_calls(tmp_path: Path) -> None:
+    _two_bots(tmp_path)
+    explorer = Explorer(ma.load(tmp_path / "conversations"))
+    assert len(explorer.picker.options) == 3
+    explorer.errors.value = True
+    assert [v for _, v in explorer.picker.options] == [("murmur", "bot/broken")]
+    assert explorer.picker.value == ("murmur", "bot/broken") and "exit 2" in explorer.view.value
+    assert "1 of 3 conversations" in explorer.listed.value
+    explorer.search.value = "zebra"  # the search covers the conversations listed
+    assert explorer.results.options == () and "no message of the 1 conversations listed" in explorer.found.value
+    explorer.errors.value = False
+    assert len(explorer.results.options) == 1
+
+
+def test_the_date_filter_keeps_the_conversations_active_between_its_days(tmp_path: Path) -> None:
+    _two_bots(tmp_path)
+    explorer = Explorer(ma.load(tmp_path / "conversations"))
+    explorer.since.value = date(2026, 1, 2)
+    assert [v[1] for _, v in explorer.picker.options] == ["bot/new", "bot/broken"]
+    explorer.until.value = date(2026, 1, 2)
+    assert [v[1] for _, v in explorer.picker.options] == ["bot/broken"]
+    explorer.since.value = None
+    assert [v[1] for _, v in explorer.picker.options] == ["bot/broken", "bot/old"]
+    explorer.until.value = date(2025, 12, 31)
+    assert explorer.picker.options == () and "No conversation matches these filters" in explorer.view.value
+
+
+_SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+
+
+@functools.cache
+def _sample_corpus() -> ma.Corpus:
+    return ma.load(_SAMPLES)
+
+
+@given(since=st.none() | st.dates(date(2025, 5, 1), date(2026, 5, 1)),
+       until=st.none() | st.dates(date(2025, 5, 1), date(2026, 5, 1)), errors=st.booleans())
+@settings(max_examples=40)
+def test_the_filters_list_exactly_the_conversations_that_pass_them(since: date | None, until: date | None,
+                                                                   errors: bool) -> None:
+    corpus = _sample_corpus()
+    listed = {v for _, v in conversation_options(corpus, errors=errors, since=since, until=until)}
+    for row in corpus.conversations.itertuples():
+        first = row.first_at if not pd.isna(row.first_at) else row.last_at
+        timed = not pd.isna(row.last_at)
+        keep = ((not errors or (not pd.isna(row.tool_errors) and row.tool_errors > 0))
+                and (since is None or (timed and row.last_at.date() >= since))
+                and (until is None or (timed and first.date() <= until)))
+        assert ((row.source, row.conversation_id) in listed) == keep, (row.conversation_id, since, until, errors)
+
+
+@given(query=st.sampled_from(["pytest", "invoice", "the", "zstd", "error", "nothing-like-this"]))
+@settings(max_examples=6)
+def test_a_search_finds_every_message_that_mentions_it_and_no_other(query: str) -> None:
+    corpus = _sample_corpus()
+    explorer = Explorer(corpus)
+    found, cut = explorer.find(query)
+    expected = [(s, c, n) for _, (s, c) in conversation_options(corpus)
+                for n, e in reversed(list(enumerate(corpus.conversation(c, source=s).entries))) if matches(e, query)]
+    assert [(m.source, m.conversation_id, m.index) for m in found] == expected[:50]
+    assert cut == (len(expected) > 50)
+
+
+def test_model_written_markup_is_text_everywhere(tmp_path: Path) -> None:
+    evil = "<script>alert('x')</script>"
+    record(tmp_path, "bot", "ctx", [msg("user", T0, text(evil)), msg("assistant", T0 + 10, text(f"said {evil}"))])
+    explorer = Explorer(ma.load(tmp_path / "conversations"))
+    assert explorer.picker.options[0][0].startswith(evil)  # a label is text: the widget shows it as written
+    explorer.search.value = "<script>"
+    shown = explorer.view.value + explorer.found.value + explorer.status.value + explorer.listed.value
+    assert "<script>" not in shown
+    assert "<mark>&lt;script&gt;</mark>alert(&#x27;x&#x27;)&lt;/script&gt;" in explorer.view.value
+    assert "“&lt;script&gt;”" in explorer.found.value
+    assert all(label.endswith(evil) or evil in label for label, _ in explorer.results.options)
+
+
+def _traced_home(home: Path, work: Path, counted: bool = True) -> None:
+    """A home whose ``bot/ctx`` a session trace in ``work`` joins; ``bot/other`` no trace joins."""
+    counters = {"input_tokens_actual": 1900, "output_tokens_actual": 22} if counted else {}
+    record(home, "bot", "ctx", [msg("user", T0 + 10), msg("assistant", T0 + 21, text("answer"))])
+    record(home, "bot", "other", [msg("user", T0 + 10), msg("assistant", T0 + 30, text("a"), n=1),
+                                  msg("assistant", T0 + 40, text("b"), n=2)])
+    trace(work / "ses_1", [
+        ev("session_start", T0, capsule_name="bot", model="gpt-4.1"),
+        ev("task_start", T0 + 1, task_id="A", context_id="ctx"),
+        inference(T0 + 20, "A", 0, **counters),
+        ev("task_end", T0 + 500, task_id="A", exit_status="ok"),
+        ev("session_end", T0 + 900, exit_status="ok"),
+    ])
+
+
+def test_a_murmur_home_without_traces_says_once_why_model_and_tokens_are_missing(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    _traced_home(home, work)
+    explorer = Explorer(ma.load(home))  # the records alone: no session trace
+    explorer.picker.value = ("murmur", "bot/other")
+    view = explorer.view.value
+    assert view.count("session traces") == 1 and "no session trace was loaded" in view and "sessions" in view
+    assert "not reported" not in view  # not on every message
+    assert "2026-01-01 00:00:00 UTC" in view  # the time each id carries is still shown
+
+    joined = Explorer(ma.load(home, options={"murmur": {"sessions": [work]}}))
+    joined.picker.value = ("murmur", "bot/other")
+    assert "no session trace loaded joins this conversation" in joined.view.value
+    joined.picker.value = ("murmur", "bot/ctx")
+    assert "murmur-note" not in joined.view.value and "gpt-4.1" in joined.view.value
+
+
+def test_a_trace_without_counters_is_named_as_the_reason(tmp_path: Path) -> None:
+    _traced_home(tmp_path / "home", tmp_path / "work", counted=False)
+    explorer = Explorer(ma.load(tmp_path / "home", options={"murmur": {"sessions": [tmp_path / "work"]}}))
+    explorer.picker.value = ("murmur", "bot/ctx")
+    assert "reports its tokens (" in explorer.view.value and "the session traces joined to it report none" in \
+        explorer.view.value and "gpt-4.1" in explorer.view.value
+
+
+def test_a_detail_some_messages_report_is_said_per_message(tmp_path: Path) -> None:
+    record(tmp_path, "bot", "ctx", [msg("user", T0), {"content": [text("no id")], "role": "assistant"}])
+    entries = ma.load(tmp_path / "conversations").conversation("bot/ctx").entries
+    assert unreported(entries) == {"model", "tokens"}  # one message has a time
+    view = entries_html([(1, entries[0]), (2, entries[1])], said=unreported(entries))
+    assert view.count("time not reported") == 1 and "model not reported" not in view
 
 
 def test_an_empty_corpus_says_so() -> None:
