@@ -763,6 +763,86 @@ def test_a_long_run_of_one_side_is_written_a_range_at_a_time_and_equals_a_fresh_
     assert exported["orphans"].to_pylist() == loaded["orphans"].to_pylist()
 
 
+def test_a_range_ends_where_a_new_run_begins_when_one_is_near(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from murmur_home import call, text, tool
+
+    import murmur_analysis.sources.murmur.append as append_module
+
+    values: list[Any] = []
+    for i in range(600):  # runs of 1, 4 and 4 lines
+        n = 9 * i
+        values += [msg("user", T0 + n, text(f"ask {i}"), n=n)]
+        values += [msg("assistant", T0 + n + 1 + j, call(f"c{i}-{j}"), n=n + 1 + j) for j in range(4)]
+        values += [tool(T0 + n + 5 + j, f"c{i}-{j}", body="y" * 40, n=n + 5 + j) for j in range(4)]
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", values)
+    settle(home)
+    firsts: list[bytes] = []
+    real = append_module.scan_records
+
+    def scan(paths: list[str], text: bool = True) -> Any:
+        firsts.extend(Path(p).read_bytes().split(b"\n", 1)[0] for p in paths)
+        return real(paths, text)
+
+    monkeypatch.setattr(append_module, "scan_records", scan)
+    monkeypatch.setattr(export_module, "RANGE_BYTES", 64 * 2000)  # a new run is looked for in 2,000 bytes
+    out = tmp_path / "out"
+    export(home, out=out)
+    lines = path.read_bytes().split(b"\n")
+    assert len(firsts) > 2
+    for first in firsts[1:]:  # each range starts a run: the line before it is of another side
+        at = lines.index(first)
+        assert orjson.loads(lines[at - 1])["role"] != orjson.loads(first)["role"]
+    monkeypatch.undo()
+    exported, loaded = read_parquet(out).tables, ma.load(home).tables
+    assert_same(exported, loaded)
+    assert _ordered(exported) == _ordered(loaded)
+
+
+def test_a_line_longer_than_the_look_for_a_line_start_is_kept_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from murmur_home import text, tool
+
+    values: list[Any] = [msg("user", T0, text("go"))]
+    values += [tool(T0 + i, f"c{i}", body="z" * (200_000 if i == 20 else 30), n=i) for i in range(1, 41)]
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", values)
+    settle(home)
+    scanned = _count_scans(monkeypatch)
+    monkeypatch.setattr(export_module, "RANGE_BYTES", 1000)
+    out = tmp_path / "out"
+    export(home, out=out)
+    # the range that holds the long line ends after it; the others are about the range length
+    assert len(scanned) > 4 and sum(scanned) == path.stat().st_size and sorted(scanned)[-2] < 2000
+    monkeypatch.undo()
+    exported, loaded = read_parquet(out).tables, ma.load(home).tables
+    assert_same(exported, loaded)
+    assert _ordered(exported) == _ordered(loaded)
+
+
+def test_a_resume_point_of_an_earlier_version_is_continued_or_read_whole(tmp_path: Path) -> None:
+    import json
+
+    from murmur_home import call, text, tool
+
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx-0", [msg("user", T0, text("go")), msg("assistant", T0 + 1, call("c1"), n=1),
+                                         tool(T0 + 2, "c1", n=2)])
+    settle(home)
+    out = tmp_path / "out"
+    export(home, out=out)
+    state = out / ".export" / "current" / "state.json"
+    doc = json.loads(state.read_text())
+    for unit in doc["units"].values():  # as an earlier version wrote it: whether the last run had tool events
+        unit["resume"]["run_events"] = unit["resume"].pop("run_loose") or True
+    state.write_text(json.dumps(doc))
+    append(path, [tool(T0 + 3, "c9", n=3)])
+    settle(home)
+    assert export(home, out=out).conversations_appended == 1
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+
+
 def test_open_calls_found_by_a_colliding_hash_read_the_record_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
