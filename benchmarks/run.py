@@ -39,6 +39,8 @@ EXPORT_UNCHANGED = "murmur-analysis export (unchanged input)"
 EXPORT_APPENDED = "murmur-analysis export (after appending 1%)"
 EXPORT_4X = "murmur-analysis export (full, 4x input)"
 EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
+#: The one-run scenario's rows: the record made one run of each side.
+RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
 
 
@@ -219,6 +221,21 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                              ("export(record, out=) into an empty folder",
                               "again after appending 1% more lines (other records' lines) to it",
                               "full export of the record 4 times as long")))
+    run_args = {"home": str(p.big_home), "scratch": scratch}
+    scenarios.append(Scenario(
+        "export-run", "Parquet export of one long murmur record that is a single run of one side",
+        f"1 record, {big_mb:,.0f} MB (the one-run records: the same size)", big_bytes, [
+            Tool(EXPORT_FULL, "scenarios:toolkit_export", {**run_args, "mode": "full"}, toolkit=True,
+                 needs="murmur", note="the record as generated: user, assistant and tool lines alternate"),
+            *(Tool(f"{TOOLKIT} export (full, one run of {what})", "scenarios:toolkit_export",
+                   {**run_args, "mode": "full", "side": side}, needs="murmur",
+                   note=f"the record's {what} only, repeated to its size (call ids of their own)")
+              for side, what in RUN_SIDES.items()),
+            *(Tool(f"{TOOLKIT} load (one run of {what})", "scenarios:toolkit_load_copy",
+                   {**run_args, "tables": ["messages", "tool_calls"], "side": side}, needs="murmur",
+                   note="ma.load(home).tables of the same record")
+              for side, what in RUN_SIDES.items()),
+        ]))
     return scenarios
 
 
@@ -397,6 +414,13 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         what = "the input" if key == "export" else "the record's length"
         out.append(Target(key, f"peak memory at 4x {what} / at 1x", "<= 1.2x",
                           _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
+    run = by_key.get("export-run")
+    alternating = run.tool(EXPORT_FULL) if run else None
+    for what in RUN_SIDES.values():
+        one = run.tool(f"{TOOLKIT} export (full, one run of {what})") if run else None
+        r = rel(one.peak if one else None, alternating.peak if alternating else None)
+        out.append(Target("export-run", f"peak memory, one run of {what} / alternating", "<= 1.2x",
+                          _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
     return out
 
 
@@ -497,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
     parser.add_argument("--only", action="append", help="a scenario key (repeatable): big-load, small-load, "
-                        "litany, litany-10x, page-cold, page-indexed, walk, page-warm, export, export-long")
+                        "litany, litany-10x, page-cold, page-indexed, walk, page-warm, export, export-long, export-run")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
     args = parser.parse_args(argv)

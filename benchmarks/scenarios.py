@@ -158,20 +158,38 @@ def _lines(records: list[Path]) -> int:
     return sum(r.read_bytes().count(b"\n") for r in records)
 
 
-def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1, fraction: float = 0.01,
-                   length: int = 1, donors: str | None = None) -> Timed:
-    """``export(home, out=...)``: a full export, a re-export of unchanged input, or one after appends.
+def _one_side(record: Path, side: str) -> None:
+    """Make ``record`` (a copy of its own, no link) one run of ``side``: its lines of that role, repeated to its size.
 
-    Setup (not timed) builds a linked copy of ``home`` (``copies`` times over) in ``scratch``
-    and, for ``unchanged`` and ``appended``, a first full export; ``appended`` then appends
-    ``fraction`` of the lines (other records' lines) to ``fraction`` of the records, in place.
-    ``length`` > 1 makes each record that many times as long (its lines repeated, with tool call
-    ids of their own; a copy).
-    ``donors``: a murmur home whose lines are appended (default: the other records' lines).
+    Each repetition's tool call ids are its own (``call<k>_``), as in a record made longer. Read
+    and written a line at a time, so the setup leaves no memory behind for the measured call.
     """
-    from murmur_analysis.export import export
+    import orjson
 
-    root = Path(scratch) / f"{mode}-{copies}-{length}-{Path(home).parent.name}"
+    size = record.stat().st_size
+    mine = record.with_name("one-side.jsonl")
+    with open(record, "rb") as src, open(mine, "wb") as dst:
+        for line in src:
+            if line.strip() and orjson.loads(line).get("role") == side:
+                dst.write(line)
+    record.unlink()
+    written = k = 0
+    with open(record, "wb") as f:
+        while written < size and mine.stat().st_size:
+            with open(mine, "rb") as src:
+                for line in src:
+                    f.write(line if k == 0 else line.replace(b'"call_', b'"call%d_' % k))
+                    written += len(line)
+                    if written >= size:
+                        break
+            k += 1
+    mine.unlink()
+
+
+def _home_copy(home: str, scratch: str, name: str, copies: int = 1, length: int = 1,
+               side: str | None = None) -> tuple[Path, list[Path]]:
+    """A copy of ``home`` under ``scratch/name`` (see :func:`toolkit_export`): its folder and its records."""
+    root = Path(scratch) / name
     shutil.rmtree(root, ignore_errors=True)
     records = _linked_home(Path(home), root / "home", copies)
     if length > 1:
@@ -181,6 +199,42 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
             with open(record, "wb") as f:
                 for k in range(length):  # each copy's tool calls get ids of their own
                     f.write(data if k == 0 else data.replace(b'"call_', b'"call%d_' % k))
+    if side is not None:
+        for record in records:
+            _one_side(record, side)
+    return root, records
+
+
+def toolkit_load_copy(home: str, scratch: str, tables: list[str], side: str | None = None) -> Timed:
+    """``ma.load`` of a copy of ``home`` made in setup; with ``side``, each record made one run of that side."""
+    import murmur_analysis as ma
+
+    root, _ = _home_copy(home, scratch, f"load-{side}-{Path(home).parent.name}", side=side)
+
+    def run() -> Summary:
+        corpus = ma.load(root / "home")
+        return {name: corpus.tables[name].num_rows for name in tables}
+
+    return run
+
+
+def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1, fraction: float = 0.01,
+                   length: int = 1, donors: str | None = None, side: str | None = None) -> Timed:
+    """``export(home, out=...)``: a full export, a re-export of unchanged input, or one after appends.
+
+    Setup (not timed) builds a linked copy of ``home`` (``copies`` times over) in ``scratch``
+    and, for ``unchanged`` and ``appended``, a first full export; ``appended`` then appends
+    ``fraction`` of the lines (other records' lines) to ``fraction`` of the records, in place.
+    ``length`` > 1 makes each record that many times as long (its lines repeated, with tool call
+    ids of their own; a copy).
+    ``donors``: a murmur home whose lines are appended (default: the other records' lines).
+    ``side``: each record made one run of that side (``"assistant"``, ``"tool"``): its lines of
+    that role, repeated to its size (a copy).
+    """
+    from murmur_analysis.export import export
+
+    root, records = _home_copy(home, scratch, f"{mode}-{copies}-{length}-{side}-{Path(home).parent.name}", copies,
+                               length, side)
     changed = _own_copies(records, fraction) if mode == "appended" else []
     out = root / "out"
     appended = 0

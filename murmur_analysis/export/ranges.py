@@ -1,6 +1,7 @@
 """One long murmur record exported a range of bytes at a time: memory bounded by the range, not the record.
 
-A record longer than the export's read-ahead is cut where a new run of one side begins
+A record longer than the range length is cut at line starts, where a new run of one side
+begins when one is near and inside a run otherwise
 (:func:`~murmur_analysis.sources.murmur.append.cut`), and each range is decoded and written
 on its own, continued from the ranges before it as an appended tail is continued from an
 earlier export (:func:`~murmur_analysis.export.resume.continue_rows`): positions, growth counts
@@ -63,7 +64,7 @@ def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, buil
     calls: list[tuple[str, int, int]] = []  # this record's tool_calls files: (path, first row, rows)
     start = 0
     while start < size:
-        end = size if size - start <= limit * 3 // 2 else (cut(fd, start + limit, size) or size)
+        end = size if size - start <= limit * 3 // 2 else (cut(fd, start + limit, size, limit // 64) or size)
         diagnostics = Diagnostics(source.name)
         tail = read_range(source, conv, fd, start, end, point, diagnostics, scratch)
         first = walk.rows
@@ -72,7 +73,9 @@ def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, buil
         if tail is None or tail.point is None or grown is None:
             writer.discard(written)
             return False, None
-        _answer(writer, calls, grown.answered)
+        if not _answer(writer, calls, grown.answered):
+            writer.discard(written)
+            return False, None
         before = grown.tables.pop("conversations").to_pylist()[0]
         rows = {t: d for t, d in grown.tables.items() if d.num_rows}
         files = writer.write(rows, {t: [(unit, d.num_rows)] for t, d in rows.items()})
@@ -87,10 +90,14 @@ def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, buil
     return True, ({**point, **at} if at is not None else None)
 
 
-def _answer(writer: BatchWriter, calls: list[tuple[str, int, int]], answered: dict[int, dict[str, Any]]) -> None:
-    """Write again the earlier ranges' tool_calls files holding calls answered now."""
+def _answer(writer: BatchWriter, calls: list[tuple[str, int, int]], answered: dict[int, dict[str, Any]]) -> bool:
+    """Write again the earlier ranges' tool_calls files holding calls answered now (``False``: not exactly)."""
     for relative, first, n in calls:
         mine = {i - first: change for i, change in answered.items() if first <= i < first + n}
         if not mine:
             continue
-        writer.rewrite("tool_calls", answer(pq.read_table(writer.staged.path / relative), mine), relative)
+        rows = answer(pq.read_table(writer.staged.path / relative), mine)
+        if rows is None:
+            return False  # the files written so far are taken back by the caller
+        writer.rewrite("tool_calls", rows, relative)
+    return True

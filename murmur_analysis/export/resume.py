@@ -18,14 +18,17 @@ The walk gives the same rows as a walk of the whole record, except in three case
 record is read whole instead (:func:`continue_rows` returns ``None``): an appended call reuses
 an id called before (which call a result answers then depends on both parts); an appended
 result names a call answered before (a ``duplicate_result``); or the appended messages go on
-the last run of one side and both parts of that run have tool events (the walk opens a run's
-calls before its results). The ids called before are kept as hashes (:class:`CalledIds`), so
-a collision can only send a record to a whole read, never change a row.
+the last run of one side with tool calls while that run's part before the point holds a result
+the walk left with no call (the walk opens a run's calls before its results, so one of those
+calls would answer it, and the run's calls come before its unanswered results; see
+:func:`~murmur_analysis.sources.murmur.append.run_loose`). A run of one side otherwise splits
+anywhere: its calls before the point stay open for its results after it, and its unanswered
+results stay so. The ids called before are kept as hashes (:class:`CalledIds`), so a
+collision can only send a record to a whole read, never change a row.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..schema import schema
-from ..sources.murmur.append import Tail
+from ..sources.murmur.append import Tail, run_loose
 from .layout import Generation
 from .state import ExportState
 
@@ -92,44 +95,107 @@ def _sum(a: Any, b: Any) -> Any:
     return a if b is None else b if a is None else a + b
 
 
-class CalledIds:
-    """The call ids a walk has met, kept as 64-bit hashes: 8 bytes an id, not a Python string.
+class _ByHash:
+    """Rows filed under the 64-bit hashes of ids: two sorted NumPy arrays, 16 bytes an entry.
 
-    A record's ids number in the millions, so the strings themselves would make the memory of a
-    range-by-range export grow with the record. A hash may collide, so :meth:`maybe` answers
-    "maybe met": a caller that needs the exact answer reads the record whole instead, which is
-    exact whatever the hashes say.
+    A record's ids number in the millions, so Python strings (or a dict of them) would make the
+    memory of a range-by-range export grow with the record many times over. The latest entries
+    wait in a dict until there are :attr:`_MERGE` of them; a row of -1 is one taken away.
     """
 
-    _MERGE = 65_536  # recent hashes kept in a set before they join the sorted array
+    _MERGE = 65_536  # recent entries kept in a dict before they join the sorted arrays
+    _hash = staticmethod(hash)
 
     def __init__(self) -> None:
-        self._sorted = np.empty(0, dtype=np.int64)
-        self._recent: set[int] = set()
+        self._hashes = np.empty(0, dtype=np.int64)
+        self._rows = np.empty(0, dtype=np.int64)
+        self._recent: dict[int, list[int]] = {}
+        self._pending = 0  # entries added since the last merge
+        self._live = 0  # entries not taken away
 
     def __len__(self) -> int:
-        return len(self._sorted) + len(self._recent)
+        return self._live
+
+    def _add(self, key: str, row: int) -> None:
+        self._recent.setdefault(self._hash(key), []).append(row)
+        self._pending += 1
+        self._live += 1
+        if self._pending >= self._MERGE:
+            self._merge()
+
+    def _merge(self) -> None:
+        recent = [(h, r) for h, rows in self._recent.items() for r in rows]
+        keep = self._rows >= 0
+        hashes = np.concatenate([self._hashes[keep], np.array([h for h, _ in recent], dtype=np.int64)])
+        rows = np.concatenate([self._rows[keep], np.array([r for _, r in recent], dtype=np.int64)])
+        # By hash; a stable sort keeps a hash's entries in the order added (oldest row first).
+        order = np.argsort(hashes, kind="stable")
+        self._hashes, self._rows = hashes[order], rows[order]
+        self._recent, self._pending = {}, 0
+
+    def _span(self, key_hash: int) -> tuple[int, int]:
+        """Where ``key_hash``'s entries are in the sorted arrays."""
+        left = int(np.searchsorted(self._hashes, key_hash, side="left"))
+        return left, int(np.searchsorted(self._hashes, key_hash, side="right"))
+
+
+class CalledIds(_ByHash):
+    """The call ids a walk has met, kept as 64-bit hashes (16 bytes an id with its unused row), not strings.
+
+    A hash may collide, so :meth:`maybe` answers "maybe met": a caller that needs the exact
+    answer reads the record whole instead, which is exact whatever the hashes say.
+    """
 
     def add(self, call_id: str) -> None:
         """Remember ``call_id``."""
-        self._recent.add(hash(call_id))
-        if len(self._recent) >= self._MERGE:
-            recent = np.sort(np.fromiter(self._recent, dtype=np.int64, count=len(self._recent)))
-            # two sorted runs: a stable sort merges them in linear time (repeats do no harm)
-            self._sorted = np.sort(np.concatenate([self._sorted, recent]), kind="stable")
-            self._recent = set()
+        self._add(call_id, 0)
 
     def maybe(self, call_ids: list[str]) -> bool:
         """Whether any of ``call_ids`` may have been met (``False``: none was, for certain)."""
         if not call_ids:
             return False
-        hashes = [hash(i) for i in call_ids]
+        hashes = [self._hash(i) for i in call_ids]
         if any(h in self._recent for h in hashes):
             return True
         wanted = np.array(hashes, dtype=np.int64)
-        at = np.searchsorted(self._sorted, wanted)
-        found = at < len(self._sorted)
-        return bool((self._sorted[at[found]] == wanted[found]).any())
+        at = np.searchsorted(self._hashes, wanted)
+        found = at < len(self._hashes)
+        return bool((self._hashes[at[found]] == wanted[found]).any())
+
+
+class OpenCalls(_ByHash):
+    """The calls not yet answered, by the hash of their id: their rows, oldest first.
+
+    :meth:`take` may hand back the row of another id with the same hash, so its caller checks
+    the row's id where the row is (:func:`answer`) and reads the record whole when it differs.
+    """
+
+    def add(self, call_id: str, row: int) -> None:
+        """``row`` is a call of ``call_id`` that waits for its result (rows are added in ascending order)."""
+        self._add(call_id, row)
+
+    def take(self, call_id: str) -> int | None:
+        """The oldest waiting row filed under ``call_id``'s hash, taken away (``None``: none waits)."""
+        if not self._live:
+            return None
+        key = self._hash(call_id)
+        left, right = self._span(key)
+        if left < right:
+            waiting = np.flatnonzero(self._rows[left:right] >= 0)
+            if len(waiting):
+                i = left + int(waiting[0])
+                row = int(self._rows[i])
+                self._rows[i] = -1
+                self._live -= 1
+                return row
+        recent = self._recent.get(key)
+        if not recent:
+            return None
+        row = recent.pop(0)
+        if not recent:
+            del self._recent[key]
+        self._live -= 1
+        return row
 
 
 @dataclass
@@ -138,59 +204,58 @@ class Walk:
 
     Attributes:
         called: every call id called before (as hashes: a hit means "maybe", see :class:`CalledIds`).
-        waiting: per call id, the indexes (among the conversation's ``tool_calls`` rows) of its
-            calls not yet answered, oldest first.
+        waiting: the indexes (among the conversation's ``tool_calls`` rows) of its calls not yet
+            answered, by call id (as hashes: see :class:`OpenCalls`).
         rows: the conversation's ``tool_calls`` rows before the point.
     """
 
     called: CalledIds = field(default_factory=CalledIds)
-    waiting: dict[str, deque[int]] = field(default_factory=dict)
+    waiting: OpenCalls = field(default_factory=OpenCalls)
     rows: int = 0
 
     def go_on(self, tail: pa.Table) -> tuple[dict[int, dict[str, Any]], pa.Table] | None:
         """Continue over the ``tool_calls`` rows a walk of the appended messages alone made (``None``: not exactly).
 
         Returns:
-            The earlier rows the appended results answer (by index, their new result fields)
-            and the appended rows that stay, with their final status. The walk moves past them.
+            The earlier rows the appended results answer (by index, their new result fields and
+            the ``call_id`` the row must have, see :func:`answer`) and the appended rows that
+            stay, with their final status. The walk moves past them.
         """
-        ids, called, statuses = (tail.column(c).to_pylist() for c in ("call_id", "called_seq", "status"))
         if any(k != "client" for k in tail.column("kind").to_pylist()):
             return None
-        if self.called.maybe([i for i, c in zip(ids, called, strict=True) if c is not None]):
+        ids = tail.column("call_id").to_pylist()
+        calls = np.flatnonzero(tail.column("called_seq").is_valid().to_numpy(zero_copy_only=False))
+        if self.called.maybe([ids[j] for j in calls]):
             return None  # an appended call may reuse an id called before: read whole
+        orphans = np.flatnonzero(pc.equal(tail.column("status"), "orphan_result").to_numpy(zero_copy_only=False))
         answered: dict[int, dict[str, Any]] = {}
-        keep: list[bool] = []
-        for j, call_id in enumerate(ids):
-            if statuses[j] == "orphan_result":
-                queue = self.waiting.get(call_id)
-                if queue:
-                    result = tail.slice(j, 1).select(list(_RESULT))
-                    change = result.to_pylist()[0]
-                    change["status"] = "error" if change["is_error"] is True else "ok"
-                    answered[queue.popleft()] = change
-                    if not queue:
-                        del self.waiting[call_id]
-                    keep.append(False)
-                    continue
-                if self.called.maybe([call_id]):
-                    return None  # a result for a call answered before (or a hash collision): read whole
-            keep.append(True)
-        kept = tail.filter(pa.array(keep, pa.bool_())) if not all(keep) else tail
-        status = pa.array([s for s, k in zip(statuses, keep, strict=True) if k], pa.string())
-        kept = kept.set_column(kept.schema.get_field_index("status"), "status", status)
-        self.feed([{"call_id": i, "called_seq": c, "status": st}
-                   for i, c, st, k in zip(ids, called, statuses, keep, strict=True) if k])
+        keep = np.ones(tail.num_rows, dtype=bool)
+        left: list[str] = []  # the results that stay orphans
+        for j in orphans.tolist():
+            row = self.waiting.take(ids[j]) if self.waiting else None
+            if row is None:
+                left.append(ids[j])
+                continue
+            change = tail.slice(j, 1).select(["call_id", *_RESULT]).to_pylist()[0]
+            change["status"] = "error" if change["is_error"] is True else "ok"
+            answered[row] = change
+            keep[j] = False
+        if self.called.maybe(left):
+            return None  # a result for a call answered before (or a hash collision): read whole
+        kept = tail if keep.all() else tail.filter(pa.array(keep))
+        self.feed(kept)
         return answered, kept
 
-    def feed(self, rows: list[dict[str, Any]]) -> None:
-        """Move past ``rows`` (the next rows of the conversation, as the whole walk made them)."""
-        for i, r in enumerate(rows, start=self.rows):
-            if r["called_seq"] is not None:
-                self.called.add(r["call_id"])
-                if r["status"] == "unanswered":
-                    self.waiting.setdefault(r["call_id"], deque()).append(i)
-        self.rows += len(rows)
+    def feed(self, rows: pa.Table) -> None:
+        """Move past ``rows`` (the next ``tool_calls`` rows of the conversation, as the whole walk made them)."""
+        ids = rows.column("call_id").to_pylist()
+        calls = rows.column("called_seq").is_valid().to_numpy(zero_copy_only=False)
+        waiting = pc.equal(rows.column("status"), "unanswered").to_numpy(zero_copy_only=False)
+        for j in np.flatnonzero(calls).tolist():
+            self.called.add(ids[j])
+            if waiting[j]:
+                self.waiting.add(ids[j], self.rows + j)
+        self.rows += rows.num_rows
 
 
 def continue_rows(
@@ -212,7 +277,7 @@ def continue_rows(
     """
     if tables["usage"].num_rows or tables["steps"].num_rows:
         return None
-    if tail.first_side == point["side"] and point["run_events"] and tail.first_run_events:
+    if tail.first_side == point["side"] and tail.first_run_calls and run_loose(point):
         return None
     new_conv = tables["conversations"].to_pylist()
     if len(new_conv) != 1:
@@ -227,13 +292,12 @@ def continue_rows(
         return None
     answered, kept = paired
     out["tool_calls"] = kept
-    orphans = [i for i, st in zip(kept.column("call_id").to_pylist(), kept.column("status").to_pylist(), strict=True)
-               if st == "orphan_result"]
+    orphans = kept.column("call_id").filter(pc.equal(kept.column("status"), "orphan_result"))
     now = new_conv[0]
-    source, conversation = now["source"], now["conversation_id"]
-    out["orphans"] = pa.Table.from_pylist(
-        [{"source": source, "conversation_id": conversation, "step": None, "commit": None, "tool_use_id": o,
-          "found_by": "assembly"} for o in orphans], schema=schema("orphans"))
+    n = len(orphans)
+    out["orphans"] = pa.Table.from_pydict(
+        {"source": [now["source"]] * n, "conversation_id": [now["conversation_id"]] * n, "step": [None] * n,
+         "commit": [None] * n, "tool_use_id": orphans, "found_by": ["assembly"] * n}, schema=schema("orphans"))
     row = dict(now)
     if before is not None:
         times = [t for t in (before["first_at"], now["first_at"]) if t is not None]
@@ -246,24 +310,31 @@ def continue_rows(
             messages=before["messages"] + now["messages"],
             tool_calls=before["tool_calls"] + now["tool_calls"],
             tool_errors=before["tool_errors"] + now["tool_errors"],
-            orphans=before["orphans"] + len(orphans),
+            orphans=before["orphans"] + n,
             tokens=_sum(before["tokens"], now["tokens"]),
             unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]),
             cost_usd=_sum(before["cost_usd"], now["cost_usd"]),
             unpriced_responses=_sum(before["unpriced_responses"], now["unpriced_responses"]),
         )
     else:
-        row["orphans"] = len(orphans)
+        row["orphans"] = n
     row["tool_errors"] += sum(c["status"] == "error" for c in answered.values())
     out["conversations"] = pa.Table.from_pylist([row], schema=schema("conversations"))
     return Appended(out, {"conversations"}, tail.point, answered)
 
 
-def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table:
-    """``tool_calls`` rows with the result fields of the rows at the indexes of ``changes`` replaced."""
+def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | None:
+    """``tool_calls`` rows with the result fields of the rows at the indexes of ``changes`` replaced.
+
+    ``None`` when a row's ``call_id`` is not the change's: the walk found it by a hash that
+    collided (:class:`OpenCalls`), and the record is read whole.
+    """
     if not changes:
         return calls
     at = sorted(changes)
+    ids = calls.column("call_id").take(pa.array(at, pa.int64())).to_pylist()
+    if ids != [changes[k]["call_id"] for k in at]:
+        return None
     mask = np.zeros(calls.num_rows, dtype=bool)
     mask[at] = True
     for name in (*_RESULT, "status"):
@@ -285,7 +356,7 @@ def appended_to_previous(
     """
     # The walk's state is read from the earlier rows' ids and statuses; whole rows only of a call answered now.
     walk = Walk()
-    walk.feed(unit_rows(previous, generation, unit, "tool_calls", ["call_id", "called_seq", "status"]).to_pylist())
+    walk.feed(unit_rows(previous, generation, unit, "tool_calls", ["call_id", "called_seq", "status"]))
     before = unit_rows(previous, generation, unit, "conversations").to_pylist()
     if len(before) != 1:
         return None
@@ -293,6 +364,8 @@ def appended_to_previous(
     if grown is None or not grown.answered:
         return grown
     earlier = answer(unit_rows(previous, generation, unit, "tool_calls"), grown.answered)
+    if earlier is None:
+        return None
     grown.tables["tool_calls"] = pa.concat_tables([earlier, grown.tables["tool_calls"]])
     grown.replaced.add("tool_calls")
     return grown

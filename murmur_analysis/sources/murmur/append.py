@@ -3,8 +3,9 @@
 murmur only appends to a record (and replaces it whole only by a rename). A read of a whole
 record that ends at a line break leaves a *resume point* (:func:`resume_point`,
 :func:`anchor`): how many lines, messages and text characters it held, the side of its last
-message and whether that last run of one side had tool events, and the file's identity with
-checksums of its first and last bytes (:mod:`murmur_analysis.identity`). When the file is found
+message and whether that last run of one side holds results the pairing walk left with no call
+(:func:`run_loose`), and the file's identity with checksums of its first and last bytes
+(:mod:`murmur_analysis.identity`). When the file is found
 grown (:func:`~murmur_analysis.identity.classify` says ``grew``), :func:`read_tail` decodes only
 the bytes after the point, by the same native scan, into a conversation of the appended
 messages whose line numbers go on from the point's (positions, counts and characters are
@@ -29,16 +30,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...handoff import Conversation
 from ...identity import classify, known_file, probe, same_file, stat_fields
 from ..base import Diagnostics
 from ..files import open_regular
-from .engine import strings
+from .engine import ints, strings
 from .record import LineKind, decide, parse, scan_records, skipped_detail, unreadable
 
 __all__ = ["START", "Tail", "anchor", "appendable", "cut", "identity_at", "joined", "read_range", "read_tail",
-           "resume_point"]
+           "resume_point", "run_loose"]
 
 
 def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
@@ -57,6 +60,26 @@ def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
     return side, start, end
 
 
+_LOOSE = pa.array(["orphan_result", "duplicate_result"])
+
+
+def _loose_since(scanned: dict[str, Any], row: int) -> bool:
+    """Whether a result at or after message row ``row`` was left with no call by the scan's pairing walk."""
+    n = scanned["pairs"]
+    if not n:
+        return False
+    loose = pc.and_(pc.is_in(strings(scanned, "pair_status", n), _LOOSE),
+                    pc.greater_equal(ints(scanned, "pair_result_seq", n), row))
+    return bool(pc.any(loose).as_py())
+
+
+def _calls_before(scanned: dict[str, Any], row: int) -> bool:
+    """Whether a message row before ``row`` holds a tool call."""
+    rows = np.frombuffer(scanned["ev_row"], np.int64)
+    calls = np.frombuffer(scanned["ev_call"], np.uint8)
+    return bool(((rows < row) & (calls == 1)).any())
+
+
 def resume_point(scanned: dict[str, Any]) -> dict[str, Any] | None:
     """What a read of the whole scanned record must hand over to be continued, or ``None``.
 
@@ -66,14 +89,26 @@ def resume_point(scanned: dict[str, Any]) -> dict[str, Any] | None:
     if scanned["error"] is not None:
         return None
     side, start, _ = _runs(scanned)
-    events = np.frombuffer(scanned["ev_row"], np.int64)
     return {
         "messages": scanned["rows"],
         "lines": scanned["lines"],
         "chars": int(np.frombuffer(scanned["text_chars"], np.int64).sum()),
         "side": side,
-        "run_events": bool(len(events) and int(events[-1]) >= start),
+        "run_loose": side is not None and _loose_since(scanned, start),
     }
+
+
+def run_loose(point: dict[str, Any]) -> bool:
+    """Whether the last run of one side before ``point`` may hold results the walk left with no call.
+
+    A later call of that same run would answer such a result (a run's calls open before its
+    results), and the run's calls come before its unanswered results, so what follows the
+    point cannot be walked on its own if it goes on that run with calls. Read on from an
+    earlier point, a part is walked alone: its results that answer calls before it count here
+    too (the answer errs towards a whole read, never a wrong row). A point without the field
+    (an earlier version's) says only whether the run had tool events, and is read as "it may".
+    """
+    return bool(point.get("run_loose", point.get("run_events", True)))
 
 
 def _identity(fingerprint: Any) -> dict[str, Any] | None:
@@ -130,17 +165,17 @@ class Tail:
             going on from the point's).
         point: the resume point after them (``None``: the next read is whole).
         first_side: the side of the first appended message (``None`` when none was appended).
-        first_run_events: whether the run of that side it begins has tool events.
+        first_run_calls: whether the run of that side it begins has tool calls.
     """
 
     conversation: Conversation
     point: dict[str, Any] | None
     first_side: str | None
-    first_run_events: bool
+    first_run_calls: bool
 
 
 #: The point before a record's first byte.
-START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "run_events": False}
+START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "run_loose": False}
 
 
 def joined(source: Any, conv: Conversation) -> bool:
@@ -194,20 +229,19 @@ def read_range(source: Any, conv: Conversation, fd: int, start: int, end: int, p
     extra = {k: v for k, v in conv.extra.items() if k != "resume"}
     tail = replace(read, conversation_id=conv.conversation_id, extra=extra)
     side, begins, ends = _runs(scanned)
-    events = np.frombuffer(scanned["ev_row"], np.int64)
     here = resume_point(scanned)
     assert here is not None
-    combined = side == point["side"] and begins == 0
+    combined = side == point["side"] and begins == 0  # the bytes are one run, going on the point's
     new = {
         "messages": point["messages"] + here["messages"],
         "lines": lines + here["lines"],
         "chars": point["chars"] + here["chars"],
         "side": side if side is not None else point["side"],
-        "run_events": here["run_events"] or (combined and point["run_events"]) if side is not None
-        else point["run_events"],
+        "run_loose": here["run_loose"] or (combined and run_loose(point)) if side is not None
+        else run_loose(point),
     }
     first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
-    return Tail(tail, new, first_side, bool(len(events) and int(events[0]) < ends))
+    return Tail(tail, new, first_side, _calls_before(scanned, ends))
 
 
 def identity_at(fd: int, size: int) -> dict[str, Any] | None:
@@ -219,28 +253,47 @@ def identity_at(fd: int, size: int) -> dict[str, Any] | None:
     return {**stat_fields(st), "head": head.hex(), "tail": tail.hex()}
 
 
-def cut(fd: int, target: int, end: int, window: int = 4 << 20) -> int | None:
-    """An offset at or after ``target`` (before ``end``) where a new run of one side begins, or ``None``.
+def cut(fd: int, target: int, end: int, window: int) -> int | None:
+    """A line start after ``target`` (before ``end``), where a new run of one side begins if one is near.
 
-    A range that starts there starts a run of its own, so the pairing walk of the ranges on
-    either side makes the rows a walk of the whole makes (see :mod:`murmur_analysis.export.resume`).
+    A range that starts where a new run begins starts a run of its own, and its pairing walk
+    goes on from the ranges before it whatever they hold. One is looked for in the ``window``
+    bytes after the first line start; without one, the range starts at that line, inside a run
+    (walked on exactly unless that run has both a result the walk left with no call before the
+    cut and calls after it: :func:`run_loose`). So a range is never much longer than asked, even
+    in a record that is one run of one side.
+
+    Returns:
+        The offset, or ``None`` when no line starts between ``target`` and ``end``.
     """
-    data = os.pread(fd, min(window, end - target), target)
-    at = data.find(b"\n") + 1
-    if at <= 0:
+    first = _next_line(fd, target, end)
+    if first is None:
         return None
+    data = os.pread(fd, min(window, end - first), first)
+    at = 0
     previous: str | None = None
-    while True:
-        nl = data.find(b"\n", at)
-        if nl < 0:
-            return None
+    while (nl := data.find(b"\n", at)) >= 0:
         line = data[at:nl].removesuffix(b"\r")
         if decide(line) == LineKind.MESSAGE:
             role = parse(line)["role"]
             if previous is not None and role != previous:
-                return target + at
+                return first + at
             previous = role
         at = nl + 1
+    return first
+
+
+def _next_line(fd: int, offset: int, end: int, step: int = 64 << 10) -> int | None:
+    """Where the first line after ``offset`` begins (before ``end``), or ``None``."""
+    while offset < end:
+        data = os.pread(fd, min(step, end - offset), offset)
+        if not data:
+            return None
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return offset + nl + 1 if offset + nl + 1 < end else None
+        offset += len(data)
+    return None
 
 
 def read_tail(source: Any, conv: Conversation, point: dict[str, Any], diagnostics: Diagnostics,
