@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from murmur_lines import line, message
+from murmur_lines import id_at, line, message
 from murmur_pages import unindexed, write_lines
 
 import murmur_analysis as ma
 from murmur_analysis.cursor import Reports
+from murmur_analysis.sources.murmur import reader as reader_module
+from murmur_analysis.sources.murmur import record as record_module
 from murmur_analysis.sources.murmur.index import IndexStore
 
 JUNK = 200_000
@@ -125,3 +127,35 @@ def test_reports_are_the_tuple_of_their_rows(
     assert lazy != [*rows] and (lazy == rows[:-1]) == (not rows)
     with pytest.raises(AttributeError):
         lazy._rest = ()  # type: ignore[misc]
+
+
+def test_a_warm_page_does_not_decide_the_junk_between_its_messages_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = write_lines(tmp_path / "bot" / "ctx" / "conversation.jsonl",
+                         [line(message(0))] + ["x", "not json"] * (JUNK // 2) + [line(message(1))])
+    store = IndexStore(tmp_path / "cache", min_bytes=0)
+    ma.RecordReader(index=store).read_messages(record, None, 10)  # writes the index
+    decided: list[int] = []
+    original = reader_module.index_lines
+
+    def index_lines(data: bytes, limit: int, base: int, first: bool) -> record_module.LineIndex:
+        decided.append(limit)
+        return original(data, limit, base, first)
+
+    monkeypatch.setattr(reader_module, "index_lines", index_lines)
+    page = ma.RecordReader(index=store).read_messages(record, None, 10)
+    assert [m.id for m in page.messages] == [id_at(1), id_at(0)] and len(page.reports) == JUNK
+    assert decided == []  # the lines between the two messages hold no '{': none of them can be a message
+
+
+@given(st.lists(st.sampled_from(["x", "", " ", "{", '{"role":"user"}', "[1]", "\u00e9", "}", '"role"']), max_size=8),
+       st.sampled_from([b"", b"\xff", b"\xed\xa0\x80", b"{\xc3"]), st.booleans())
+def test_no_message_in_never_says_so_of_lines_with_a_message_or_bad_utf8(
+    rows: list[str], odd: bytes, first: bool
+) -> None:
+    data = "".join(r + "\n" for r in rows).encode() + (odd + b"\n" if odd else b"")
+    found = record_module.index_lines(data, len(data), 0, first)
+    if record_module.no_message_in(data):
+        assert not found.starts and not found.bad_utf8
+    assert record_module.no_message_in(data) == (b"{" not in data and not found.bad_utf8)

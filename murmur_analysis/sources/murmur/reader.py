@@ -11,7 +11,8 @@ An index never decides what is served: every line served from it must be a whole
 record that is a message by the line rules, and the lines between two lines served must hold no
 message (:func:`_check_lines`). When that fails (the record changed in a way its identity
 missed, or the index is wrong), the index is dropped and the record parsed whole. The check
-costs a scan for the line breaks of the lines served (each is parsed to be served anyway).
+costs a scan for the line breaks of the lines served (each is parsed to be served anyway) and
+one for a ``{`` in the lines between them (no message line lacks one).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ...values import json_count
 from ..files import NotRegularFile, open_regular
 from .index import IndexStore, add_runs, classify, probe, subtract_runs
 from .index import LineIndex as _Snapshot
-from .record import LineKind, decide, header_of, index_lines, parse, skipped_line, truncation
+from .record import LineKind, decide, header_of, index_lines, no_message_in, parse, skipped_line, truncation
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 
@@ -327,7 +328,8 @@ def _check_lines(blob: bytes, origin: int, snap: _Snapshot, i: int, j: int) -> N
     messages). So no index can serve a part of a line, a stretch of several, or hide a message
     between two it serves; with the caller's decoder refusing a line that is not a message,
     what is served is the record's message lines there, whatever the index says. It costs a
-    scan for the line breaks of the lines served.
+    scan for the line breaks of the lines served, and one for a ``{`` in the lines between two of
+    them (they are decided only when they hold one: :func:`no_message_in`).
 
     Raises:
         ValueError: they are not.
@@ -337,8 +339,8 @@ def _check_lines(blob: bytes, origin: int, snap: _Snapshot, i: int, j: int) -> N
         first, last = snap.starts[k] - origin, snap.ends[k] - origin
         if first and blob[first - 1] != 0x0A:
             raise ValueError("a message line of the index does not start a line")
-        if after >= 0 and after != first:
-            found = index_lines(blob[after:first], first - after, origin + after, origin + after == 0)
+        if after >= 0 and after != first and not no_message_in(gap := blob[after:first]):
+            found = index_lines(gap, first - after, origin + after, origin + after == 0)
             if found.starts or found.bad_utf8:
                 raise ValueError("the index leaves out a message line")
         newline = blob.find(b"\n", first, last + 2)
