@@ -16,9 +16,11 @@ line index. This module pages; it reads no file.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from itertools import accumulate, islice
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from .diagnostics import Diagnostic
 from .errors import ReadMessagesError
@@ -31,6 +33,7 @@ __all__ = [
     "Page",
     "PageMessage",
     "Paged",
+    "Reports",
     "Window",
     "decode_cursor",
     "encode_cursor",
@@ -68,6 +71,106 @@ class PageMessage:
     source_id: str | None
 
 
+class Reports(Sequence[Diagnostic]):
+    """An immutable sequence of diagnostics whose rows for runs of lines are made only when read.
+
+    A record with a million skipped lines reports a million rows; they are held as the runs of
+    line numbers they cover, and each row is made when it is read (by index, iteration or
+    equality). It compares equal to a tuple of the same rows, and hashes as that tuple does.
+
+    Args:
+        runs: runs of 1-based line numbers, ``first, count`` pairs in order.
+        row: the diagnostic of one line of ``runs``.
+        rest: the diagnostics after the rows of ``runs``.
+    """
+
+    __slots__ = ("_ends", "_firsts", "_hash", "_rest", "_row")
+
+    _firsts: tuple[int, ...]
+    _ends: tuple[int, ...]
+    _row: Callable[[int], Diagnostic] | None
+    _rest: tuple[Diagnostic, ...]
+    _hash: int | None
+
+    def __init__(
+        self,
+        runs: Sequence[int] = (),
+        row: Callable[[int], Diagnostic] | None = None,
+        rest: Iterable[Diagnostic] = (),
+    ) -> None:
+        if runs and row is None:
+            raise TypeError("runs of lines need a row to make their diagnostics")
+        firsts = tuple(runs[0::2])
+        counts = tuple(runs[1::2])
+        if len(firsts) != len(counts) or any(count < 1 for count in counts):
+            raise ValueError("runs are first, count pairs with counts of at least 1")
+        init = object.__setattr__
+        init(self, "_firsts", firsts)
+        init(self, "_ends", tuple(accumulate(counts)))
+        init(self, "_row", row if firsts else None)
+        init(self, "_rest", tuple(rest))
+        init(self, "_hash", None)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __len__(self) -> int:
+        return (self._ends[-1] if self._ends else 0) + len(self._rest)
+
+    @overload
+    def __getitem__(self, index: int) -> Diagnostic: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Diagnostic, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Diagnostic | tuple[Diagnostic, ...]:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        size = len(self)
+        at = index + size if index < 0 else index
+        if not 0 <= at < size:
+            raise IndexError("Reports index out of range")
+        lined = self._ends[-1] if self._ends else 0
+        if at >= lined:
+            return self._rest[at - lined]
+        k = bisect_right(self._ends, at)
+        assert self._row is not None
+        return self._row(self._firsts[k] + at - (self._ends[k - 1] if k else 0))
+
+    def __iter__(self) -> Iterator[Diagnostic]:
+        before = 0
+        for first, end in zip(self._firsts, self._ends, strict=True):
+            assert self._row is not None
+            yield from map(self._row, range(first, first + end - before))
+            before = end
+        yield from self._rest
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Reports):
+            if (self._firsts, self._ends, self._row, self._rest) == (other._firsts, other._ends, other._row,
+                                                                     other._rest):
+                return True
+        elif not isinstance(other, tuple):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            object.__setattr__(self, "_hash", hash(tuple(self)))
+        assert self._hash is not None
+        return self._hash
+
+    def __repr__(self) -> str:
+        shown = ", ".join(map(repr, islice(self, 3)))
+        return f"Reports(<{len(self)} diagnostic(s)>: {shown}{', ...' if len(self) > 3 else ''})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (tuple(self),)
+
+
 @dataclass(frozen=True, slots=True)
 class Page:
     """One page, newest first.
@@ -77,13 +180,14 @@ class Page:
         next_cursor: the cursor of the next (older) page, or ``None`` at the oldest message.
         total: messages in the whole record when the page was served.
         reports: what this reader had not yet reported about the record (skipped lines,
-            a truncation marker), each reported once per reader.
+            a truncation marker), each reported once per reader: a tuple, or for murmur's
+            record reader :class:`Reports`, whose rows for skipped lines are made when read.
     """
 
     messages: tuple[PageMessage, ...]
     next_cursor: str | None
     total: int
-    reports: tuple[Diagnostic, ...] = ()
+    reports: tuple[Diagnostic, ...] | Reports = ()
 
 
 def encode_cursor(position: int) -> str:

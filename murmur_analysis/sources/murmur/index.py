@@ -30,7 +30,6 @@ import hashlib
 import os
 import sys
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from hmac import compare_digest
 from pathlib import Path
@@ -43,7 +42,17 @@ from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, folder_key, read_bounde
 from ...identity import HEAD_BYTES, classify, probe
 from .record import LineReport, skipped_line
 
-__all__ = ["PROBE_BYTES", "RUN_SLACK", "IndexStore", "LineIndex", "classify", "max_index_bytes", "probe"]
+__all__ = [
+    "PROBE_BYTES",
+    "RUN_SLACK",
+    "IndexStore",
+    "LineIndex",
+    "add_runs",
+    "classify",
+    "max_index_bytes",
+    "probe",
+    "subtract_runs",
+]
 
 #: How many bytes at each end of a record its index's checksums cover.
 PROBE_BYTES = HEAD_BYTES
@@ -112,12 +121,21 @@ class LineIndex:
         else:
             runs.extend((line, 1))
 
-    def reports(self) -> Iterator[LineReport]:
-        """The report of every skipped line, in order; one past :attr:`lines_before` is an unterminated last line."""
+    def terminated_runs(self) -> array[int]:
+        """The runs of skipped lines that end with a newline (all but an unterminated last line)."""
+        runs = array("q", self.skipped)
+        if runs and runs[-2] + runs[-1] - 1 > self.lines_before:  # only the line past lines_before can be
+            runs[-1] -= 1
+            if not runs[-1]:
+                del runs[-2:]
+        return runs
+
+    def partial_report(self) -> LineReport | None:
+        """The report of the unterminated last line, when it was skipped (one past :attr:`lines_before`)."""
         runs = self.skipped
-        for at in range(0, len(runs), 2):
-            for line in range(runs[at], runs[at] + runs[at + 1]):
-                yield skipped_line(line, line <= self.lines_before)
+        if runs and runs[-2] + runs[-1] - 1 > self.lines_before:
+            return skipped_line(runs[-2] + runs[-1] - 1, False)
+        return None
 
     def forget_tail(self) -> None:
         """Drop what came from an unterminated last line, before reading on from ``parsed_to``."""
@@ -212,6 +230,41 @@ class IndexStore:
         if index.size < self.min_bytes:
             return False
         return index.saved_size == 0 or index.size - index.saved_size >= index.saved_size // 8
+
+
+def subtract_runs(runs: array[int], taken: array[int]) -> array[int]:
+    """The lines of ``runs`` not in ``taken``, as runs (both are runs of :attr:`LineIndex.skipped`'s form)."""
+    if runs == taken or not runs:
+        return array("q")
+    out: array[int] = array("q")
+    at, k = 0, 0
+    for i in range(0, len(runs), 2):
+        first, end = runs[i], runs[i] + runs[i + 1]
+        while k < len(taken) and taken[k] + taken[k + 1] <= first:
+            k += 2  # taken runs wholly before this one
+        at = k
+        while first < end:
+            if at >= len(taken) or taken[at] >= end:
+                out.extend((first, end - first))
+                break
+            if taken[at] > first:
+                out.extend((first, taken[at] - first))
+            first = max(first, taken[at] + taken[at + 1])
+            at += 2
+    return out
+
+
+def add_runs(runs: array[int], more: array[int]) -> array[int]:
+    """The lines of ``runs`` and of ``more``, as runs (both are runs of :attr:`LineIndex.skipped`'s form)."""
+    if not runs or not more:
+        return array("q", runs or more)
+    out: array[int] = array("q")
+    for first, count in sorted([*zip(runs[0::2], runs[1::2], strict=True), *zip(more[0::2], more[1::2], strict=True)]):
+        if out and first <= out[-2] + out[-1]:
+            out[-1] = max(out[-2] + out[-1], first + count) - out[-2]
+        else:
+            out.extend((first, count))
+    return out
 
 
 def _sign(body: bytes, key: bytes) -> bytes:

@@ -11,7 +11,8 @@ An index never decides what is served: every line served from it must be a whole
 record that is a message by the line rules, and the lines between two lines served must hold no
 message (:func:`_check_lines`). When that fails (the record changed in a way its identity
 missed, or the index is wrong), the index is dropped and the record parsed whole. The check
-costs a scan for the line breaks of the lines served (each is parsed to be served anyway).
+costs a scan for the line breaks of the lines served (each is parsed to be served anyway) and
+one for a ``{`` in the lines between them (no message line lacks one).
 """
 
 from __future__ import annotations
@@ -19,26 +20,46 @@ from __future__ import annotations
 import errno
 import os
 import threading
-from collections import OrderedDict
+from array import array
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...cursor import Page, PageMessage, encode_cursor, window
+from ...cursor import Page, PageMessage, Reports, encode_cursor, window
 from ...diagnostics import Diagnostic
 from ...errors import ReadMessagesError
 from ...paths import user_path
 from ...serde import lower
 from ...values import json_count
 from ..files import NotRegularFile, open_regular
-from .index import IndexStore, classify, probe
+from .index import IndexStore, add_runs, classify, probe, subtract_runs
 from .index import LineIndex as _Snapshot
-from .record import LineKind, decide, header_of, index_lines, parse, truncation
+from .record import LineKind, decide, header_of, index_lines, no_message_in, parse, skipped_line, truncation
 
 __all__ = ["RecordReader", "read_messages", "walk"]
 
 _CHUNK = 64 << 20
 T = TypeVar("T")
 _DEFAULT_STORE = IndexStore()
+
+
+@dataclass(frozen=True, slots=True)
+class _SkippedRow:
+    """The report of a skipped line of one record that ends with a newline (a :class:`Reports` row)."""
+
+    path: str
+
+    def __call__(self, line: int) -> Diagnostic:
+        return Diagnostic("murmur", self.path, *skipped_line(line, True))
+
+
+@dataclass(slots=True)
+class _Reported:
+    """What a reader has reported about one record: runs of skipped lines, and the other reports' keys."""
+
+    runs: array[int] = field(default_factory=lambda: array("q"))
+    keys: set[tuple[int | None, str, str]] = field(default_factory=set)
 
 
 class RecordReader:
@@ -52,10 +73,12 @@ class RecordReader:
     cache folder, so a fresh process serves its first page without parsing it.
 
     Every skipped line, and a truncation marker, is reported once per reader in
-    :attr:`Page.reports` and kept in :attr:`diagnostics`. What a long-lived reader remembers is
-    bounded: :attr:`diagnostics` keeps the newest ``max_diagnostics`` rows, and the memory of
-    what was reported covers the ``max_remembered`` records read most recently (a record read
-    again after that is reported again).
+    :attr:`Page.reports` and kept in :attr:`diagnostics`. Skipped lines are remembered and
+    reported as runs of line numbers (:class:`~murmur_analysis.cursor.Reports`), so a page of a
+    record with a million of them costs no more than one of a clean record. What a long-lived
+    reader remembers is bounded: :attr:`diagnostics` keeps the newest ``max_diagnostics`` rows,
+    and the memory of what was reported covers the ``max_remembered`` records read most recently
+    (a record read again after that is reported again).
 
     Args:
         max_records: how many records' offsets to keep in memory (least recently used go first).
@@ -74,14 +97,15 @@ class RecordReader:
         max_remembered: int = 4096,
     ) -> None:
         self._snapshots: OrderedDict[str, _Snapshot] = OrderedDict()
-        self._reported: OrderedDict[str, set[tuple[int | None, str, str]]] = OrderedDict()
+        self._reported: OrderedDict[str, _Reported] = OrderedDict()
         self._served: OrderedDict[str, int] = OrderedDict()  # retention's dropped count when last served
         self._max = max_records
         self._max_diagnostics = max_diagnostics
         self._max_remembered = max_remembered
         self._store = index
         self._lock = threading.Lock()
-        self.diagnostics: list[Diagnostic] = []
+        self._log: deque[Reports] = deque()  # what was reported, newest last; the newest rows are diagnostics
+        self._logged = 0  # rows in _log
         self.reads = 0  # parses that reached the record file; what pins a walk's cost
         self.parsed_lines = 0  # record lines parsed; a persisted index saves a fresh reader all of them
 
@@ -107,8 +131,20 @@ class RecordReader:
                 raise ReadMessagesError("unavailable", _reason(err)) from err
             finally:
                 os.close(fd)
-            reports = self._report(snap) + self._shift(path, snap, cursor)
+            runs, rest = self._report(snap)
+            reports = Reports(runs, _SkippedRow(path), rest + self._shift(path, snap, cursor))
             return Page(messages, encode_cursor(start) if start > 0 else None, len(snap.starts), reports)
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The newest ``max_diagnostics`` rows this reader reported, oldest first (a new list each time)."""
+        with self._lock:
+            skip = max(self._logged - self._max_diagnostics, 0)
+            out: list[Diagnostic] = []
+            for reports in self._log:
+                out.extend(reports[skip:] if skip else reports)
+                skip = max(skip - len(reports), 0)
+            return out
 
     def _serve(self, path: str, fd: int, read: Callable[[_Snapshot], T]) -> tuple[_Snapshot, T]:
         """``read`` applied to the record's index; a line the index misplaced means reading the record whole."""
@@ -199,27 +235,29 @@ class RecordReader:
             ),
         )
 
-    def _report(self, snap: _Snapshot) -> tuple[Diagnostic, ...]:
-        fresh: list[Diagnostic] = []
-        found = list(snap.reports())
-        truncated = truncation(snap.header)
-        if truncated is not None:
-            found.append(truncated)
-        reported = self._reported.get(snap.path)
-        if reported is None:
-            reported = set()
+    def _report(self, snap: _Snapshot) -> tuple[array[int], tuple[Diagnostic, ...]]:
+        """What the reader has not yet reported about a record: runs of skipped lines, and the other reports."""
+        reported = self._reported.get(snap.path) or _Reported()
         self._remember(self._reported, snap.path, reported)
-        for line, kind, detail in found:
-            key = (line, kind, detail if kind == "truncated_record" else "")
-            if key in reported:
+        runs = subtract_runs(snap.terminated_runs(), reported.runs)
+        if runs:
+            reported.runs = add_runs(reported.runs, runs)
+        rest: list[Diagnostic] = []
+        for found in (snap.partial_report(), truncation(snap.header)):
+            if found is None:
                 continue
-            reported.add(key)
-            diag = Diagnostic("murmur", snap.path, line, kind, detail)
-            fresh.append(diag)
-            self.diagnostics.append(diag)
-        if len(self.diagnostics) > self._max_diagnostics:
-            del self.diagnostics[: len(self.diagnostics) - self._max_diagnostics]
-        return tuple(fresh)
+            line, kind, detail = found
+            key = (line, kind, detail if kind == "truncated_record" else "")
+            if key not in reported.keys:
+                reported.keys.add(key)
+                rest.append(Diagnostic("murmur", snap.path, line, kind, detail))
+        fresh = Reports(runs, _SkippedRow(snap.path), rest)
+        if fresh:
+            self._log.append(fresh)
+            self._logged += len(fresh)
+            while self._log and self._logged - len(self._log[0]) >= self._max_diagnostics:
+                self._logged -= len(self._log.popleft())
+        return runs, tuple(rest)
 
 
 def _open(path: str) -> int | None:
@@ -290,7 +328,8 @@ def _check_lines(blob: bytes, origin: int, snap: _Snapshot, i: int, j: int) -> N
     messages). So no index can serve a part of a line, a stretch of several, or hide a message
     between two it serves; with the caller's decoder refusing a line that is not a message,
     what is served is the record's message lines there, whatever the index says. It costs a
-    scan for the line breaks of the lines served.
+    scan for the line breaks of the lines served, and one for a ``{`` in the lines between two of
+    them (they are decided only when they hold one: :func:`no_message_in`).
 
     Raises:
         ValueError: they are not.
@@ -300,8 +339,8 @@ def _check_lines(blob: bytes, origin: int, snap: _Snapshot, i: int, j: int) -> N
         first, last = snap.starts[k] - origin, snap.ends[k] - origin
         if first and blob[first - 1] != 0x0A:
             raise ValueError("a message line of the index does not start a line")
-        if after >= 0 and after != first:
-            found = index_lines(blob[after:first], first - after, origin + after, origin + after == 0)
+        if after >= 0 and after != first and not no_message_in(gap := blob[after:first]):
+            found = index_lines(gap, first - after, origin + after, origin + after == 0)
             if found.starts or found.bad_utf8:
                 raise ValueError("the index leaves out a message line")
         newline = blob.find(b"\n", first, last + 2)

@@ -32,6 +32,7 @@ __all__ = [
     "header_of",
     "index_lines",
     "message_values",
+    "no_message_in",
     "parse",
     "scan_records",
     "skipped_detail",
@@ -86,6 +87,21 @@ def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineIndex:
     lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
     """
     return LineIndex(*_native.index_lines(data, limit, base, first))
+
+
+def no_message_in(data: bytes) -> bool:
+    """Whether whole record lines ``data`` surely hold no message line and are UTF-8, told without deciding them.
+
+    A message line is a JSON object, so it holds a ``{``: lines without one, that are UTF-8, are
+    each blank, the header or skipped. ``False`` says nothing: decide them (:func:`index_lines`).
+    """
+    if b"{" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse(line: bytes) -> Any:
