@@ -239,6 +239,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
     return _strict(args, corpus)
 
 
+#: The notes ``page`` prints about skipped lines before it only counts the rest.
+_PAGE_NOTES = 20
+
+
 def cmd_page(args: argparse.Namespace) -> int:
     """Print one page of a murmur record, newest first."""
     page = read_messages(args.record, args.cursor, args.limit)
@@ -259,8 +263,12 @@ def cmd_page(args: argparse.Namespace) -> int:
     if not page.total and not os.path.exists(user_path(args.record)):  # murmur serves a missing record as empty
         print(f"murmur-analysis: no record at {user_path(args.record)} (an empty page, as murmur serves it)",
               file=sys.stderr)
-    for report in page.reports:
+    shown = page.reports[:_PAGE_NOTES]
+    for report in shown:
         print(f"note: {report.path}:{report.line}: {report.detail}", file=sys.stderr)
+    if len(page.reports) > len(shown):
+        print(f"note: and {len(page.reports) - len(shown):,} more line(s) of this record were skipped "
+              "(`murmur-analysis diagnostics --source murmur RECORD` lists every one)", file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,10 @@ junk lines must not cost a million rows made per page (the rows are made when re
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +162,16 @@ def test_no_message_in_never_says_so_of_lines_with_a_message_or_bad_utf8(
     if record_module.no_message_in(data):
         assert not found.starts and not found.bad_utf8
     assert record_module.no_message_in(data) == (b"{" not in data and not found.bad_utf8)
+
+
+def test_page_on_the_command_line_names_the_first_skipped_lines_and_counts_the_rest(tmp_path: Path) -> None:
+    record = tmp_path / "conversation.jsonl"
+    lines = [b'{"content":[{"type":"text","text":"hi"}],"id":"msg_1","role":"user"}'] + [b"x"] * 5_000
+    record.write_bytes(b"\n".join(lines) + b"\n")
+    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "page", str(record)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "MURMUR_ANALYSIS_CACHE": str(tmp_path / "c")})
+    assert proc.returncode == 0
+    notes = proc.stderr.splitlines()
+    assert len(notes) == 21 and notes[0].endswith("line 2 is not a message and was skipped")
+    assert notes[-1] == ("note: and 4,980 more line(s) of this record were skipped "
+                         "(`murmur-analysis diagnostics --source murmur RECORD` lists every one)")
