@@ -7,7 +7,7 @@ corpus with the declared types.
 
 - **Atomic**: an export is written whole into a staging folder and switched in with one
   rename (see :mod:`murmur_analysis.export.layout`); a killed export leaves the previous one
-  whole. ``<out>/manifest.json`` names every file of the current export.
+  whole. ``<out>/_manifest.json`` names every file of the current export.
 - **Exact**: the switched-in export holds only what this run read; nothing of an earlier one
   is left beside it.
 - **Incremental**: the export records what it read (``state.json``, see
