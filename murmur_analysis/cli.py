@@ -307,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_load_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="SRC", help="a file or folder of any runtime (detected)")
-        p.add_argument("--source", help="force this source instead of detecting (see `sources`)")
+        p.add_argument("--source", metavar="NAME",
+                       help="read only this runtime's data (see `sources`): its part of a folder of several, "
+                            "and a path it does not recognise as its own")
         p.add_argument("--sessions", action="append", metavar="DIR",
                        help="a murmur session work dir or trace holding token usage (repeatable)")
         p.add_argument("--prices", metavar="CSV",

@@ -71,10 +71,8 @@ class _Targets:
                     found += [(src, child) for src in claimants(child, rest)]
         if not found:
             if is_dir(path):
-                raise NoSourceError(f"no source recognises {path} or anything directly inside it",
-                                    hint="pass source= to force one; ma.list_sources() lists them")
-            raise NoSourceError(f"no source recognises {path}",
-                                hint="pass source= to force one; ma.list_sources() lists them")
+                raise NoSourceError(f"no source recognises {path} or anything directly inside it")
+            raise NoSourceError(f"no source recognises {path}")
         return found
 
 
@@ -105,8 +103,9 @@ def nothing_found(source: str, path: Path, options: Mapping[str, Mapping[str, An
         looks = f"it looks like a {detect(path, options).name} source"
     except NoSourceError:
         looks = "no source recognises it"
-    return SourceError(f"source={source!r} found no conversations in {path}: {looks}",
-                       hint="drop source= to detect the source, or point at the right folder")
+    return SourceError(f"the {source} source found no conversations in {path}: {looks}",
+                       hint="drop source= to detect the source, or point at the right folder",
+                       cli_hint="drop --source to detect the source, or point at the right folder")
 
 
 

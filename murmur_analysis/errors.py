@@ -44,13 +44,19 @@ ReadMessagesCode = Literal["not-granted", "invalid-cursor", "unavailable"]
 class MurmurAnalysisError(Exception):
     """Base of every error murmur-analysis raises.
 
+    The message says what happened in words both the API and the command line use; ``hint``
+    says what to do in the API's words (``source=``, ``ma.list_sources()``), ``cli_hint`` the
+    same in the command line's (``--source NAME``, ``murmur-analysis sources``).
+
     Attributes:
         hint: an optional sentence saying what the caller can do about it.
+        cli_hint: the same advice for the command line, where its words differ (else ``hint``).
     """
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, cli_hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+        self.cli_hint = cli_hint if cli_hint is not None else hint
 
 
 class ReadMessagesError(MurmurAnalysisError):
@@ -81,6 +87,15 @@ class UnknownSourceError(SourceError):
 
 class NoSourceError(SourceError):
     """No registered source recognises a path."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str = "pass source= to force one; ma.list_sources() lists them",
+        cli_hint: str = "pass --source NAME to force one; `murmur-analysis sources` lists them",
+    ) -> None:
+        super().__init__(message, hint=hint, cli_hint=cli_hint)
 
 
 class GitError(MurmurAnalysisError):

@@ -140,7 +140,8 @@ def _user_prices(prices: Prices) -> dict[str, dict[str, Decimal]]:
     else:
         file = user_path(prices)
         if not file.is_file():
-            raise PriceError(f"no price file at {file}", hint="pass a CSV path or a mapping as prices=")
+            raise PriceError(f"no price file at {file}", hint="pass a CSV path or a mapping as prices=",
+                             cli_hint="give the path of a CSV file: --prices FILE")
         rows = _price_rows(file)
     table: dict[str, dict[str, Decimal]] = {}
     given: dict[str, str] = {}  # where each model was priced: "line N" of the file, or "key 'id'"
@@ -367,7 +368,7 @@ class Pricer:
             yield Diagnostic(
                 "pricing", name, None, "unpriced_model",
                 f"{self.version} has no price for model {name!r}; its responses have a null cost_usd "
-                "(add it with ma.load(..., prices={model: {'input_mtok': ..., 'output_mtok': ...}}))",
+                "(add its price when loading: the prices mapping or CSV file; --prices FILE on the command line)",
             )
 
 

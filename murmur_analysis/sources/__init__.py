@@ -129,7 +129,4 @@ def detect(path: Path, options: Mapping[str, Mapping[str, Any]] | None = None) -
         source = cls(**(options or {}).get(name, {}))
         if _claims(source, path):
             return source
-    raise NoSourceError(
-        f"no source recognises {path}",
-        hint="pass source= to force one; ma.list_sources() lists them",
-    )
+    raise NoSourceError(f"no source recognises {path}")

@@ -1,0 +1,51 @@
+"""The command line speaks its own words and filters a mixed folder to one runtime."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import murmur_analysis as ma
+
+CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+API_WORDS = ("source=", "ma.", "prices=", "list_sources")
+
+
+def run(*args: str | Path, code: int = 0) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True)
+    assert done.returncode == code, done.stderr
+    return done
+
+
+def test_error_hints_name_flags_not_the_api(samples: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing any source reads\n")
+    cases = {
+        ("report", "daily", tmp_path): ["--source NAME", "`murmur-analysis sources`"],
+        ("report", "daily", samples / "flexigpt", "--source", "litany"): ["litany", "drop --source"],
+        ("summary", samples, "--prices", tmp_path / "nope.csv"): ["--prices FILE"],
+    }
+    for args, said in cases.items():
+        err = run(*args, code=2).stderr
+        assert err.startswith("murmur-analysis: error: ") and err.count("\n") == 1, err
+        assert all(words in err for words in said), err
+        assert not any(api in err for api in API_WORDS), err
+    # A diagnostics row the command line shows says how to add a price there too.
+    shown = run("diagnostics", samples).stdout
+    assert "--prices FILE" in shown and "ma.load" not in shown
+
+
+def test_the_api_keeps_its_own_words(samples: Path, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing any source reads\n")
+    with pytest.raises(ma.NoSourceError) as nothing:
+        ma.load(tmp_path)
+    assert "source=" in (nothing.value.hint or "") and "ma.list_sources()" in (nothing.value.hint or "")
+    assert nothing.value.cli_hint and "--source NAME" in nothing.value.cli_hint
+    with pytest.raises(ma.PriceError) as prices:
+        ma.load(samples / "flexigpt", prices=tmp_path / "nope.csv")
+    assert "prices=" in (prices.value.hint or "") and "--prices FILE" in (prices.value.cli_hint or "")
+    with pytest.raises(ma.SourceError) as forced:
+        ma.load(samples / "flexigpt", source="litany")
+    assert "source=" in (forced.value.hint or "") and "--source" in (forced.value.cli_hint or "")
