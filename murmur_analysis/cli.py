@@ -427,7 +427,8 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         return int(args.func(args))
     except MurmurAnalysisError as err:
-        print(f"murmur-analysis: error: {err}" + (f" ({err.hint})" if err.hint else ""), file=sys.stderr)
+        # The library's hints name its API (source=, ma.list_sources()); errors carry the CLI's words too.
+        print(f"murmur-analysis: error: {err}" + (f" ({err.cli_hint})" if err.cli_hint else ""), file=sys.stderr)
         return EXIT_USAGE
     except FileNotFoundError as err:
         print(f"murmur-analysis: error: {err} (check the path)", file=sys.stderr)

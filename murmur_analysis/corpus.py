@@ -273,7 +273,9 @@ def load(
     Args:
         *paths: files or folders of any registered source (``~`` is expanded; bytes for a
             name that is not UTF-8).
-        source: force this source for every path instead of detecting.
+        source: read only this source's data: what it recognises at or directly inside each
+            path (its part of a folder of several runtimes), and a path where it recognises
+            nothing as its own (forced).
         options: per-source options by source name, e.g.
             ``{"murmur": {"sessions": ["~/work"]}}``.
         progress: ``True`` for a progress bar (on stderr, or in a notebook), or a callback

@@ -50,14 +50,15 @@ class _Targets:
 
         Each source that claims ``path`` reads it; a folder is also searched one level down
         for the sources that did not claim it, so sources side by side all load. A folder
-        that cannot be listed is a diagnostics row.
+        that cannot be listed is a diagnostics row. A ``forced`` source is the only one
+        asked: it reads what it claims at or directly inside ``path`` (its part of a folder
+        of several runtimes), and ``path`` itself where it claims nothing there.
 
         Raises:
-            NoSourceError: nothing at or directly inside a readable ``path`` is recognised.
+            NoSourceError: nothing at or directly inside a readable ``path`` is recognised
+                (never with a ``forced`` source).
         """
-        if forced is not None:
-            return [(self.source(forced), path)]
-        sources = self.all()
+        sources = [self.source(forced)] if forced is not None else self.all()
         found = [(src, path) for src in claimants(path, sources)]
         if is_dir(path):
             rest = [src for src in sources if all(src is not s for s, _ in found)]
@@ -70,6 +71,8 @@ class _Targets:
                     child = Path(entry.path)
                     found += [(src, child) for src in claimants(child, rest)]
         if not found:
+            if forced is not None:
+                return [(self.source(forced), path)]  # claimed nowhere: the source asked for reads it as it can
             if is_dir(path):
                 raise NoSourceError(f"no source recognises {path} or anything directly inside it")
             raise NoSourceError(f"no source recognises {path}")

@@ -57,7 +57,7 @@ def load_dask(
 
     Args:
         *paths: files or folders of any registered source (as for ``ma.load``).
-        source: force this source for every path instead of detecting.
+        source: read only this source's data (as for ``ma.load``).
         options: per-source options by source name (as for ``ma.load``).
         prices: user prices (as for ``ma.load``).
         conversations_per_task: how many conversations one task decodes (at least 1).

@@ -307,7 +307,7 @@ def iter_batches(
 
     Args:
         *paths: files or folders of any registered source.
-        source: force this source for every path instead of detecting.
+        source: read only this source's data (as for ``ma.load``).
         options: per-source options by source name.
         progress: called as work advances (see :data:`Progress`).
         prices: the user's own prices, as for :func:`~murmur_analysis.load`; each batch's cost

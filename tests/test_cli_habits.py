@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,11 @@ def run(*args: str | Path, code: int = 0) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True)
     assert done.returncode == code, done.stderr
     return done
+
+
+@pytest.fixture(scope="module")
+def corpus(samples: Path) -> ma.Corpus:
+    return ma.load(samples)
 
 
 def test_error_hints_name_flags_not_the_api(samples: Path, tmp_path: Path) -> None:
@@ -49,3 +55,25 @@ def test_the_api_keeps_its_own_words(samples: Path, tmp_path: Path) -> None:
     with pytest.raises(ma.SourceError) as forced:
         ma.load(samples / "flexigpt", source="litany")
     assert "source=" in (forced.value.hint or "") and "--source" in (forced.value.cli_hint or "")
+
+
+@pytest.mark.parametrize("name", ["murmur", "litany", "flexigpt", "dispatch"])
+def test_source_reads_only_its_runtime_from_a_mixed_folder(samples: Path, corpus: ma.Corpus, name: str) -> None:
+    sessions = json.loads(run("report", "session", samples, "--source", name, "--json").stdout)["sessions"]
+    conv = corpus.conversations
+    expected = sorted(conv.loc[conv["source"] == name, "conversation_id"])
+    assert sorted(s["conversation_id"] for s in sessions) == expected and expected
+    assert {s["source"] for s in sessions} == {name}
+    alone = ma.load(samples, source=name)  # the API reads the same
+    assert sorted(alone.conversations["conversation_id"]) == expected
+    assert set(alone.usage["source"].dropna()) <= {name}
+
+
+def test_source_still_forces_a_path_it_does_not_recognise(tmp_path: Path, samples: Path) -> None:
+    # A FlexiGPT conversation under a name its detection does not claim is read when asked for.
+    one = sorted((samples / "flexigpt" / "conversations_v1").rglob("*Latest_Go_release.json"))[0]
+    odd = tmp_path / "export.data"
+    odd.write_bytes(one.read_bytes())
+    with pytest.raises(ma.NoSourceError):
+        ma.load(odd)
+    assert len(ma.load(odd, source="flexigpt").conversations) == 1
