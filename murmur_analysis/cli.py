@@ -30,6 +30,7 @@ from .export.layout import Output
 from .paths import user_path
 from .progress import ProgressBar
 from .render import csv_text, table_text
+from .sources.murmur.source import NO_SESSION_TRACES
 from .tables import to_pandas
 
 __all__ = ["main"]
@@ -69,6 +70,14 @@ def _strict(args: argparse.Namespace, corpus: Corpus | int) -> int:
     return EXIT_OK
 
 
+def _notes(corpus: Corpus) -> None:
+    """One line on stderr for each murmur home whose records loaded without a session trace."""
+    diag = corpus.diagnostics
+    for path in diag.loc[diag["kind"] == NO_SESSION_TRACES, "path"]:
+        print(f"murmur-analysis: note: {path}: no session traces found, and murmur keeps token usage in them "
+              "(outside ~/.murmur): pass --sessions DIR (a session work dir)", file=sys.stderr)
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print what a set of sources holds."""
     corpus = _load(args)
@@ -76,6 +85,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     diag = corpus.tables["diagnostics"].num_rows
     if conv.empty:
         print("no conversations found")
+        _notes(corpus)
         return _strict(args, corpus)
     grouped = conv.groupby("source")
     by_source = grouped.agg(
@@ -92,6 +102,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
     by_source["error_rate"] = rates.reindex(by_source.index).round(3)  # errors / answered calls
     print(by_source.to_string())
     print(f"\ndiagnostics: {diag} row(s)" + (" (see `murmur-analysis diagnostics`)" if diag else ""))
+    _notes(corpus)
     return _strict(args, corpus)
 
 
@@ -128,6 +139,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     report = reports.build(corpus, args.kind, since=args.since, until=args.until, tz=args.timezone,
                            breakdown=args.breakdown)
     _emit(report, args)
+    _notes(corpus)
     for note in report.diagnostics:
         print(f"murmur-analysis: note: {note.detail}", file=sys.stderr)
     return _strict(args, corpus.tables["diagnostics"].num_rows + len(report.diagnostics))

@@ -77,3 +77,46 @@ def test_source_still_forces_a_path_it_does_not_recognise(tmp_path: Path, sample
     with pytest.raises(ma.NoSourceError):
         ma.load(odd)
     assert len(ma.load(odd, source="flexigpt").conversations) == 1
+
+
+def _home_without_traces(home: Path) -> Path:
+    from murmur_home import T0, header, msg, record
+
+    for ctx in ("ctx-a", "ctx-b"):
+        record(home, "bot", ctx, [header(), msg("user", T0), msg("assistant", T0 + 1000)])
+    return home
+
+
+def test_a_murmur_home_without_traces_says_where_usage_lives(tmp_path: Path) -> None:
+    home = _home_without_traces(tmp_path / "home")
+    done = run("report", "daily", home)
+    assert done.stdout.strip() == "no daily rows"
+    [note] = done.stderr.splitlines()
+    assert "session trace" in note and "--sessions DIR" in note and str(home) in note
+    assert not any(api in note for api in API_WORDS)
+    summary = run("summary", home)
+    assert summary.stderr.count("--sessions DIR") == 1
+    run("report", "daily", home, "--strict", code=1)  # a row like any other: the numbers are incomplete
+    shown = json.loads(run("diagnostics", home, "--json").stdout)["diagnostics"]
+    assert [(d["source"], d["path"]) for d in shown if d["kind"] == "no_session_traces"] == [("murmur", str(home))]
+
+
+def test_no_session_traces_row_once_per_home_and_never_with_traces(tmp_path: Path, samples: Path) -> None:
+    home = _home_without_traces(tmp_path / "home")
+    records = sorted(home.glob("conversations/*/*/conversation.jsonl"))
+    twice = ma.load(*records)  # two targets of one home: one row
+    kinds = twice.diagnostics["kind"].tolist()
+    assert kinds.count("no_session_traces") == 1
+    assert twice.diagnostics.loc[twice.diagnostics["kind"] == "no_session_traces", "path"].tolist() == [str(home)]
+    other = _home_without_traces(tmp_path / "other")
+    assert ma.load(home, other).diagnostics["kind"].tolist().count("no_session_traces") == 2
+    # Traces found under the home, or given: no row, and no note.
+    assert "no_session_traces" not in set(ma.load(samples / "murmur").diagnostics["kind"])
+    given = ma.load(home, options={"murmur": {"sessions": [samples / "murmur" / "sessions"]}})
+    assert "no_session_traces" not in set(given.diagnostics["kind"])
+    assert "--sessions" not in run("report", "daily", samples / "murmur").stderr
+    # Sessions given that hold no trace: that path's no_trace row, and the home's row.
+    empty = tmp_path / "empty-workdir"
+    empty.mkdir()
+    missing = ma.load(home, options={"murmur": {"sessions": [empty]}}).diagnostics["kind"].tolist()
+    assert missing.count("no_trace") == 1 and missing.count("no_session_traces") == 1

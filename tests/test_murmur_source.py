@@ -50,7 +50,9 @@ def _entries(path: Path, **options: Any) -> list[ma.Entry]:
 
 
 def _diags(corpus: ma.Corpus) -> list[tuple[str, int | None]]:
+    """``(kind, line)`` of each row, less the home's ``no_session_traces`` (these homes have no trace)."""
     frame = corpus.diagnostics
+    frame = frame[frame["kind"] != "no_session_traces"]
     return [(k, None if pd.isna(n) else int(n)) for k, n in zip(frame["kind"], frame["line"], strict=True)]
 
 
@@ -230,7 +232,7 @@ def test_truncation_marker_reported_and_counted(tmp_path: Path) -> None:
     record(tmp_path, "r", "c", [header(marker), msg("user", T0), msg("assistant", T0 + 1)])
     corpus = _load(tmp_path)
     assert _diags(corpus) == [("truncated_record", 1)]
-    assert "dropped 5" in corpus.diagnostics["detail"].iloc[0]
+    assert "dropped 5" in _row(corpus.diagnostics, kind="truncated_record")["detail"]
     assert corpus.conversations["truncated_dropped"].tolist() == [5]
     assert len(corpus.messages) == 2
 
@@ -318,8 +320,7 @@ def test_a_record_with_invalid_utf8_anywhere_reads_as_murmur_reads_it_nothing(tm
         f.write(b"not json\n")
     corpus = _load(tmp_path)
     assert len(corpus.messages) == 0 and _diags(corpus) == [("bad_utf8", 2)]
-    (row,) = corpus.diagnostics.itertuples()
-    assert "murmur reads nothing from this record" in row.detail
+    assert "murmur reads nothing from this record" in _row(corpus.diagnostics, kind="bad_utf8")["detail"]
     with pytest.raises(ma.ReadMessagesError, match="valid UTF-8"):
         ma.read_messages(path, reader=RecordReader())
 

@@ -55,7 +55,11 @@ from .record import header_of, scan_records, skipped_detail, truncation, unreada
 from .sessions import discover, trace_files
 from .trace import TraceIndex
 
-__all__ = ["MurmurSource"]
+__all__ = ["NO_SESSION_TRACES", "MurmurSource"]
+
+#: The diagnostics kind of a murmur home whose records load with no session trace found or given:
+#: murmur keeps token usage and tool timings in the traces, so its usage is null.
+NO_SESSION_TRACES = "no_session_traces"
 
 RECORD_NAME = "conversation.jsonl"
 CONVERSATIONS = "conversations"
@@ -240,6 +244,12 @@ class MurmurSource(Source):
         self._index = index
         by_context: dict[str, list[_Record]] = {}
         records = list(self._records(path, diagnostics))
+        if records and not self._traces:
+            diagnostics.report(
+                self._home(path) or path, NO_SESSION_TRACES,
+                "murmur keeps token usage and tool timings in each session's trace.jsonl, in the session's work dir "
+                "outside the murmur home; none was found under this home or given, so its records load with null "
+                "usage (name the work dirs: the murmur source's sessions option, --sessions DIR on the command line)")
         index.claim((rec.record, rec.context_id) for rec in records)
         for group in _groups(records, self.read_ahead or _SCAN_BYTES):
             # Records the consumer will not read (``Source.skip``) are not scanned.
