@@ -15,6 +15,11 @@ sys.path.insert(0, str(HERE))
 
 # Persisted record indexes go to a folder of this test run, never the user's cache.
 os.environ["MURMUR_ANALYSIS_CACHE"] = tempfile.mkdtemp(prefix="murmur-analysis-cache-")
+# The command line fits its tables to COLUMNS: a test that wants a width sets it. (readline, which
+# pytest loads, puts COLUMNS=80 in the process environment behind os.environ's back; children inherit it.)
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
 
 # Timing is not a property: no per-example deadline (CI machines are shared and slow).
 settings.register_profile("murmur-analysis", deadline=None, print_blob=True)
