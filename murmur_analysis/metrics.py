@@ -3,8 +3,8 @@
 Each function takes a :class:`~murmur_analysis.Corpus` (or the one frame it reads) and returns
 a pandas frame whose every column is Arrow-backed (``pd.ArrowDtype``); a value nobody reported
 stays null. ``by`` is a column name or a list of them; ``freq`` buckets time (``"D"`` day,
-``"W"`` week starting Monday, ``"MS"`` month) in the time zone ``tz``, into a ``period`` column
-(a date: the bucket's first day).
+``"W"`` week starting Monday, or on ``week_start``, ``"MS"`` month) in the time zone ``tz``, into
+a ``period`` column (a date: the bucket's first day).
 
 **Tool error rate** (the one definition, used by the command line and the notebook too):
 errors over *answered* calls, where a call is answered when its result was seen (status ``ok``
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COUNTERS",
     "TOTAL_PARTS",
+    "WEEKDAYS",
     "cost",
     "growth",
     "growth_curves",
@@ -41,6 +42,9 @@ __all__ = [
 
 Freq = Literal["D", "W", "MS"]
 By = str | Sequence[str]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+#: The days a week may start on, Monday first (Python's ``date.weekday()`` numbers them so).
+WEEKDAYS: tuple[Weekday, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 #: The token counters :func:`token_usage` sums, in the order reports show them.
 COUNTERS = (
@@ -70,32 +74,37 @@ def arrow_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def periods(times: pd.Series, freq: Freq, tz: str = "UTC") -> pd.Series:
+def periods(times: pd.Series, freq: Freq, tz: str = "UTC", week_start: Weekday = "monday") -> pd.Series:
     """The first day of the ``freq`` bucket of each time, in time zone ``tz`` (null stays null).
 
     Args:
         times: timezone-aware timestamps.
-        freq: ``"D"`` (day), ``"W"`` (week, starting Monday) or ``"MS"`` (month).
+        freq: ``"D"`` (day), ``"W"`` (week) or ``"MS"`` (month).
         tz: an IANA time zone name, e.g. ``"Europe/Berlin"``.
+        week_start: the day a ``"W"`` bucket starts on (one of :data:`WEEKDAYS`).
 
     Returns:
         A ``date32[pyarrow]`` series aligned with ``times``.
     """
     if freq not in ("D", "W", "MS"):
         raise ValueError(f"freq must be 'D', 'W' or 'MS', not {freq!r}")
+    if week_start not in WEEKDAYS:
+        raise ValueError(f"week_start must be one of {', '.join(WEEKDAYS)}, not {week_start!r}")
     local = times.astype("datetime64[us, UTC]").dt.tz_convert(tz).dt.tz_localize(None).dt.normalize()
     if freq == "W":
-        local = local - pd.to_timedelta(local.dt.day_of_week, unit="D")
+        local = local - pd.to_timedelta((local.dt.day_of_week - WEEKDAYS.index(week_start)) % 7, unit="D")
     elif freq == "MS":
         local = local - pd.to_timedelta(local.dt.day - 1, unit="D")
     days = pa.array(local.to_numpy(dtype="datetime64[us]"), from_pandas=True).cast(pa.date32())
     return pd.Series(pd.arrays.ArrowExtensionArray(days), index=times.index, name="period")
 
 
-def _grouped(frame: pd.DataFrame, by: By, freq: Freq | None, tz: str, time: str) -> tuple[pd.DataFrame, list[str]]:
+def _grouped(
+    frame: pd.DataFrame, by: By, freq: Freq | None, tz: str, time: str, week_start: Weekday = "monday"
+) -> tuple[pd.DataFrame, list[str]]:
     keys = _keys(by)
     if freq is not None:
-        frame = frame.assign(period=periods(frame[time], freq, tz))
+        frame = frame.assign(period=periods(frame[time], freq, tz, week_start))
         keys = ["period", *keys]
     return frame, keys
 
@@ -144,7 +153,11 @@ def _held(exact: Iterable[int | None]) -> pd.arrays.ArrowExtensionArray:
 
 
 def token_usage(
-    data: Corpus | pd.DataFrame, by: By = ("source", "model"), freq: Freq | None = None, tz: str = "UTC"
+    data: Corpus | pd.DataFrame,
+    by: By = ("source", "model"),
+    freq: Freq | None = None,
+    tz: str = "UTC",
+    week_start: Weekday = "monday",
 ) -> pd.DataFrame:
     """Sum the normalized token counters per group, optionally per day, week or month.
 
@@ -153,13 +166,14 @@ def token_usage(
         by: grouping column(s) of ``usage``.
         freq: bucket ``created_at`` into ``period`` (a response with no time gets a null period).
         tz: the time zone the buckets are cut in.
+        week_start: the day a ``"W"`` bucket starts on.
 
     Returns:
         One row per group: ``responses``, each counter's sum (null when no row reported it),
         ``total_tokens`` (input_total + output + reasoning), ``cache_hit_ratio`` (cache reads
         over the whole prompt) and ``retried_responses`` (attempts whose output was not kept).
     """
-    frame, keys = _grouped(_frame(data, "usage"), by, freq, tz, "created_at")
+    frame, keys = _grouped(_frame(data, "usage"), by, freq, tz, "created_at", week_start)
     columns = [*keys, "responses", *COUNTERS, "total_tokens", "cache_hit_ratio", "retried_responses"]
     if frame.empty:
         return _empty(frame, keys, columns)
@@ -179,7 +193,11 @@ def token_usage(
 
 
 def cost(
-    data: Corpus | pd.DataFrame, by: By = ("source", "model"), freq: Freq | None = None, tz: str = "UTC"
+    data: Corpus | pd.DataFrame,
+    by: By = ("source", "model"),
+    freq: Freq | None = None,
+    tz: str = "UTC",
+    week_start: Weekday = "monday",
 ) -> pd.DataFrame:
     """What the responses cost in USD per group, optionally per day, week or month.
 
@@ -191,13 +209,14 @@ def cost(
         by: grouping column(s) of ``usage``.
         freq: bucket ``created_at`` into ``period``.
         tz: the time zone the buckets are cut in.
+        week_start: the day a ``"W"`` bucket starts on.
 
     Returns:
         One row per group: ``responses``, ``cost_usd``, ``unpriced_responses`` and the cost of
         each slice (``input_cost_usd``, ``cache_read_cost_usd``, ``cache_write_cost_usd``,
         ``output_cost_usd``).
     """
-    frame, keys = _grouped(_frame(data, "usage"), by, freq, tz, "created_at")
+    frame, keys = _grouped(_frame(data, "usage"), by, freq, tz, "created_at", week_start)
     columns = [*keys, "responses", "cost_usd", "unpriced_responses", *SLICES]
     if frame.empty:
         return _empty(frame, keys, columns)
