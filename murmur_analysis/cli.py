@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
@@ -29,7 +30,7 @@ from .export import export, read_parquet
 from .export.layout import Output
 from .paths import user_path
 from .progress import ProgressBar
-from .render import csv_text, table_text
+from .render import csv_text, render, table_text, terminal_width
 from .sources.murmur.source import NO_SESSION_TRACES
 from .tables import to_pandas
 
@@ -38,6 +39,7 @@ __all__ = ["main"]
 EXIT_OK, EXIT_DATA, EXIT_USAGE = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}|\d{8}")
 
 
 @contextlib.contextmanager
@@ -78,39 +80,48 @@ def _notes(corpus: Corpus) -> None:
               "(outside ~/.murmur): pass --sessions DIR (a session work dir)", file=sys.stderr)
 
 
+def _emit(report: reports.Report, args: argparse.Namespace, empty: str | None = None,
+          **more: Any) -> None:
+    """Print ``report`` as JSON, CSV or a table fitted to the terminal (``empty``: a table's text for no rows)."""
+    if args.json:
+        doc = reports.json_document(report) | more
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif args.csv:
+        sys.stdout.write(csv_text(report))
+    elif empty is not None and report.rows.empty:
+        print(empty)
+    else:
+        table = render(report, None if args.wide else terminal_width(), compact=args.compact)
+        print(table.text)
+        if table.left_out:
+            print(f"murmur-analysis: note: left out to fit {table.width} columns: {', '.join(table.left_out)} "
+                  "(--wide shows them)", file=sys.stderr)
+
+
+def _report_notes(report: reports.Report) -> None:
+    for note in report.diagnostics:
+        print(f"murmur-analysis: note: {note.detail}", file=sys.stderr)
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print what a set of sources holds."""
     corpus = _load(args)
-    conv = corpus.conversations
     diag = corpus.tables["diagnostics"].num_rows
-    if conv.empty:
-        print("no conversations found")
-        _notes(corpus)
-        return _strict(args, corpus)
-    grouped = conv.groupby("source")
-    by_source = grouped.agg(
-        conversations=("conversation_id", "count"),
-        messages=("messages", "sum"),
-        tool_calls=("tool_calls", "sum"),
-        tool_errors=("tool_errors", "sum"),
-        orphans=("orphans", "sum"),
-    )
-    # null where nobody reported tokens, or where the sum passes int64
-    by_source["tokens"] = metrics.token_usage(corpus, by="source").set_index("source")["total_tokens"]
-    by_source["cost_usd"] = metrics.cost(corpus, by="source").set_index("source")["cost_usd"]
-    rates = metrics.tool_error_rates(corpus, by="source").set_index("source")["error_rate"]
-    by_source["error_rate"] = rates.reindex(by_source.index).round(3)  # errors / answered calls
-    print(by_source.to_string())
-    print(f"\ndiagnostics: {diag} row(s)" + (" (see `murmur-analysis diagnostics`)" if diag else ""))
+    report = reports.summary(corpus)
+    _emit(report, args, "no conversations found", diagnostics=diag)
+    if not (args.json or args.csv):
+        print(f"\ndiagnostics: {diag} row(s)" + (" (see `murmur-analysis diagnostics`)" if diag else ""))
     _notes(corpus)
-    return _strict(args, corpus)
+    _report_notes(report)
+    return _strict(args, diag + len(report.diagnostics))
 
 
 def _date(text: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD") from None
+    """``YYYY-MM-DD`` or ``YYYYMMDD`` (ccusage's form), nothing else."""
+    if _DAY.fullmatch(text):
+        with contextlib.suppress(ValueError):
+            return date.fromisoformat(text if "-" in text else f"{text[:4]}-{text[4:6]}-{text[6:]}")
+    raise argparse.ArgumentTypeError(f"{text!r} is not a date; write YYYY-MM-DD or YYYYMMDD")
 
 
 def _zone(text: str) -> str:
@@ -121,27 +132,21 @@ def _zone(text: str) -> str:
     return text
 
 
-def _emit(report: reports.Report, args: argparse.Namespace) -> None:
-    if args.json:
-        doc = reports.json_document(report)
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif args.csv:
-        sys.stdout.write(csv_text(report))
-    else:
-        print(table_text(report))
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     """Print one report."""
+    if args.breakdown and args.kind not in reports.BREAKDOWN_KINDS:
+        args.parser.error(f"--breakdown splits spend per model in the {', '.join(reports.BREAKDOWN_KINDS)} "
+                          f"reports; the {args.kind} report has none")
+    if args.start_of_week is not None and args.kind != "weekly":
+        args.parser.error(f"--start-of-week is for the weekly report, not {args.kind}")
     if args.since and args.until and args.since > args.until:
         raise MurmurAnalysisError(f"--since {args.since} is after --until {args.until}", hint="swap them")
     corpus = _load(args)
     report = reports.build(corpus, args.kind, since=args.since, until=args.until, tz=args.timezone,
-                           breakdown=args.breakdown)
+                           breakdown=args.breakdown, order=args.order, start_of_week=args.start_of_week or "sunday")
     _emit(report, args)
     _notes(corpus)
-    for note in report.diagnostics:
-        print(f"murmur-analysis: note: {note.detail}", file=sys.stderr)
+    _report_notes(report)
     return _strict(args, corpus.tables["diagnostics"].num_rows + len(report.diagnostics))
 
 
@@ -149,14 +154,7 @@ def cmd_diagnostics(args: argparse.Namespace) -> int:
     """Print every diagnostics row."""
     corpus = _load(args)
     rows = metrics.arrow_frame(corpus.diagnostics[["source", "kind", "path", "line", "detail"]])
-    report = reports.Report("diagnostics", rows, {}, ["source", "kind"])
-    if args.json:
-        sys.stdout.write(orjson.dumps({"diagnostics": reports.json_document(report)["diagnostics"]},
-                                      option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif args.csv:
-        sys.stdout.write(csv_text(report))
-    else:
-        print(table_text(report) if len(rows) else "no diagnostics: everything was read")
+    _emit(reports.Report("diagnostics", rows, {}, ["source", "kind"]), args, "no diagnostics: everything was read")
     return _strict(args, corpus)
 
 
@@ -332,14 +330,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
         p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
 
-    def add_output_args(p: argparse.ArgumentParser) -> None:
+    def add_output_args(p: argparse.ArgumentParser, fitting: bool = False) -> None:
         out = p.add_mutually_exclusive_group()
-        out.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        out.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+        out.add_argument("-j", "--json", action="store_true", help="print JSON instead of a table (every value)")
+        out.add_argument("--csv", action="store_true", help="print CSV instead of a table (every value)")
+        if fitting:  # a table fitted to the terminal (render.render)
+            out.add_argument("--wide", action="store_true",
+                             help="show every column and every value whole, however wide the terminal")
+            out.add_argument("--compact", action="store_true",
+                             help="only the key columns, input, output and cost (as ccusage's compact table)")
 
+    fitting = ("A table fits the terminal (COLUMNS, or its width): long text is cut with …, then columns "
+               "are left out (a note on stderr names them; never a key or the cost). Written to a file or "
+               "a pipe, nothing is cut.")
     p = sub.add_parser("summary", help="print conversations, messages, tool errors, orphans and tokens per source",
-                       description="Load SRC... and print one line per source.")
+                       description="Load SRC... and print one line per source. " + fitting)
     add_load_args(p)
+    add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_summary)
 
     p = sub.add_parser("export", help="write every table as a hive-partitioned Parquet dataset",
@@ -357,25 +364,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read every conversation again instead of keeping unchanged ones' rows")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("report", help="print a ccusage-style report: daily, monthly, session, models, tools, "
-                                       "orphans or growth",
-                       description="Load SRC... and print one report with totals; costs in USD.",
+    p = sub.add_parser("report", help=f"print a ccusage-style report: {', '.join(reports.KINDS)}",
+                       description="Load SRC... and print one report with totals; costs in USD. " + fitting,
                        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error")
     p.add_argument("kind", choices=reports.KINDS, metavar="KIND", help=f"one of: {', '.join(reports.KINDS)}")
     add_load_args(p)
-    p.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="first day kept (inclusive)")
-    p.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="last day kept (inclusive)")
-    p.add_argument("--timezone", type=_zone, default="UTC", metavar="TZ",
-                   help="time zone that days and months are cut in (default UTC)")
-    p.add_argument("--breakdown", action="store_true", help="split daily, monthly and session spend per model")
-    add_output_args(p)
-    p.set_defaults(func=cmd_report)
+    p.add_argument("-s", "--since", type=_date, metavar="DATE",
+                   help="first day kept (inclusive): YYYY-MM-DD or YYYYMMDD")
+    p.add_argument("-u", "--until", type=_date, metavar="DATE",
+                   help="last day kept (inclusive): YYYY-MM-DD or YYYYMMDD")
+    p.add_argument("-z", "--timezone", type=_zone, default="UTC", metavar="TZ",
+                   help="time zone that days, weeks and months are cut in and times are shown in; the "
+                        "headers name it (default UTC)")
+    p.add_argument("-b", "--breakdown", action="store_true",
+                   help=f"split each row's spend per model ({', '.join(reports.BREAKDOWN_KINDS)}; the other "
+                        "reports refuse it)")
+    p.add_argument("-o", "--order", choices=["asc", "desc"], default="asc",
+                   help="asc: oldest first (default), desc: newest first (the other reports: by name)")
+    p.add_argument("-w", "--start-of-week", choices=metrics.WEEKDAYS, metavar="DAY",
+                   help="the day the weekly report's weeks start on (default sunday, as ccusage's)")
+    add_output_args(p, fitting=True)
+    p.set_defaults(func=cmd_report, parser=p)
 
     p = sub.add_parser("diagnostics", help="print everything that could not be read, one row each",
-                       description="Load SRC... and print the diagnostics table.",
+                       description="Load SRC... and print the diagnostics table. " + fitting,
                        epilog="exit status: 0 ok, 1 rows found (with --strict), 2 usage error")
     add_load_args(p)
-    add_output_args(p)
+    add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_diagnostics)
 
     p = sub.add_parser("sql", help="run a SQL query (DuckDB) over the tables of SRC..., or of an export",

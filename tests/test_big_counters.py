@@ -157,7 +157,7 @@ def test_reports_and_summary_of_big_counters(source: Path, tmp_path: Path) -> No
     table = run("report", "session", path, "-q", "--prices", prices).stdout
     assert f"{TOP:,}" in table and f"{2**53 + 2:,}" in table
     summary = run("summary", path, "-q", "--prices", prices).stdout
-    assert summary.splitlines()[0].split()[:1] == ["conversations"] and "diagnostics: 1 row(s)" in summary
+    assert summary.splitlines()[0].split()[:2] == ["source", "conversations"] and "diagnostics: 1 row(s)" in summary
 
 
 def test_export_of_big_counters(source: Path, tmp_path: Path) -> None:

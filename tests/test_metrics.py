@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -134,11 +135,14 @@ def test_error_rate_is_errors_over_answered_calls() -> None:
 
 
 def test_the_command_line_summary_uses_the_same_rate(samples: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "summary", str(samples / "litany"), "-q"],
-                         capture_output=True, text=True, check=True).stdout
+    def summary(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "summary", str(samples / "litany"), "-q",
+                               *args], capture_output=True, text=True, check=True).stdout
+
     rate = metrics.tool_error_rates(ma.load(samples / "litany"), by="source").error_rate.iloc[0]
-    line = next(line for line in out.splitlines() if line.startswith("litany"))
-    assert line.split()[-1] == f"{rate:.3f}".rstrip("0")
+    line = next(line for line in summary("--wide").splitlines() if line.startswith("litany"))
+    assert f"{100 * rate:.1f}%" in line.split()
+    assert json.loads(summary("--json"))["summary"][0]["error_rate"] == pytest.approx(rate, rel=1e-12)
 
 
 def test_growth_per_conversation() -> None:

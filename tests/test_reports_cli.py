@@ -54,7 +54,7 @@ def test_report_daily_json_has_one_object_per_day(samples: Path, corpus: ma.Corp
 def test_report_daily_table_is_aligned_with_totals_and_dollars(samples: Path) -> None:
     lines = run("report", "daily", samples).stdout.splitlines()
     header, rule, *body = lines
-    assert header.split()[:2] == ["date", "responses"] and set(rule) == {"-", " "}
+    assert header.split()[:3] == ["date", "(UTC)", "responses"] and set(rule) == {"-", " "}
     assert body[-1].startswith("Total") and "$" in body[-1]
     widths = {len(line) for line in [header, *body] if line.strip("- ")}
     assert len(widths) == 1  # every row as wide as the header: aligned
