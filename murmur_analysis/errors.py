@@ -103,7 +103,7 @@ class GitError(MurmurAnalysisError):
 
 
 class ExportError(MurmurAnalysisError):
-    """An export could not be written where it was asked to go."""
+    """An export could not be written where it was asked to go (or read back)."""
 
 
 class UnknownConversationError(MurmurAnalysisError, KeyError):

@@ -309,7 +309,8 @@ def test_reading_an_export_of_another_schema_version_says_what_to_do(tmp_path: P
     manifest_path.write_bytes(orjson.dumps(manifest))
     with pytest.raises(ma.ExportError, match="schema version 1") as err:
         read_parquet(out)
-    assert err.value.hint is not None and "--full" in err.value.hint
+    assert err.value.hint is not None and "incremental=False" in err.value.hint
+    assert err.value.cli_hint is not None and "--full" in err.value.cli_hint
 
 
 def test_a_file_that_is_not_parquet_is_an_export_error_naming_it(tmp_path: Path) -> None:

@@ -123,7 +123,7 @@ class Generation:
                         fout.write(chunk)
         except OSError as err:
             raise ExportError(f"could not keep {src} of the previous export: {err}",
-                              hint="export again with --full (incremental=False)") from err
+                              hint="export again with incremental=False", cli_hint="export again with --full") from err
 
     def remove(self) -> None:
         """Remove what this generation's manifest names, its manifest and state, and the folders left empty.
@@ -155,7 +155,8 @@ class Output:
     def __init__(self, out: str | os.PathLike[str], inputs: Sequence[str | os.PathLike[str]] = ()) -> None:
         text = os.fspath(out)
         if not text:
-            raise ExportError("no output folder given (an empty path)", hint="name a folder: --out DIR (out=...)")
+            raise ExportError("no output folder given (an empty path)", hint="name a folder: out=DIR",
+                              cli_hint="name a folder: --out DIR")
         self.root = user_path(text).absolute()
         self.control = self.root / CONTROL
         self.inputs = tuple(inputs)

@@ -73,7 +73,8 @@ def _read_table(output: Output, generation: Generation, name: str, entry: Mappin
         return data.cast(declared) if declared is not None else data
     except (ValueError, KeyError, pa.ArrowException) as err:
         raise ExportError(f"the {name} table of the export in {output.root} does not have the declared columns: "
-                          f"{err}", hint="export again with --full (incremental=False)") from err
+                          f"{err}", hint="export again with incremental=False",
+                          cli_hint="export again with --full") from err
 
 
 def read_parquet(out: str | os.PathLike[str]) -> Any:
@@ -98,12 +99,14 @@ def read_parquet(out: str | os.PathLike[str]) -> Any:
         if generation is None or manifest is None or manifest.get("format") != FORMAT:
             where = f" (its {generation.path / MANIFEST} is not a readable manifest)" if generation else ""
             raise ExportError(f"{output.root} holds no murmur-analysis export{where}",
-                              hint="write one with: murmur-analysis export SRC --out DIR (export(..., out=))")
+                              hint="write one with ma.export_parquet(SRC, out=DIR)",
+                              cli_hint="write one with: murmur-analysis export SRC --out DIR")
         version = manifest.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ExportError(f"the export in {output.root} has tables of schema version {version}; this "
                               f"murmur-analysis reads version {SCHEMA_VERSION}",
-                              hint="export again with --full (incremental=False) to write it in this version")
+                              hint="export again with incremental=False to write it in this version",
+                              cli_hint="export again with --full to write it in this version")
         tables_doc = manifest.get("tables")
         if not isinstance(tables_doc, Mapping):
             raise ExportError(f"the manifest of {output.root} is damaged", hint=_AGAIN)

@@ -220,7 +220,8 @@ class BatchWriter:
                 old = pq.ParquetFile(prev_gen.path / relative).read()
             except (OSError, pa.ArrowException) as err:
                 raise ExportError(f"could not read {prev_gen.path / relative} of the previous export: {err}",
-                                  hint="export again with --full (incremental=False)") from err
+                                  hint="export again with incremental=False",
+                                  cli_hint="export again with --full") from err
             part = pa.concat_tables([old.slice(o, n) for o, n in previous.ranges(entry, wanted)])
             if entry["source"] is not None:
                 part = part.add_column(0, "source", pa.array([entry["source"]] * part.num_rows, pa.string()))
