@@ -30,7 +30,7 @@ from .export import export, read_parquet
 from .export.layout import Output
 from .paths import user_path
 from .progress import ProgressBar
-from .render import csv_text, render, table_text, terminal_width
+from .render import QUERY, csv_text, render, terminal_width
 from .sources.murmur.source import NO_SESSION_TRACES
 from .tables import to_pandas
 
@@ -241,11 +241,8 @@ def cmd_sql(args: argparse.Namespace) -> int:
         doc = {"columns": result.column_names, "rows": result.to_pylist()}
         sys.stdout.write(orjson.dumps(doc, default=_json_value, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        report = reports.Report("query", to_pandas(_printable(result)))
-        if args.csv:
-            sys.stdout.write(csv_text(report))
-        else:
-            print(table_text(report) if result.num_rows else f"no rows ({', '.join(result.column_names)})")
+        report = reports.Report(QUERY, to_pandas(_printable(result)))
+        _emit(report, args, f"no rows ({', '.join(result.column_names)})")
     return _strict(args, corpus)
 
 
@@ -397,13 +394,13 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Load SRC... (or read back the export folder SRC, alone) and run QUERY over "
                                    "its tables with DuckDB, each by its name: messages, tool_calls, usage, orphans, "
                                    "growth, steps, conversations, diagnostics, and the sources' own tables. Times "
-                                   "are UTC. The result is printed as a table, or as JSON or CSV.",
+                                   "are UTC. The result is printed as a table, or as JSON or CSV. " + fitting,
                        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error or a query "
                               "DuckDB refused")
     p.add_argument("query", metavar="QUERY",
                    help='the SQL, e.g. "select source, count(*) as calls from tool_calls group by source"')
     add_load_args(p)
-    add_output_args(p)
+    add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("page", help="print one page of a murmur record, newest first (murmur's read-messages)",

@@ -59,6 +59,8 @@ _HEADERS = {
     "tool_calls": "tool calls",
     "tool_errors": "tool errors",
 }
+#: The kind of a SQL query's result: its headers are the query's own column names.
+QUERY = "query"
 #: The columns holding a date or a time: their header names the time zone.
 _TIMES = {"date", "week", "month", "last_at"}
 
@@ -321,7 +323,8 @@ def render(report: Report, width: int | None = None, compact: bool = False) -> T
         rows.append(["Total" if i == 0 else cell(c, report.totals.get(c)) if c in report.totals else ""
                      for i, c in enumerate(names)])
     columns = [
-        _Column(c, _HEADERS.get(c, c) + (f" ({report.tz})" if c in _TIMES else ""), [r[i] for r in rows],
+        _Column(c, (c if report.kind == QUERY else _HEADERS.get(c, c)) + (f" ({report.tz})" if c in _TIMES else ""),
+                [r[i] for r in rows],
                 c in frame and _numeric(frame, c) and c not in report.keys, _CUT.get(c))
         for i, c in enumerate(names)
     ]

@@ -211,3 +211,17 @@ def test_cli_an_export_is_queried_alone_and_without_load_options(exported: Path)
 def test_cli_no_rows_names_the_columns() -> None:
     done = cli("sql", "select call_id, status from tool_calls where false", str(SAMPLES / "murmur"), "-q")
     assert done.returncode == 0 and done.stdout == "no rows (call_id, status)\n"
+
+
+def test_the_sql_table_fits_the_terminal_and_keeps_the_querys_own_column_names(samples: Path) -> None:
+    query = "select source, conversation_id, title, cost_usd from conversations order by cost_usd desc nulls last"
+    env = {**os.environ, "COLUMNS": "60"}
+    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "sql", query, str(samples)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["source", "conversation_id", "title", "cost_usd"]
+    assert all(len(line) <= 60 for line in lines)
+    wide = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "sql", query, str(samples), "--wide"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert max(len(line) for line in wide.stdout.splitlines()) > 60
