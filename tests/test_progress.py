@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import shutil
-import struct
 import subprocess
 import sys
-import termios
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_home import msg, record
+from terminal import on_a_terminal
 
 import murmur_analysis as ma
 from murmur_analysis.progress import ProgressBar
@@ -84,30 +81,11 @@ def test_a_session_at_the_bottom_of_a_chain_1100_folders_deep_loads(deep: Path) 
         assert corpus.diagnostics.empty
 
 
-def _on_a_terminal(args: list[str]) -> tuple[int, str]:
-    """Run the CLI with stdout and stderr a terminal (its progress bar shown); its status and screen."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: a terminal 120 columns wide
-        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-        os.execv(sys.executable, [*CLI, *args])
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")
-
-
 def test_the_cli_on_a_chain_1100_folders_deep_gives_no_traceback(deep: Path) -> None:
     done = subprocess.run([*CLI, "summary", str(deep)], capture_output=True, text=True)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "dispatch" in done.stdout and "diagnostics: 0 row(s)" in done.stdout
-    code, screen = _on_a_terminal(["summary", str(deep)])
+    code, screen = on_a_terminal(["summary", str(deep)])
     assert code == 0 and "Traceback" not in screen and "RecursionError" not in screen, screen
     assert "100%" in screen  # the bar was drawn, and filled
 

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import csv
-import fcntl
 import io
 import json
 import math
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -23,6 +19,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from terminal import on_a_terminal
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
@@ -93,21 +90,8 @@ def test_wide_shows_every_column_and_value_whole(samples: Path, corpus: ma.Corpu
 
 def test_the_terminals_own_width_is_honoured_without_columns(samples: Path) -> None:
     def screen(columns: int, *args: str) -> list[str]:
-        pid, fd = pty.fork()
-        if pid == 0:  # the child: stdout is the terminal, `columns` wide; no COLUMNS in its environment
-            fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-            os.execv(sys.executable, [*CLI, *args, str(samples), "-q"])
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.waitpid(pid, 0)
-        lines = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+        _, text = on_a_terminal([*args, str(samples), "-q"], columns)  # no COLUMNS in its environment
+        lines = text.replace("\r\n", "\n").splitlines()
         return [line for line in lines if not line.startswith("murmur-analysis: note:")]  # stderr's notes
 
     narrow = screen(72, "report", "session")

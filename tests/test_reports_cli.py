@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import csv
-import fcntl
 import io
 import json
-import os
-import pty
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from terminal import on_a_terminal
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
@@ -118,21 +114,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(samples: Path) -> None:
 
 
 def test_one_progress_bar_on_a_terminal(samples: Path) -> None:
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: stdout and stderr are the terminal, 120 columns wide
-        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-        os.execv(sys.executable, [*CLI, "summary", str(samples)])
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.waitpid(pid, 0)
-    screen = b"".join(chunks).decode()
+    _, screen = on_a_terminal(["summary", str(samples)])
     assert "B/s" in screen and "100%" in screen
     assert "reading " not in screen and "conversations" in screen  # no line per conversation or source
     quiet = subprocess.run([*CLI, "summary", str(samples), "-q"], capture_output=True, text=True)
