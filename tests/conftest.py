@@ -5,6 +5,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -51,3 +52,11 @@ def serde_oracle() -> Iterator[object]:
     oracle = Oracle(binary)
     yield oracle
     oracle.close()
+
+
+@pytest.fixture(scope="module")
+def corpus(samples: Path) -> Any:
+    """The bundled samples, loaded once per module."""
+    import murmur_analysis as ma
+
+    return ma.load(samples)

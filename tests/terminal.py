@@ -1,4 +1,4 @@
-"""The command line run on a pseudo-terminal, as a person at a terminal runs it."""
+"""The command line run as a person runs it: in a subprocess, or on a pseudo-terminal."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import fcntl
 import os
 import pty
 import struct
+import subprocess
 import sys
 import termios
+from pathlib import Path
 
 CLI = [sys.executable, "-m", "murmur_analysis.cli"]
 
@@ -29,3 +31,11 @@ def on_a_terminal(args: list[str], columns: int = 120) -> tuple[int, str]:
         chunks.append(chunk)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), b"".join(chunks).decode(errors="replace")
+
+
+def run(*args: str | Path, code: int = 0, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``murmur-analysis ARGS`` piped (``columns``: as ``COLUMNS``); assert its exit status is ``code``."""
+    env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}  # conftest: no COLUMNS else
+    done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, env=env)
+    assert done.returncode == code, done.stderr
+    return done

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from terminal import run
 
 import murmur_analysis as ma
 
@@ -15,15 +15,8 @@ CLI = [sys.executable, "-m", "murmur_analysis.cli"]
 API_WORDS = ("source=", "ma.", "prices=", "list_sources")
 
 
-def run(*args: str | Path, code: int = 0) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True)
-    assert done.returncode == code, done.stderr
-    return done
 
 
-@pytest.fixture(scope="module")
-def corpus(samples: Path) -> ma.Corpus:
-    return ma.load(samples)
 
 
 def test_error_hints_name_flags_not_the_api(samples: Path, tmp_path: Path) -> None:

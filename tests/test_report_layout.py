@@ -6,9 +6,7 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import subprocess
 import sys
 from datetime import date, datetime
 from decimal import Decimal
@@ -19,7 +17,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from terminal import on_a_terminal
+from terminal import on_a_terminal, run
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
@@ -32,16 +30,8 @@ TABLES = [("report", kind) for kind in reports.KINDS] + [("summary",), ("diagnos
 NOISE = re.compile(r"(?<![\w.])(\d+\.\d+(?:e-?\d+)?)")
 
 
-def run(*args: str | Path, code: int = 0, columns: int | None = None) -> subprocess.CompletedProcess[str]:
-    env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}  # conftest: no COLUMNS else
-    done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, env=env)
-    assert done.returncode == code, done.stderr
-    return done
 
 
-@pytest.fixture(scope="module")
-def corpus(samples: Path) -> ma.Corpus:
-    return ma.load(samples)
 
 
 def _decimals(number: str) -> int:

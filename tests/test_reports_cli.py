@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from terminal import on_a_terminal
+from terminal import on_a_terminal, run
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
@@ -19,15 +19,8 @@ from murmur_analysis import metrics, reports
 CLI = [sys.executable, "-m", "murmur_analysis.cli"]
 
 
-def run(*args: str | Path, code: int = 0) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True)
-    assert done.returncode == code, done.stderr
-    return done
 
 
-@pytest.fixture(scope="module")
-def corpus(samples: Path) -> ma.Corpus:
-    return ma.load(samples)
 
 
 def test_report_daily_json_has_one_object_per_day(samples: Path, corpus: ma.Corpus) -> None:
