@@ -34,7 +34,8 @@ INDEX_SUFFIX = ".idx"
 #: The name of the key that signs a cache folder's files (:func:`folder_key`).
 KEY_NAME = "key"
 _KEY_BYTES = 32
-_TMP_PREFIX = ".tmp-"
+#: How the scratch file of :func:`write_atomic` is named, before it is renamed over its file.
+TMP_PREFIX = ".tmp-"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -83,7 +84,7 @@ def _owned(folder: Path) -> list[Path]:
     except OSError:
         return []
     return [p for p in names
-            if p.name.endswith(INDEX_SUFFIX) or p.name.startswith(_TMP_PREFIX) or p.name == KEY_NAME]
+            if p.name.endswith(INDEX_SUFFIX) or p.name.startswith(TMP_PREFIX) or p.name == KEY_NAME]
 
 
 def cache_info() -> CacheInfo:
@@ -168,18 +169,18 @@ def read_bounded(path: Path, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never a part.
 
     The folder is created if need be; it must not be a symbolic link, and a link at ``path``
-    is replaced, not followed. The file is readable by its owner only.
+    is replaced, not followed. The file has ``mode`` (by default, readable by its owner only).
 
     Raises:
         OSError: the folder could not be created or written, or it is a link.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{_TMP_PREFIX}{secrets.token_hex(8)}"
-    fd = _open_in(path.parent, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    tmp = f"{TMP_PREFIX}{secrets.token_hex(8)}"
+    fd = _open_in(path.parent, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -396,9 +396,10 @@ def test_links_planted_where_the_export_writes_its_own_files_are_never_written_t
     victim.write_text("untouched")
     control = out / ".export"
     (control / "murmur-analysis").unlink()
-    (control / "murmur-analysis").symlink_to(victim)  # the marker, and the stamps' scratch name
+    (control / "murmur-analysis").symlink_to(victim)  # the marker
     generation = (control / "current").resolve()
-    (generation / "stamps.json.tmp").symlink_to(victim)
+    (generation / "stamps.json").unlink()
+    (generation / "stamps.json").symlink_to(victim)  # what the next export checks kept files by
     export(home, out=out)
     assert victim.read_text() == "untouched"
     assert not (control / "murmur-analysis").is_symlink()

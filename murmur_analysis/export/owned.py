@@ -19,35 +19,28 @@ from typing import Any
 
 import orjson
 
-from ..sources.files import NotRegularFile, open_regular
+from ..cache import TMP_PREFIX, read_bounded, write_atomic
 
 __all__ = ["inside", "read_control", "read_json", "remove_files", "remove_staged", "safe_relative", "write_bytes",
            "write_json"]
 
-#: The names of the files an export writes into a staging folder.
-_STAGED_FILE = re.compile(r"part-[0-9A-Za-z-]+\.parquet|(manifest|state|stamps)\.json(\.tmp)?")
+#: The names of the files an export writes into a staging folder (and their scratch names).
+_STAGED_FILE = re.compile(r"part-[0-9A-Za-z-]+\.parquet|(manifest|state|stamps)\.json|"
+                          + re.escape(TMP_PREFIX) + r"[0-9a-f]+")
+#: The most bytes a manifest, state or stamps file is read with.
+_CONTROL_BYTES = 1 << 32
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``path`` whole through a new file beside it, renamed over it.
+    """Write ``path`` whole, as the cache writes its files (:func:`~murmur_analysis.cache.write_atomic`).
 
-    A link at either name is replaced, never followed (writing through it would write elsewhere).
+    A link at the name or its folder is replaced or refused, never written through; the file is
+    readable by all, as the export's Parquet files are.
 
     Raises:
         OSError: it could not be written.
     """
-    tmp = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    write_atomic(path, data, mode=0o644)
 
 
 def write_json(path: Path, doc: Any) -> None:
@@ -58,14 +51,11 @@ def write_json(path: Path, doc: Any) -> None:
 def read_control(path: Path) -> bytes | None:
     """The bytes of a file the export wrote itself, or ``None`` when it is not a regular file there.
 
-    A link, a FIFO or a device at that path is never its own: it is not followed, and never
-    opened in a way that could block.
+    Read as the cache reads its files (:func:`~murmur_analysis.cache.read_bounded`): a link (at
+    the name or its folder), a FIFO or a device is never followed or opened in a way that could
+    block.
     """
-    try:
-        with open_regular(path, follow=False) as fh:
-            return fh.read()
-    except (OSError, NotRegularFile):
-        return None
+    return read_bounded(path, _CONTROL_BYTES)
 
 
 def read_json(path: Path) -> Any:
