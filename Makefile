@@ -1,7 +1,7 @@
 # murmur-analysis: every target sets itself up on a fresh machine.
 #   make run    load the bundled samples, print a summary, page a record, export Parquet, write the reports
 #   make report execute the notebooks on the samples (or DATA=path, SESSIONS=dir, PRICES=csv) into build/report/*.html
-#   make test   lint, type-check and test (what CI runs)
+#   make test   lint, type-check, check the layers' imports and test (what CI runs)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
 #   make fuzz   the property and fuzz tests (serde_json oracle included) with many more examples (minutes)
 
@@ -21,7 +21,7 @@ APT_BROWSER := chromium
 HAVE_APT    := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
 ROOT        := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
-.PHONY: setup run report test lint typecheck bench fuzz samples clean native-deps browser-deps wheel-check
+.PHONY: setup run report test lint typecheck imports bench fuzz samples clean native-deps browser-deps wheel-check
 
 # cargo, and on Debian its packaged crates (the build uses them offline; native/crates.py).
 native-deps:
@@ -86,7 +86,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy --strict murmur_analysis
 
-test: browser-deps lint typecheck
+# The layers of the package (pyproject.toml, [tool.importlinter]): imports run downward, no cycles.
+imports: setup
+	$(BIN)/lint-imports --no-cache
+
+test: browser-deps lint typecheck imports
 	$(BIN)/python -m pytest -q -n 2
 
 fuzz: setup

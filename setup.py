@@ -24,7 +24,7 @@ from setuptools_rust import Binding, RustExtension  # noqa: E402
 setup(
     rust_extensions=[
         RustExtension(
-            "murmur_analysis._native",
+            "murmur_analysis.engine._native",
             path="native/Cargo.toml",
             binding=Binding.PyO3,
             debug=False,  # always a release build, editable installs included

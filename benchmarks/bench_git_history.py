@@ -27,9 +27,9 @@ import build_litany  # noqa: E402
 from build_litany import RepoBuilder  # noqa: E402
 
 import murmur_analysis as ma  # noqa: E402
-from murmur_analysis._git import safe_env  # noqa: E402
-from murmur_analysis.history import History, State  # noqa: E402
+from murmur_analysis.algorithms.history import History, State  # noqa: E402
 from murmur_analysis.sources.litany import replay as litany_module  # noqa: E402
+from murmur_analysis.sources.litany.git import safe_env  # noqa: E402
 
 ENTRIES = 60
 SIZES = (1_000, 10_000)

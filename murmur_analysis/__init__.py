@@ -16,10 +16,13 @@ import importlib as _importlib
 import types as _types
 import typing as _typing
 
-from .assembly import Assembled, assemble, drop_orphans, transcript
-from .corpus import ConversationHandle, Corpus, load
-from .cursor import Page, PageMessage
-from .diagnostics import Diagnostic
+from .algorithms.assembly import Assembled, assemble, drop_orphans, transcript
+from .algorithms.cursor import Page, PageMessage
+from .algorithms.pairing import ToolCall, pair_tools
+from .core.diagnostics import Diagnostic
+from .core.model import Entry, Message, Usage
+from .core.version import __version__ as __version__
+from .corpus import ConversationHandle, Corpus, load, read_parquet
 from .errors import (
     ExportError,
     GitError,
@@ -33,34 +36,39 @@ from .errors import (
     UnknownSourceError,
     UnknownTableError,
 )
-from .export import ExportResult, read_parquet
+from .export import ExportResult
 from .export import export as export_parquet  # the package keeps its module name: murmur_analysis.export
-from .load_plan import Batch, iter_batches
-from .model import Entry, Message, Usage
-from .pairing import ToolCall, pair_tools
-from .samples import data_paths, prices_path, sample_data, session_paths
+from .load.plan import Batch, iter_batches
+from .load.samples import data_paths, prices_path, sample_data, session_paths
 from .sources.base import Source
-from .sources.litany.source import assemble_commit
-from .sources.murmur.reader import RecordReader, read_messages, walk
+from .sources.litany import assemble_commit
+from .sources.murmur import RecordReader, read_messages, walk
 
 if _typing.TYPE_CHECKING:
-    from . import figures as figures
-    from . import metrics as metrics
-    from . import pricing as pricing
-    from . import reports as reports
-    from . import transcript_html as transcript_html
-    from . import widgets as widgets
+    from .analysis import figures as figures
+    from .analysis import metrics as metrics
+    from .analysis import reports as reports
+    from .core import pricing as pricing
+    from .ui import transcript_html as transcript_html
+    from .ui import widgets as widgets
 
-__version__ = "0.1.0"
 
 #: Modules reachable as attributes (``ma.metrics``), imported on first use: ``widgets`` needs
 #: ipywidgets, ``figures`` matplotlib and IPython, and none of them is needed to load a corpus.
-_MODULES = ("figures", "metrics", "pricing", "reports", "transcript_html", "widgets")
+#: Each lives in its layer's folder; the attribute is its public name.
+_MODULES = {
+    "figures": ".analysis.figures",
+    "metrics": ".analysis.metrics",
+    "pricing": ".core.pricing",
+    "reports": ".analysis.reports",
+    "transcript_html": ".ui.transcript_html",
+    "widgets": ".ui.widgets",
+}
 
 
 def __getattr__(name: str) -> _types.ModuleType:
     if name in _MODULES:
-        return _importlib.import_module(f".{name}", __name__)
+        return _importlib.import_module(_MODULES[name], __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

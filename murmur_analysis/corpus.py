@@ -1,12 +1,12 @@
 """Loading: paths in, a :class:`Corpus` of tables out.
 
-``load`` runs the one load plan (:mod:`murmur_analysis.load_plan`): it finds the sources of
+``load`` runs the one load plan (:mod:`murmur_analysis.load.plan`): it finds the sources of
 each path (or takes the one forced with ``source=``), decodes their conversations one at a time
 and feeds them through the assembly core into the frame builder, then prices the usage.
 Every source that claims a path reads it, and a folder is searched one level down for the
 sources that did not, so a folder holding several runtimes' data loads them all at once. A
 conversation reached twice (two paths, a parent and its child, a link) loads once
-(:class:`~murmur_analysis.discovery.Discovery`).
+(:class:`~murmur_analysis.load.discovery.Discovery`).
 """
 
 from __future__ import annotations
@@ -19,20 +19,20 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from .assembly import Assembled, assemble, transcript
-from .cursor import Page, entries_page
-from .discovery import PathArg
+from .algorithms.assembly import Assembled, assemble, transcript
+from .algorithms.cursor import Page, entries_page
+from .algorithms.pairing import ToolCall, pair_tools
+from .core.files import display
+from .core.model import Entry, Message, sorted_entries
+from .core.pricing import Prices, price_data_version, price_tables
 from .errors import QueryError, UnknownConversationError, UnknownTableError
-from .frames import to_pandas
-from .load_plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
-from .model import Entry, Message, sorted_entries
-from .pairing import ToolCall, pair_tools
-from .pricing import Prices, price_data_version, price_tables
+from .load.discovery import PathArg
+from .load.plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .sources import Diagnostics
 from .sources.base import Source
-from .sources.files import display
+from .tables.frames import to_pandas
 
-__all__ = ["ConversationHandle", "Corpus", "Progress", "load"]
+__all__ = ["ConversationHandle", "Corpus", "Progress", "load", "read_parquet"]
 
 @dataclass
 class ConversationHandle:
@@ -83,7 +83,7 @@ class Corpus:
     Attributes:
         tables: every table as ``pa.Table`` by name.
         price_data_version: the price data the cost columns were computed from
-            (:func:`murmur_analysis.pricing.price_data_version`).
+            (:func:`murmur_analysis.core.pricing.price_data_version`).
     """
 
     def __init__(
@@ -281,7 +281,7 @@ def load(
         progress: ``True`` for a progress bar (on stderr, or in a notebook), or a callback
             called as work advances (see :data:`Progress`).
         prices: the user's own prices, a mapping or a CSV path, over genai-prices' table
-            (:mod:`murmur_analysis.pricing`).
+            (:mod:`murmur_analysis.core.pricing`).
         text: fill the text columns (``messages.text`` and ``reasoning_text``,
             ``tool_calls.input`` and ``result_text``, ``growth.summary``); ``False`` leaves them
             null, with the same schema, for a lean load.
@@ -303,7 +303,7 @@ def load(
     """
     bar = None
     if progress is True:
-        from .progress import ProgressBar
+        from .load.progress import ProgressBar
 
         progress = bar = ProgressBar(paths, source=source, options=options)
     try:
@@ -342,3 +342,19 @@ def _load(
     tables = plan.builder.finish()
     merge_extra(tables, extra)
     return Corpus(tables, handles)
+
+
+def read_parquet(out: str | os.PathLike[str]) -> Corpus:
+    """Read an export back into a :class:`Corpus` with the declared types.
+
+    The export's current generation is resolved once, so an export switched in meanwhile is
+    not mixed in; if that export removed the generation being read, the read starts over on
+    the new one. The corpus has every table but no conversation handles (the sources are not read).
+
+    Raises:
+        ExportError: ``out`` holds no export of this package, an export of another schema
+            version, or a damaged one (the message names the file, the hint what to do).
+    """
+    from .export.reader import read_tables
+
+    return Corpus(read_tables(out), {})

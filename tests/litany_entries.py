@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
+from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
 
 
 def use(call_id: str, name: str = "bash") -> ToolUse:

@@ -11,7 +11,7 @@ import sys
 import termios
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 
 
 def on_a_terminal(args: list[str], columns: int = 120) -> tuple[int, str]:

@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from murmur_analysis import assemble, pair_tools, transcript
-from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
-from murmur_analysis.pairing import Pairer
+from murmur_analysis.algorithms.pairing import Pairer
+from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
 
 ids = st.sampled_from(["a", "b", "c", "d", "e"])
 block = st.one_of(
@@ -86,7 +86,7 @@ def test_a_growing_conversation_drops_what_assembly_drops_at_every_prefix(
 @given(st.lists(entry_spec, max_size=25))
 def test_tool_events_as_columns_pair_as_the_entries_do(specs: list[tuple[int, str, list[Block]]]) -> None:
     # The columnar entry point of the pairing core: events, positions and run indexes as arrays.
-    from murmur_analysis.pairing import pair_events, tool_event_columns
+    from murmur_analysis.algorithms.pairing import pair_events, tool_event_columns
 
     entries = sorted(build(specs), key=lambda e: e.position)
     changes = (int(i > 0 and e.side != entries[i - 1].side) for i, e in enumerate(entries))

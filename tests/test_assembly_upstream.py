@@ -5,7 +5,7 @@ from __future__ import annotations
 from litany_entries import model, result, tool, use, user
 
 from murmur_analysis import assemble, drop_orphans, pair_tools, transcript
-from murmur_analysis.model import Message, Text, ToolResult, ToolUse
+from murmur_analysis.core.model import Message, Text, ToolResult, ToolUse
 
 
 def test_absent_or_empty_transcript_assembles_no_messages() -> None:

@@ -22,7 +22,8 @@ from murmur_home import T0, ev, header, inference, mid, msg, record, text, trace
 from murmur_lines import append
 
 import murmur_analysis as ma
-from murmur_analysis.export import export, read_parquet
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
 

@@ -24,12 +24,12 @@ from test_flexigpt import CONV_ID, store_file
 from test_tokens_flexigpt import conversation, usage
 
 import murmur_analysis as ma
-from murmur_analysis.frames import FrameBuilder, to_pandas
-from murmur_analysis.handoff import Conversation, Summary, UsageRow
-from murmur_analysis.model import Entry, Text, Usage
-from murmur_analysis.pricing import price_tables
+from murmur_analysis.core.handoff import Conversation, Summary, UsageRow
+from murmur_analysis.core.model import Entry, Text, Usage
+from murmur_analysis.core.pricing import price_tables
+from murmur_analysis.tables.frames import FrameBuilder, to_pandas
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 TOP = 2**63 - 1
 # conversation -> its responses' (whole prompt, output) counters
 CONVERSATIONS = {

@@ -24,9 +24,9 @@ from murmur_home import T0, call, msg, record, text, tool
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import murmur_analysis as ma
-from murmur_analysis.cursor import window
-from murmur_analysis.transcript_html import entry_text
-from murmur_analysis.widgets import conversation_options
+from murmur_analysis.algorithms.cursor import window
+from murmur_analysis.ui.transcript_html import entry_text
+from murmur_analysis.ui.widgets import conversation_options
 
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOTS = REPO / "build" / "screenshots"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from murmur_home import T0, header, msg, record, text
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 EXIT_INTERRUPTED, EXIT_BROKEN_PIPE = 130, 141  # as README.md's "Exit status" says
 
 

@@ -11,7 +11,7 @@ from terminal import run
 
 import murmur_analysis as ma
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 API_WORDS = ("source=", "ma.", "prices=", "list_sources")
 
 

@@ -1,6 +1,6 @@
 """Columns declared once: a table's column is one declaration, with how it is computed.
 
-``murmur_analysis.schema`` declares each column with its type, its meaning and how the frame
+``murmur_analysis.tables.schema`` declares each column with its type, its meaning and how the frame
 builder computes it from its table's input; nothing else lists a table's columns. So a column
 added to the declaration reaches the loaded tables (every source, both decode paths) with no
 other change.
@@ -18,12 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis import schema
-from murmur_analysis.diagnostics import Diagnostic
-from murmur_analysis.handoff import EntryColumns, GrowthRow, OrphanRow, StepRow, UsageRow
-from murmur_analysis.rows import CallColumns, ConversationRow
-from murmur_analysis.schema import Column
-from murmur_analysis.tables import TableBuilder
+from murmur_analysis.core.diagnostics import Diagnostic
+from murmur_analysis.core.handoff import EntryColumns, GrowthRow, OrphanRow, StepRow, UsageRow
+from murmur_analysis.tables import TableBuilder, schema
+from murmur_analysis.tables.rows import CallColumns, ConversationRow
+from murmur_analysis.tables.schema import Column
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.cursor import entry_message
-from murmur_analysis.model import ToolResult, ToolUse
-from murmur_analysis.schema import SOURCE_TABLES, TABLES, schema
+from murmur_analysis.algorithms.cursor import entry_message
+from murmur_analysis.core.model import ToolResult, ToolUse
 from murmur_analysis.sources import BUILTIN, registry
+from murmur_analysis.tables.schema import SOURCE_TABLES, TABLES, schema
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = "plaintext"

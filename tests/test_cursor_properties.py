@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from murmur_lines import append, id_at, line, message, write_record
 
 import murmur_analysis as ma
-from murmur_analysis.cursor import decode_cursor, encode_cursor, entries_page, paginate
-from murmur_analysis.model import Entry, Text
+from murmur_analysis.algorithms.cursor import decode_cursor, encode_cursor, entries_page, paginate
+from murmur_analysis.core.model import Entry, Text
 from murmur_analysis.sources.murmur.reader import RecordReader
 
 limits = st.integers(min_value=-3, max_value=130)

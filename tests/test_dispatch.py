@@ -21,12 +21,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.export import export, read_parquet
-from murmur_analysis.handoff import Conversation
-from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
-from murmur_analysis.schema import SOURCE_TABLES, schema
+from murmur_analysis.core.handoff import Conversation
+from murmur_analysis.core.model import Text, ToolResult, ToolUse, Unknown
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.dispatch import DispatchSource
+from murmur_analysis.tables.schema import SOURCE_TABLES, schema
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "dispatch"

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.distributed import load_dask
-from murmur_analysis.schema import TABLES
+from murmur_analysis.load.distributed import load_dask
+from murmur_analysis.tables.schema import TABLES
 
 
 def normalized(frame: pd.DataFrame) -> pd.DataFrame:

@@ -22,9 +22,10 @@ from murmur_home import T0, home_with, msg, record, settle
 from murmur_lines import append
 
 import murmur_analysis as ma
-from murmur_analysis.export import export, read_parquet
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -340,7 +341,7 @@ def _no_room(real: Any, kind: int) -> Any:
 @pytest.mark.parametrize("kind", [errno.ENOSPC, errno.EDQUOT])
 def test_out_of_inodes_is_one_line_and_the_previous_export_stays(tmp_path: Path, kind: int,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from murmur_analysis import cli
+    from murmur_analysis.ui import cli
 
     home = home_with(tmp_path)
     out = tmp_path / "out"
@@ -364,7 +365,7 @@ def test_a_real_file_system_out_of_inodes_leaves_the_previous_export(tmp_path: P
     script = textwrap.dedent(f"""
         set -e
         mount -t tmpfs -o size=64m,nr_inodes=4096 tmpfs {mnt}
-        {sys.executable} -m murmur_analysis.cli export {home} --out {mnt}/out -q >/dev/null
+        {sys.executable} -m murmur_analysis.ui.cli export {home} --out {mnt}/out -q >/dev/null
         for r in 0 1 2 3 4 5; do
           printf '%s\\n' '{orjson.dumps(msg("assistant", T0 + 99, n=99)).decode()}' \\
             >> {home}/conversations/bot/ctx-$r/conversation.jsonl
@@ -373,7 +374,7 @@ def test_a_real_file_system_out_of_inodes_leaves_the_previous_export(tmp_path: P
         for spare in 1 2 3 4 5 6 7 8 12 16; do
           mount -o remount,nr_inodes=$((used + spare)) {mnt}
           set +e
-          {sys.executable} -m murmur_analysis.cli export {home} --out {mnt}/out --full -q 2>{tmp_path}/err-$spare
+          {sys.executable} -m murmur_analysis.ui.cli export {home} --out {mnt}/out --full -q 2>{tmp_path}/err-$spare
           echo "exit $?"
           set -e
           {sys.executable} -c "{read}"

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.errors import ReadMessagesError
-from murmur_analysis.model import (
+from murmur_analysis.core.model import (
     File,
     Image,
     Refusal,
@@ -24,9 +23,10 @@ from murmur_analysis.model import (
     ToolUse,
     Unknown,
 )
-from murmur_analysis.schema import schema
+from murmur_analysis.errors import ReadMessagesError
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.flexigpt import FlexiGPTSource, api_of, normalize_usage
+from murmur_analysis.tables.schema import schema
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "data" / "samples" / "flexigpt"

@@ -10,11 +10,11 @@ import pandas as pd
 import pyarrow as pa
 from litany_entries import model, result, tool, use, user
 
-from murmur_analysis.frames import FrameBuilder, to_pandas
-from murmur_analysis.handoff import Conversation, Summary, ToolMeta, UsageRow
-from murmur_analysis.metrics import growth_curves, orphan_drops, token_usage, tool_error_rates
-from murmur_analysis.model import Entry, Text, Unknown, Usage
-from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.analysis.metrics import growth_curves, orphan_drops, token_usage, tool_error_rates
+from murmur_analysis.core.handoff import Conversation, Summary, ToolMeta, UsageRow
+from murmur_analysis.core.model import Entry, Text, Unknown, Usage
+from murmur_analysis.tables.frames import FrameBuilder, to_pandas
+from murmur_analysis.tables.schema import TABLES, schema
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -110,8 +110,8 @@ def test_metrics_from_tables() -> None:
 def test_pairing_columns_are_the_toolcall_fields() -> None:
     import dataclasses
 
-    from murmur_analysis.model import Entry, ToolResult, ToolUse
-    from murmur_analysis.pairing import Pairer, ToolCall
+    from murmur_analysis.algorithms.pairing import Pairer, ToolCall
+    from murmur_analysis.core.model import Entry, ToolResult, ToolUse
 
     pairer = Pairer()
     pairer.feed(Entry(0, "assistant", (ToolUse("c1", "ls", {"p": 1}),)))

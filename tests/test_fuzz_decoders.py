@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 import murmur_analysis as ma
 from murmur_analysis import assemble, pair_tools, transcript
-from murmur_analysis import model as m
-from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.handoff import Conversation
-from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.core import model as m
+from murmur_analysis.core.handoff import Conversation
+from murmur_analysis.tables.frames import FrameBuilder
+from murmur_analysis.tables.schema import TABLES, schema
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 

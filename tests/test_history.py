@@ -8,10 +8,19 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from murmur_analysis.assembly import assemble
-from murmur_analysis.blocks import text_chars
-from murmur_analysis.history import Appended, Event, History, Reset, State, context_tokens, replay, running_context
-from murmur_analysis.model import Entry, Text, ToolResult, ToolUse, Usage
+from murmur_analysis.algorithms.assembly import assemble
+from murmur_analysis.algorithms.history import (
+    Appended,
+    Event,
+    History,
+    Reset,
+    State,
+    context_tokens,
+    replay,
+    running_context,
+)
+from murmur_analysis.core.blocks import text_chars
+from murmur_analysis.core.model import Entry, Text, ToolResult, ToolUse, Usage
 
 IDS = ("a", "b", "c")
 

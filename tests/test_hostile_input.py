@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from murmur_lines import message, write_record
 
 import murmur_analysis as ma
-from murmur_analysis._git import safe_env
+from murmur_analysis.sources.litany.git import safe_env
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 RECORD = "conversation.jsonl"

@@ -21,7 +21,8 @@ from murmur_lines import id_at, line, message
 from murmur_pages import edit_in_place, unindexed, walk_pages, write_lines
 
 import murmur_analysis as ma
-from murmur_analysis.export import export, read_parquet
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 from murmur_analysis.sources.murmur.index import IndexStore
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
-from murmur_analysis.providers import Resolved, resolve
+from murmur_analysis.core.model import Text, ToolResult, ToolUse, Unknown
+from murmur_analysis.core.providers import Resolved, resolve
 from murmur_analysis.sources.litany.entries import entry_name, normalize_usage, parse_body
 
 

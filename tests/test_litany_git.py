@@ -15,8 +15,8 @@ import pytest
 from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
-from murmur_analysis.history import History, State
-from murmur_analysis.model import Text, ToolResult, ToolUse
+from murmur_analysis.algorithms.history import History, State
+from murmur_analysis.core.model import Text, ToolResult, ToolUse
 from murmur_analysis.sources.litany import replay as litany_module
 
 USE = {"type": "tool_use", "id": "call_1", "name": "bash", "input": {"cmd": "ls"}}
@@ -280,7 +280,7 @@ def test_a_hostile_repository_runs_nothing(tmp_path: Path, monkeypatch: pytest.M
 def test_a_partial_clone_never_fetches_a_missing_object(tmp_path: Path) -> None:
     import subprocess
 
-    from murmur_analysis._git import safe_env
+    from murmur_analysis.sources.litany.git import safe_env
 
     git_dir, marker = hostile_repo(tmp_path)
     env = safe_env()
@@ -319,7 +319,7 @@ def test_load_takes_a_data_root_a_workspace_a_bare_repo_and_a_work_tree(tmp_path
 def plumbing(git_dir: Path) -> Callable[..., bytes]:
     import subprocess
 
-    from murmur_analysis._git import safe_env
+    from murmur_analysis.sources.litany.git import safe_env
 
     env = safe_env() | {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a",
                         "GIT_COMMITTER_EMAIL": "a@b", "GIT_AUTHOR_DATE": f"{T0 + 99_000} +0000",
@@ -351,8 +351,8 @@ def forked_and_merged(tmp_path: Path) -> Path:
 
 
 def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path) -> None:
-    from murmur_analysis._git import GitRepo
-    from murmur_analysis._gitlog import first_parent
+    from murmur_analysis.sources.litany.git import GitRepo
+    from murmur_analysis.sources.litany.gitlog import first_parent
 
     repo = GitRepo(forked_and_merged(tmp_path))
     heads = repo.refs()
@@ -371,8 +371,8 @@ def test_one_walk_gives_each_branch_the_history_its_own_log_gives(tmp_path: Path
 
 @pytest.mark.parametrize("size", [1, 2, 7, 41, 1 << 20])
 def test_the_log_parser_takes_output_in_pieces_of_any_size(tmp_path: Path, size: int) -> None:
-    from murmur_analysis._git import GitRepo
-    from murmur_analysis._gitlog import LogParser, parse_log
+    from murmur_analysis.sources.litany.git import GitRepo
+    from murmur_analysis.sources.litany.gitlog import LogParser, parse_log
 
     repo = GitRepo(forked_and_merged(tmp_path))
     out = repo.run("log", "--raw", "-z", "--no-abbrev", "--root", "--diff-merges=first-parent",
@@ -400,8 +400,8 @@ def test_a_branch_git_cannot_walk_is_reported_and_the_others_load(tmp_path: Path
 
 
 def test_a_commit_time_no_datetime_holds_is_none_not_a_failed_walk() -> None:
-    from murmur_analysis._gitlog import parse_log
-    from murmur_analysis.values import datetime_of_seconds
+    from murmur_analysis.core.values import datetime_of_seconds
+    from murmur_analysis.sources.litany.gitlog import parse_log
 
     sha = "a" * 40
     commits = parse_log(f"commit {sha} 99999999999999 \0commit {'b' * 40} 1700000000 {sha}\0".encode())

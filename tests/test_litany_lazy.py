@@ -11,11 +11,12 @@ from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 from live_git import commit_file
 
 import murmur_analysis as ma
-from murmur_analysis._git import GitRepo
-from murmur_analysis.export import export, read_parquet
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany import replay as replay_module
 from murmur_analysis.sources.litany import source as source_module
+from murmur_analysis.sources.litany.git import GitRepo
 
 USE = {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls"}}
 

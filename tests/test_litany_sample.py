@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis._git import GitRepo
-from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.sources.litany.git import GitRepo
+from murmur_analysis.tables.schema import TABLES, schema
 
 PLANNER = "20260422T090000Z-3f2a9c1e"
 CHILD = PLANNER + "-7b01"

@@ -22,7 +22,8 @@ from live_git import commit_file
 from murmur_lines import id_at, line, message, write_record
 
 import murmur_analysis as ma
-from murmur_analysis.export import export, read_parquet
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import export
 
 RECORDS = 3
 BRANCHES = ("a", "b")

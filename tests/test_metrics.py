@@ -18,11 +18,11 @@ from litany_entries import result, tool, use, user
 
 import murmur_analysis as ma
 from murmur_analysis import metrics
+from murmur_analysis.core.handoff import Conversation, GrowthRow, Summary, ToolMeta, UsageRow
+from murmur_analysis.core.model import Entry, Text, Usage
+from murmur_analysis.core.pricing import price_tables
 from murmur_analysis.corpus import Corpus
-from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.handoff import Conversation, GrowthRow, Summary, ToolMeta, UsageRow
-from murmur_analysis.model import Entry, Text, Usage
-from murmur_analysis.pricing import price_tables
+from murmur_analysis.tables.frames import FrameBuilder
 
 
 def at(text: str) -> datetime:
@@ -136,7 +136,7 @@ def test_error_rate_is_errors_over_answered_calls() -> None:
 
 def test_the_command_line_summary_uses_the_same_rate(samples: Path) -> None:
     def summary(*args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "summary", str(samples / "litany"), "-q",
+        return subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "summary", str(samples / "litany"), "-q",
                                *args], capture_output=True, text=True, check=True).stdout
 
     rate = metrics.tool_error_rates(ma.load(samples / "litany"), by="source").error_rate.iloc[0]
@@ -169,6 +169,7 @@ def test_every_output_is_arrow_backed_and_keeps_nulls(samples: Path) -> None:
 def test_metrics_and_widgets_are_attributes() -> None:
     code = "import murmur_analysis as ma; print(ma.metrics.__name__, ma.widgets.__name__, ma.reports.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["murmur_analysis.metrics", "murmur_analysis.widgets", "murmur_analysis.reports"]
+    expected = ["murmur_analysis.analysis.metrics", "murmur_analysis.ui.widgets", "murmur_analysis.analysis.reports"]
+    assert out.split() == expected
     with pytest.raises(AttributeError):
         ma.nothing_here  # noqa: B018

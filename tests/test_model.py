@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from murmur_analysis.blocks import text_chars
-from murmur_analysis.model import (
+from murmur_analysis.core.blocks import text_chars
+from murmur_analysis.core.model import (
     Document,
     Image,
     RedactedThinking,
@@ -23,8 +23,8 @@ from murmur_analysis.model import (
     Unknown,
     Usage,
 )
-from murmur_analysis.values import uuid7_datetime
-from murmur_analysis.wire import block_from_wire, block_to_wire, blocks_from_wire
+from murmur_analysis.core.values import uuid7_datetime
+from murmur_analysis.core.wire import block_from_wire, block_to_wire, blocks_from_wire
 
 
 def golden(fixtures: Path, name: str) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
-from murmur_analysis.serde import lower, lower_value
+from murmur_analysis.core.serde import lower, lower_value
 from murmur_analysis.sources.murmur.record import LineKind, decide, parse
 
 # Pieces that move a line across serde_json's rules: escapes (lone surrogates among them),

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
-from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.schema import TABLES
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
+from murmur_analysis.tables.frames import FrameBuilder
+from murmur_analysis.tables.schema import TABLES
 
 REPO = Path(__file__).resolve().parent.parent
 

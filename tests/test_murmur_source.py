@@ -28,11 +28,11 @@ from murmur_home import (
 from murmur_lines import line
 
 import murmur_analysis as ma
-from murmur_analysis.model import Text, ToolResult, ToolUse, Unknown
-from murmur_analysis.schema import TABLES, schema
+from murmur_analysis.core.model import Text, ToolResult, ToolUse, Unknown
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
 from murmur_analysis.sources.murmur.reader import RecordReader, walk
+from murmur_analysis.tables.schema import TABLES, schema
 
 BILLING = "support-bot/ctx-billing"
 REFUND = "support-bot/ctx-refund"
@@ -505,9 +505,9 @@ def test_sessions_option_reaches_the_source_and_handles_reopen(tmp_path: Path) -
 )
 def test_scanned_block_columns_equal_the_model(tmp_path: Path, content: Any) -> None:
     # The native scan derives kinds, text sizes and tool events from the model's own block rules.
-    from murmur_analysis.blocks import block_kind, text_chars
-    from murmur_analysis.pairing import pair_tools
-    from murmur_analysis.wire import blocks_from_wire
+    from murmur_analysis.algorithms.pairing import pair_tools
+    from murmur_analysis.core.blocks import block_kind, text_chars
+    from murmur_analysis.core.wire import blocks_from_wire
 
     record(tmp_path, "r", "c", [{"content": content, "id": "msg_1", "role": "assistant"}])
     corpus = _load(tmp_path)

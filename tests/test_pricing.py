@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.frames import FrameBuilder, to_pandas
-from murmur_analysis.handoff import Conversation, Summary, UsageRow
-from murmur_analysis.model import Entry, Text, Usage
-from murmur_analysis.pricing import Pricer, price_data_version, price_tables, sum_costs
+from murmur_analysis.core.handoff import Conversation, Summary, UsageRow
+from murmur_analysis.core.model import Entry, Text, Usage
+from murmur_analysis.core.pricing import Pricer, price_data_version, price_tables, sum_costs
+from murmur_analysis.tables.frames import FrameBuilder, to_pandas
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -274,7 +274,7 @@ def test_the_command_line_refuses_an_unreadable_price_file_in_one_line(
     path = tmp_path / "prices.csv"
     path.write_bytes(content)
     for command in (["report", "models"], ["summary"]):
-        done = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", *command,
+        done = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", *command,
                                str(flexigpt_store(tmp_path / "in")), "--prices", str(path), "-q"],
                               capture_output=True, text=True)
         assert done.returncode == 2 and done.stdout == ""
@@ -289,7 +289,7 @@ def test_the_command_line_reads_a_price_file_with_a_byte_order_mark(tmp_path: Pa
 
     path = tmp_path / "prices.csv"
     path.write_bytes(b"\xef\xbb\xbf" + (HEADER + "my-model,2,10\r\n").encode())
-    done = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "report", "models",
+    done = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "report", "models",
                            str(flexigpt_store(tmp_path / "in")), "--prices", str(path), "--json", "-q"],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -17,11 +17,11 @@ from murmur_home import msg, record
 from terminal import on_a_terminal
 
 import murmur_analysis as ma
-from murmur_analysis.progress import ProgressBar
+from murmur_analysis.load.progress import ProgressBar
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.dispatch import layout
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 DEPTH = 1_100  # deeper than Python's default recursion limit (1,000)
 SESSION = {"id": "deep-session", "history": [{"role": "user", "content": "hello"},

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.cli import build_parser
-from murmur_analysis.schema import markdown
+from murmur_analysis.tables.schema import markdown
+from murmur_analysis.ui.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,6 +59,27 @@ def test_public_api_is_curated_and_sorted() -> None:
     assert public - set(ma.__all__) - {"annotations"} == set()
 
 
+def test_the_root_holds_the_public_face_and_every_folder_is_a_layer() -> None:
+    package = REPO / "murmur_analysis"
+    root_modules = sorted(p.name for p in package.glob("*.py"))
+    assert len(root_modules) <= 15, root_modules
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    layers = {name.strip().removeprefix("murmur_analysis.") for entry in contract["layers"] for name in entry.split("|")}
+    folders = {p.parent.name for p in package.glob("*/__init__.py")}
+    assert folders <= layers, f"folders outside the layer contract: {sorted(folders - layers)}"
+    assert {p.removesuffix(".py") for p in root_modules} - {"__init__"} <= layers
+    layout = (REPO / "README.md").read_text().split("## Layout", 1)[1].split("\n## ", 1)[0]
+    for folder in folders:
+        assert f"  {folder}/" in layout, f"the README's Layout section does not show {folder}/"
+
+
+def test_source_specific_names_are_their_sources_and_re_exported() -> None:
+    from murmur_analysis.sources import litany, murmur
+
+    assert (ma.walk, ma.RecordReader, ma.read_messages) == (murmur.walk, murmur.RecordReader, murmur.read_messages)
+    assert ma.assemble_commit is litany.assemble_commit
+
+
 def test_every_exception_derives_from_one_base() -> None:
     errors = [getattr(ma, n) for n in ma.__all__ if n.endswith("Error")]
     assert errors and all(issubclass(e, ma.MurmurAnalysisError) for e in errors)
@@ -82,7 +103,7 @@ def test_every_cli_command_is_documented_in_the_readme() -> None:
 @pytest.mark.parametrize("command", ["summary", "report", "diagnostics", "export", "sql", "page", "cache", "sources"])
 def test_each_command_has_helpful_help(command: str) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "murmur_analysis.cli", command, "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "murmur_analysis.ui.cli", command, "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "usage: murmur-analysis " + command in out
     assert len(out.splitlines()) >= 4

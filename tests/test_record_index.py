@@ -22,9 +22,9 @@ from murmur_lines import id_at, line, message
 from murmur_pages import unindexed, walk_pages, write_lines
 
 import murmur_analysis as ma
-from murmur_analysis import cache
-from murmur_analysis.cli import main
+from murmur_analysis.core import cache
 from murmur_analysis.sources.murmur.index import RUN_SLACK, IndexStore
+from murmur_analysis.ui.cli import main
 
 PAD = "x" * 180  # a line of about 300 bytes, so a few thousand make a record past the 1 MiB threshold
 

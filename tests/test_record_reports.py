@@ -20,7 +20,7 @@ from murmur_lines import id_at, line, message
 from murmur_pages import unindexed, write_lines
 
 import murmur_analysis as ma
-from murmur_analysis.cursor import Reports
+from murmur_analysis.algorithms.cursor import Reports
 from murmur_analysis.sources.murmur import reader as reader_module
 from murmur_analysis.sources.murmur import record as record_module
 from murmur_analysis.sources.murmur.index import IndexStore
@@ -168,7 +168,7 @@ def test_page_on_the_command_line_names_the_first_skipped_lines_and_counts_the_r
     record = tmp_path / "conversation.jsonl"
     lines = [b'{"content":[{"type":"text","text":"hi"}],"id":"msg_1","role":"user"}'] + [b"x"] * 5_000
     record.write_bytes(b"\n".join(lines) + b"\n")
-    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "page", str(record)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "page", str(record)], capture_output=True,
                           text=True, timeout=120, env={**os.environ, "MURMUR_ANALYSIS_CACHE": str(tmp_path / "c")})
     assert proc.returncode == 0
     notes = proc.stderr.splitlines()

@@ -59,7 +59,7 @@ def test_a_broken_plugin_is_a_warning_not_a_failed_import(
     fake_distribution(tmp_path, "broken_plugins", "\n".join([
         "missing_attr = murmur_analysis_example_plugin:NoSuchSource",
         "missing_module = no_such_module_for_murmur_analysis:Source",
-        "not_a_source = murmur_analysis.model:Text",
+        "not_a_source = murmur_analysis.core.model:Text",
         "flexigpt = murmur_analysis_example_plugin:PlaintextSource",
     ]))
     monkeypatch.syspath_prepend(str(tmp_path))

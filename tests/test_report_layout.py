@@ -21,9 +21,9 @@ from terminal import on_a_terminal, run
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
-from murmur_analysis.render import money, short_model
+from murmur_analysis.ui.render import money, short_model
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 SPEND = ("daily", "weekly", "monthly", "session", "models")
 TABLES = [("report", kind) for kind in reports.KINDS] + [("summary",), ("diagnostics",)]
 # A float as JSON or CSV writes it (its decimal places tell float noise such as 0.0021000000000000003).

@@ -16,7 +16,7 @@ from terminal import on_a_terminal, run
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
 
-CLI = [sys.executable, "-m", "murmur_analysis.cli"]
+CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 
 
 

@@ -150,7 +150,7 @@ def test_a_repeated_name_is_numbered_and_a_statement_without_rows_is_empty(corpu
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "murmur_analysis.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", *args], capture_output=True, text=True,
                           env=env, check=False)
 
 
@@ -170,8 +170,8 @@ def test_cli_json_and_csv_equal_pandas_on_the_frames(corpus: ma.Corpus, exported
 
 
 def test_cli_prints_a_table_as_the_reports_do(corpus: ma.Corpus) -> None:
-    from murmur_analysis.render import table_text
-    from murmur_analysis.reports import Report
+    from murmur_analysis.analysis.reports import Report
+    from murmur_analysis.ui.render import table_text
 
     done = cli("sql", BY_SOURCE, str(SAMPLES), "-q")
     assert done.returncode == 0, done.stderr
@@ -216,12 +216,12 @@ def test_cli_no_rows_names_the_columns() -> None:
 def test_the_sql_table_fits_the_terminal_and_keeps_the_querys_own_column_names(samples: Path) -> None:
     query = "select source, conversation_id, title, cost_usd from conversations order by cost_usd desc nulls last"
     env = {**os.environ, "COLUMNS": "60"}
-    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "sql", query, str(samples)],
+    proc = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "sql", query, str(samples)],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["source", "conversation_id", "title", "cost_usd"]
     assert all(len(line) <= 60 for line in lines)
-    wide = subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "sql", query, str(samples), "--wide"],
+    wide = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "sql", query, str(samples), "--wide"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert max(len(line) for line in wide.stdout.splitlines()) > 60

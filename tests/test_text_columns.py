@@ -18,7 +18,7 @@ from murmur_lines import id_at, line, write_record
 from test_murmur_scan import both_paths
 
 import murmur_analysis as ma
-from murmur_analysis.schema import schema
+from murmur_analysis.tables.schema import schema
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data" / "samples"
@@ -163,7 +163,7 @@ def test_the_command_line_leaves_text_out_with_no_text(tmp_path: Path) -> None:
 
     for flag, nulls in (([], False), (["--no-text"], True)):
         out = tmp_path / ("lean" if flag else "full")
-        subprocess.run([sys.executable, "-m", "murmur_analysis.cli", "export", str(SAMPLES / "flexigpt"), "--out",
+        subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "export", str(SAMPLES / "flexigpt"), "--out",
                         str(out), "-q", *flag], check=True, capture_output=True)
         calls = ma.read_parquet(out).tables["tool_calls"]
         assert (calls.column("input").null_count == calls.num_rows) is nulls

@@ -17,8 +17,8 @@ from test_litany_steps import USE, attempt, write_step
 
 import murmur_analysis as ma
 from murmur_analysis import pair_tools
-from murmur_analysis.model import Entry
-from murmur_analysis.wire import block_to_wire, blocks_from_wire
+from murmur_analysis.core.model import Entry
+from murmur_analysis.core.wire import block_to_wire, blocks_from_wire
 
 RESULT = {"type": "tool_result", "tool_use_id": "call_1", "content": [], "is_error": False}
 U1 = {"input_tokens": 4000, "output_tokens": 300, "cache_read_tokens": 36000, "cache_write_tokens": 2453}

@@ -14,10 +14,10 @@ from litany_entries import result, use
 from murmur_home import T0, call, msg, record, text, tool
 
 import murmur_analysis as ma
-from murmur_analysis.chunks import entry_chunks
-from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.handoff import Conversation
-from murmur_analysis.model import Entry, Text
+from murmur_analysis.core.handoff import Conversation
+from murmur_analysis.core.model import Entry, Text
+from murmur_analysis.tables.chunks import entry_chunks
+from murmur_analysis.tables.frames import FrameBuilder
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data" / "samples"

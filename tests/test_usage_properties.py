@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from murmur_analysis.model import Usage
-from murmur_analysis.providers import Family, accounting
-from murmur_analysis.values import read_counter
+from murmur_analysis.core.model import Usage
+from murmur_analysis.core.providers import Family, accounting
+from murmur_analysis.core.values import read_counter
 
 counter = st.none() | st.integers(min_value=0, max_value=10**7)
 families: st.SearchStrategy[Family] = st.sampled_from(["anthropic", "openai", "google"])

@@ -92,7 +92,7 @@ def test_a_missing_record_is_an_empty_page(tmp_path: Path) -> None:
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "murmur_analysis.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", *args], capture_output=True, text=True,
                           env=env, check=False)
 
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from murmur_analysis.sources.base import Diagnostics
-from murmur_analysis.values import (
+from murmur_analysis.core.values import (
     BAD_TIME,
     EPOCH,
     BadTime,
@@ -26,6 +25,7 @@ from murmur_analysis.values import (
     uuid7_datetime,
     uuid7_ms,
 )
+from murmur_analysis.sources.base import Diagnostics
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,9 @@ from murmur_home import T0, call, ev, inference, msg, record, text, tool, trace
 from murmur_lines import id_at, write_record
 
 import murmur_analysis as ma
-from murmur_analysis.frames import FrameBuilder
-from murmur_analysis.transcript_html import entries_html, matches, unreported
-from murmur_analysis.widgets import EMPTY_CORPUS, Explorer, Match, conversation_options
+from murmur_analysis.tables.frames import FrameBuilder
+from murmur_analysis.ui.transcript_html import entries_html, matches, unreported
+from murmur_analysis.ui.widgets import EMPTY_CORPUS, Explorer, Match, conversation_options
 
 
 def test_explorer_pages_newest_first_and_escapes(tmp_path: Path) -> None:

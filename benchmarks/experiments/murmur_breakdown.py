@@ -22,8 +22,8 @@ from pathlib import Path
 import orjson
 
 import murmur_analysis as ma
-from murmur_analysis.frames import FrameBuilder
 from murmur_analysis.sources import Diagnostics, get_source
+from murmur_analysis.tables.frames import FrameBuilder
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:

@@ -2,7 +2,7 @@
 
 Each table is ``<out>/<table>/source=<source>/part-<batch>.parquet`` (a table with no
 ``source`` column: ``<out>/<table>/part-<batch>.parquet``), zstd level 1. DuckDB, Dask, Spark
-and pyarrow read each table folder as it is; :func:`read_parquet` reads the folder back into a
+and pyarrow read each table folder as it is; :func:`murmur_analysis.read_parquet` reads the folder back into a
 corpus with the declared types.
 
 - **Atomic**: an export is written whole into a staging folder and switched in with one
@@ -32,23 +32,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..discovery import printable
-from ..handoff import Conversation
-from ..identity import changed_since
-from ..load_plan import LoadPlan, Progress, cyclic_gc_paused
-from ..pricing import Pricer, Prices, price_tables
-from ..schema import SCHEMA_VERSION
+from ..core.handoff import Conversation
+from ..core.identity import changed_since
+from ..core.pricing import Pricer, Prices, price_tables
+from ..load.discovery import printable
+from ..load.plan import LoadPlan, Progress, cyclic_gc_paused
 from ..sources.base import Diagnostics, Source
 from ..sources.murmur.append import anchor, appendable, read_tail
+from ..tables.schema import SCHEMA_VERSION
 from .integrity import drop_damaged, note_stamps
 from .layout import Output
 from .ranges import export_ranges
-from .reader import read_parquet
 from .resume import Appended, appended_to_previous
 from .state import ExportState, as_json, unit_id
 from .writer import BatchWriter, Rows, package_version, units_of
 
-__all__ = ["ExportResult", "export", "read_parquet", "write_parquet"]
+__all__ = ["ExportResult", "export", "write_parquet"]
 
 #: How long before an export starts a file's change still counts as "during" it (the kernel's
 #: file times are taken from a clock that may lag by a tick).
@@ -117,7 +116,7 @@ def export(
             (see :mod:`murmur_analysis.export.layout`).
         source: force this source for every path instead of detecting.
         options: per-source options by source name.
-        progress: called as work advances (see :data:`~murmur_analysis.load_plan.Progress`).
+        progress: called as work advances (see :data:`~murmur_analysis.load.plan.Progress`).
         incremental: keep the rows of conversations whose input is unchanged since the
             previous export into ``out``; ``False`` reads everything again.
         prices: the user's own prices over genai-prices' table, as for

@@ -40,10 +40,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.files import display, open_regular
+from ..core.paths import user_path
 from ..errors import ExportError
-from ..paths import user_path
-from ..schema import TABLES
-from ..sources.files import display, open_regular
+from ..tables.schema import TABLES
 from .owned import inside, read_control, read_json, remove_files, remove_staged, safe_relative, write_bytes, write_json
 
 __all__ = ["CONTROL", "FORMAT", "MANIFEST", "ROOT_MANIFEST", "STAMPS", "STATE", "Generation", "Output"]

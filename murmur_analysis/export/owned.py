@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from ..cache import TMP_PREFIX, read_bounded, write_atomic
+from ..core.cache import TMP_PREFIX, read_bounded, write_atomic
 
 __all__ = ["inside", "read_control", "read_json", "remove_files", "remove_staged", "safe_relative", "write_bytes",
            "write_json"]
@@ -32,7 +32,7 @@ _CONTROL_BYTES = 1 << 32
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``path`` whole, as the cache writes its files (:func:`~murmur_analysis.cache.write_atomic`).
+    """Write ``path`` whole, as the cache writes its files (:func:`~murmur_analysis.core.cache.write_atomic`).
 
     A link at the name or its folder is replaced or refused, never written through; the file is
     readable by all, as the export's Parquet files are.
@@ -51,7 +51,7 @@ def write_json(path: Path, doc: Any) -> None:
 def read_control(path: Path) -> bytes | None:
     """The bytes of a file the export wrote itself, or ``None`` when it is not a regular file there.
 
-    Read as the cache reads its files (:func:`~murmur_analysis.cache.read_bounded`): a link (at
+    Read as the cache reads its files (:func:`~murmur_analysis.core.cache.read_bounded`): a link (at
     the name or its folder), a FIFO or a device is never followed or opened in a way that could
     block.
     """

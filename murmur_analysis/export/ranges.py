@@ -21,11 +21,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..handoff import Conversation
-from ..schema import schema
-from ..sources.base import Diagnostics
-from ..sources.files import open_regular
+from ..core.diagnostics import Diagnostics
+from ..core.files import open_regular
+from ..core.handoff import Conversation
 from ..sources.murmur.append import START, cut, identity_at, joined, read_range
+from ..tables.schema import schema
 from .resume import Walk, answer, continue_rows
 from .writer import BatchWriter
 

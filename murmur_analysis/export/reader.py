@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import ExportError
-from ..schema import SCHEMA_VERSION, TABLES, schema
+from ..tables.schema import SCHEMA_VERSION, TABLES, schema
 from .layout import FORMAT, MANIFEST, Generation, Output
 from .owned import safe_relative
 
-__all__ = ["read_parquet"]
+__all__ = ["read_tables"]
 
 #: How many times a read starts over when another export replaced the one being read.
 _ATTEMPTS = 3
@@ -77,21 +77,17 @@ def _read_table(output: Output, generation: Generation, name: str, entry: Mappin
                           cli_hint="export again with --full") from err
 
 
-def read_parquet(out: str | os.PathLike[str]) -> Any:
-    """Read an export back into a :class:`~murmur_analysis.corpus.Corpus` with the declared types.
+def read_tables(out: str | os.PathLike[str]) -> dict[str, pa.Table]:
+    """Read an export's tables back with the declared types (:func:`murmur_analysis.read_parquet` wraps them).
 
     The export's current generation is resolved once, so an export switched in meanwhile is
     not mixed in; if that export removed the generation being read, the read starts over on
     the new one.
 
-    The corpus has every table but no conversation handles (the sources are not read).
-
     Raises:
         ExportError: ``out`` holds no export of this package, an export of another schema
             version, or a damaged one (the message names the file, the hint what to do).
     """
-    from ..corpus import Corpus
-
     output = Output(out)
     for _ in range(_ATTEMPTS):
         generation = output.current()
@@ -114,6 +110,6 @@ def read_parquet(out: str | os.PathLike[str]) -> Any:
             tables = {name: _read_table(output, generation, name, entry) for name, entry in tables_doc.items()}
         except _Replaced:
             continue
-        return Corpus(tables, {})
+        return tables
     raise ExportError(f"the export in {output.root} was replaced {_ATTEMPTS} times while it was read",
                       hint="read it again once the exports into it have finished")

@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..schema import schema
 from ..sources.murmur.append import Tail, run_loose
+from ..tables.schema import schema
 from .layout import Generation
 from .state import ExportState
 

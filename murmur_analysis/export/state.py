@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..handoff import Conversation
-from ..sources.files import display
+from ..core.files import display
+from ..core.handoff import Conversation
 
 __all__ = ["ExportState", "as_json", "unit_id"]
 

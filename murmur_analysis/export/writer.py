@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..core.version import __version__
 from ..errors import ExportError
-from ..frames import to_pandas
-from ..schema import SCHEMA_VERSION, TABLES, schema
+from ..tables.frames import to_pandas
+from ..tables.schema import SCHEMA_VERSION, TABLES, schema
 from .integrity import integrity
 from .layout import FORMAT, Generation
 from .state import ExportState
@@ -33,8 +34,6 @@ ROW_GROUP_ROWS = 131_072
 
 def package_version() -> str:
     """This package's version."""
-    from .. import __version__
-
     return __version__
 
 

@@ -16,8 +16,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from ..core.handoff import Conversation
 from ..errors import NoSourceError, UnknownSourceError
-from ..handoff import Conversation
 from .base import Diagnostics, Source
 
 __all__ = [

@@ -1,16 +1,16 @@
 """What a source is, and what it hands to the cores.
 
 A source only *decodes*: it finds conversations under a path, reads their files and turns them
-into :class:`Conversation` objects holding ordered :class:`~murmur_analysis.model.Entry`
+into :class:`Conversation` objects holding ordered :class:`~murmur_analysis.core.model.Entry`
 values plus whatever side facts the runtime recorded (trace usage, tool timings, steps). It
 never sorts, pages, pairs or counts: the cursor and assembly cores and the frame builder do
 that, once, for every source.
 
-The hand-off is one-way (:mod:`murmur_analysis.handoff`): a conversation gets every fact at
-construction, or its entries' generator returns a :class:`~murmur_analysis.handoff.Summary`
+The hand-off is one-way (:mod:`murmur_analysis.core.handoff`): a conversation gets every fact at
+construction, or its entries' generator returns a :class:`~murmur_analysis.core.handoff.Summary`
 when its stream ends; nothing is written into it afterwards, by the source or by the loader.
 Rows that belong to no conversation are yielded beside the conversations as
-:class:`~murmur_analysis.handoff.TableRows`.
+:class:`~murmur_analysis.core.handoff.TableRows`.
 """
 
 from __future__ import annotations
@@ -21,27 +21,12 @@ from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..diagnostics import Diagnostic
-from ..handoff import Conversation, TableRows
-from ..identity import file_identity
+from ..core.diagnostics import Diagnostics
+from ..core.handoff import Conversation, TableRows
+from ..core.identity import file_identity
 
+#: ``Diagnostics`` is re-exported here for source authors: ``open`` receives one.
 __all__ = ["Diagnostics", "Source"]
-
-
-class Diagnostics:
-    """Where a source reports what it could not read. Sources never print or warn."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.rows: list[Diagnostic] = []
-
-    def report(self, path: str | os.PathLike[str], kind: str, detail: str, line: int | None = None) -> None:
-        """Record one diagnostic row."""
-        self.rows.append(Diagnostic(self.source, os.fspath(path), line, kind, detail))
-
-    def extend(self, rows: list[Diagnostic]) -> None:
-        """Record rows another reader produced."""
-        self.rows.extend(rows)
 
 
 class Source(ABC):
@@ -94,7 +79,7 @@ class Source(ABC):
         Two equal fingerprints promise equal rows, so an incremental export keeps a
         conversation's rows while its fingerprint stays the same and reads it again otherwise.
         Called before the conversation's entries are read. The default takes the
-        :func:`~murmur_analysis.identity.file_identity` of every file the conversation's key or
+        :func:`~murmur_analysis.core.identity.file_identity` of every file the conversation's key or
         path names; a source whose rows depend on more overrides it.
         """
         key = conv.key if isinstance(conv.key, tuple) else (conv.key,)

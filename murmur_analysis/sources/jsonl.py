@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
+from ..core.files import read_file
 from .base import Diagnostics
-from .files import read_file
 
 __all__ = ["read_jsonl"]
 

@@ -1,7 +1,7 @@
 //! What the tables derive from a message line's blocks: kinds, text characters, tool events.
 //!
 //! The block rules are not written here: they are the `murmur` dialect tables of
-//! `murmur_analysis/model.py` (`_TAGS`, `_SPECS`, the text kinds), handed over as a [`Spec`]
+//! `murmur_analysis/core/model.py` (`_TAGS`, `_SPECS`, the text kinds), handed over as a [`Spec`]
 //! when a scan starts. This module only interprets them the way `block_from_wire` does.
 
 use std::collections::HashMap;

@@ -1,4 +1,4 @@
-//! `murmur_analysis._native`: the toolkit's decode engine.
+//! `murmur_analysis.engine._native`: the toolkit's decode engine.
 //!
 //! Every decision about a murmur record line is made here, by serde_json itself (the parser
 //! murmur reads its records with), so the cursor's pages and the loaded tables agree with murmur

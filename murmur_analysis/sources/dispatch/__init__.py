@@ -22,7 +22,7 @@ Who owns what:
 * :mod:`.source`: :class:`DispatchSource`, which puts them together.
 
 The source declares no table: ``dispatch_sessions`` and ``memory`` are declared in
-:mod:`murmur_analysis.schema`, and the frame builder builds them from the rows handed over (a
+:mod:`murmur_analysis.tables.schema`, and the frame builder builds them from the rows handed over (a
 session's row in its conversation's summary, memory rows beside the conversations).
 """
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
+from ...core.files import display, read_regular
 from ..base import Diagnostics
-from ..files import display, read_regular
 
 __all__ = ["document", "printable_row", "read_json"]
 

@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from ...core.files import listing, report_kind
 from ..base import Diagnostics
-from ..files import listing, report_kind
 
 __all__ = [
     "DB_SUFFIXES",

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...values import json_str
+from ...core.files import file_kind
+from ...core.values import json_str
 from ..base import Diagnostics
-from ..files import file_kind
 from .documents import read_json
 from .layout import FINAL_SUFFIX, SESSION_SUFFIX, beside
 

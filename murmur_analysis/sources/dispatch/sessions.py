@@ -14,9 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...handoff import Summary
-from ...model import Entry, Text, Unknown
-from ...values import datetime_of_ms, held, json_count, json_int, json_str
+from ...core.handoff import Summary
+from ...core.model import Entry, Text, Unknown
+from ...core.values import datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
 from .documents import document, printable_row
 

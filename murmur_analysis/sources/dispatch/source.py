@@ -13,11 +13,11 @@ from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...handoff import Conversation, TableRows
-from ...identity import file_identity
-from ...values import json_str
+from ...core.files import NOT_REGULAR, check_file, file_kind, identity, is_dir, listing
+from ...core.handoff import Conversation, TableRows
+from ...core.identity import file_identity
+from ...core.values import json_str
 from ..base import Diagnostics, Source
-from ..files import NOT_REGULAR, check_file, file_kind, identity, is_dir, listing
 from .documents import read_json
 from .layout import (
     DB_SUFFIXES,

@@ -26,10 +26,10 @@ from urllib.parse import quote
 
 import orjson
 
-from ...handoff import Conversation, TableRows
-from ...values import BadTime, datetime_of_ms, held, json_count, json_int, json_str
+from ...core.files import NotRegularFile, file_kind
+from ...core.handoff import Conversation, TableRows
+from ...core.values import BadTime, datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
-from ..files import NotRegularFile, file_kind
 from .documents import printable_row
 from .sessions import Found, history_entries, session_summary
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 
-from ...handoff import Summary, ToolMeta
-from ...model import Block, Entry, Text, ToolResult, ToolUse, Unknown
-from ...values import datetime_of_ms, held, json_count, json_int, json_str
+from ...core.handoff import Summary, ToolMeta
+from ...core.model import Block, Entry, Text, ToolResult, ToolUse, Unknown
+from ...core.values import datetime_of_ms, held, json_count, json_int, json_str
 from ..base import Diagnostics
 from .documents import document, printable_row
 

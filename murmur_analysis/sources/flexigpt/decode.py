@@ -2,7 +2,7 @@
 
 Decoding rules (what the tables show):
 
-* One :class:`~murmur_analysis.model.Entry` per ``ConversationMessage``; ``position`` is the
+* One :class:`~murmur_analysis.core.model.Entry` per ``ConversationMessage``; ``position`` is the
   message's index, ``id``/``created_at`` are the message's own (RFC 3339 with nanoseconds, cut
   to microseconds, UTC), ``side`` is its ``role``.
 * Blocks are ``inputs`` then ``outputs`` in order. Tool outputs a user turn starts with stay
@@ -29,8 +29,8 @@ from collections.abc import Mapping
 
 import orjson
 
-from ...handoff import Summary, ToolMeta, UsageRow
-from ...model import (
+from ...core.handoff import Summary, ToolMeta, UsageRow
+from ...core.model import (
     Block,
     Entry,
     File,
@@ -46,8 +46,8 @@ from ...model import (
     Unknown,
     Usage,
 )
-from ...providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
-from ...values import Reporter, held, read_counter, rfc3339_datetime
+from ...core.providers import FLEXIGPT_TABLE, Resolved, as_resolved, resolve
+from ...core.values import Reporter, held, read_counter, rfc3339_datetime
 
 __all__ = ["api_of", "decode", "normalize_usage"]
 

@@ -21,12 +21,12 @@ from typing import ClassVar
 
 import orjson
 
-from ...cursor import Paged, paginate
-from ...handoff import Conversation, Summary
-from ...model import Entry
-from ...paths import user_path
+from ...algorithms.cursor import Paged, paginate
+from ...core.files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
+from ...core.handoff import Conversation, Summary
+from ...core.model import Entry
+from ...core.paths import user_path
 from ..base import Diagnostics, Source
-from ..files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
 from .decode import decode
 
 __all__ = ["SCHEMA_VERSIONS", "STORE_DIRS", "ConversationListItem", "FlexiGPTSource"]

@@ -3,11 +3,15 @@
 - :mod:`.entries`: one committed entry file decoded.
 - :mod:`.replay`: the ``messages/`` files of a repository decoded, each blob once.
 - :mod:`.branch`: a branch's commits decoded into the events of its history, which the
-  history core (:mod:`murmur_analysis.history`) counts.
+  history core (:mod:`murmur_analysis.algorithms.history`) counts.
 - :mod:`.steps`: the step records under ``steps/<agent>/``.
 - :mod:`.spend`: which step committed each model entry, and the usage rows.
 - :mod:`.workspaces`: where the workspaces and repositories are.
 - :mod:`.source`: the source: each branch handed over unread, and read when iterated.
+- :mod:`.git`, :mod:`.gitlog`: git run safely, and its log parsed.
+
+``assemble_commit`` is this source's, and this package is its canonical home
+(``murmur_analysis.sources.litany.assemble_commit``); ``ma.assemble_commit`` re-exports it.
 """
 
 from .source import LitanySource, Replayer, assemble_commit

@@ -2,14 +2,14 @@
 
 Each commit of the branch (first-parent, oldest first) is one state of the transcript. The
 decoder reads what the commit changed in ``messages/`` and tells the history core
-(:mod:`murmur_analysis.history`) what happened, without counting anything itself:
+(:mod:`murmur_analysis.algorithms.history`) what happened, without counting anything itself:
 
 * a commit that does not touch ``messages/``, or touches only files that are no entries:
   nothing appended, the state stands;
 * a commit that adds entries after the last one (litany's usual commit):
-  :class:`~murmur_analysis.history.Appended` with the entries it adds;
+  :class:`~murmur_analysis.algorithms.history.Appended` with the entries it adds;
 * any other change (a deletion, a rewrite, an entry sorting earlier, as compaction makes):
-  :class:`~murmur_analysis.history.Reset` to the new state's entries.
+  :class:`~murmur_analysis.algorithms.history.Reset` to the new state's entries.
 
 The decoding cost grows with the entries each commit adds, not with the commits that leave
 them alone nor with the length of the transcript.
@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..._gitlog import Commit
+from ...algorithms.history import Appended, Event, History, Reset, State
+from ...core.files import display
+from ...core.model import Entry
+from ...core.providers import resolve
 from ...errors import GitError
-from ...history import Appended, Event, History, Reset, State
-from ...model import Entry
-from ...providers import resolve
-from ..files import display
 from .entries import entry_name
+from .gitlog import Commit
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex
 

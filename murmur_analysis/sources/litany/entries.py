@@ -12,7 +12,7 @@ The naming rules are the seed assembler's (litany ``src/prompt/dispatch/assemble
   else assistant-side, the origin being the model id (hyphens kept).
 
 Token counters follow ``docs/tokens.md`` (``## litany``): :func:`normalize_usage`, with the API chosen
-by :func:`murmur_analysis.providers.resolve`.
+by :func:`murmur_analysis.core.providers.resolve`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from ...model import Block, Text, Usage
-from ...providers import Resolved, as_resolved
-from ...values import read_counter
-from ...wire import blocks_from_wire
+from ...core.model import Block, Text, Usage
+from ...core.providers import Resolved, as_resolved
+from ...core.values import read_counter
+from ...core.wire import blocks_from_wire
 
 __all__ = [
     "EntryName",
@@ -129,8 +129,8 @@ def normalize_usage(raw: Mapping[str, Any] | None, resolved: Resolved | str | No
 
     Args:
         raw: the counters as written.
-        resolved: the API the call went through (:func:`murmur_analysis.providers.resolve`), or
-            a family or provider row name (:func:`murmur_analysis.providers.as_resolved`).
+        resolved: the API the call went through (:func:`murmur_analysis.core.providers.resolve`), or
+            a family or provider row name (:func:`murmur_analysis.core.providers.as_resolved`).
 
     Returns:
         The usage, or ``None`` when nothing was reported.

@@ -2,8 +2,8 @@
 
 :class:`Replayer` holds one repository's cache of parsed blobs, keyed by ``(blob id, kind)``,
 so a blob held by many commits and branches is parsed once, and turns a ``messages/`` file of
-a commit into an :class:`~murmur_analysis.model.Entry`. Counting the states those entries make
-is the history core's (:mod:`murmur_analysis.history`).
+a commit into an :class:`~murmur_analysis.core.model.Entry`. Counting the states those entries make
+is the history core's (:mod:`murmur_analysis.algorithms.history`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from ..._git import GitRepo
-from ...model import Entry, sorted_entries
-from ...providers import Resolved, resolve
+from ...core.files import display
+from ...core.model import Entry, sorted_entries
+from ...core.providers import Resolved, resolve
 from ..base import Diagnostics
-from ..files import display
 from .entries import Parsed, entry_name, normalize_usage, parse_body
+from .git import GitRepo
 
 __all__ = ["MESSAGES", "Replayer"]
 

@@ -11,7 +11,7 @@ root holding ``workspaces/``), or any git repository with ``agents/*`` branches.
   characters, context tokens (the last reported prompt plus its output) and the orphans
   assembly would drop, for the tree of that commit. The branch's commits are decoded into
   history events (:mod:`.branch`) and counted by the history core
-  (:mod:`murmur_analysis.history`);
+  (:mod:`murmur_analysis.algorithms.history`);
 * **steps** come from ``steps/<agent-id>/NNN/`` (:mod:`.steps`);
 * **usage**: per step attempt and per unclaimed model entry (:mod:`.spend`). A child agent's
   branch (its id extends a loaded parent's with ``-``) inherits the parent's history: entries
@@ -26,9 +26,9 @@ A conversation is handed over before anything of it is read: its key, path, part
 tips are known from the refs alone, so an incremental export can compare
 :meth:`LitanySource.fingerprint` and skip it unread. Its commits are walked, its blobs read and
 its steps matched when its entries are iterated; the entries' generator returns the
-conversation's :class:`~murmur_analysis.handoff.Summary`.
+conversation's :class:`~murmur_analysis.core.handoff.Summary`.
 
-Git is read through :mod:`murmur_analysis._git` (plumbing only, safe on hostile repositories).
+Git is read through :mod:`murmur_analysis.sources.litany.git` (plumbing only, safe on hostile repositories).
 The first branch read walks every branch of its repository in one ``git log`` listing only
 ``messages/`` changes; each branch then reads, in one ``git cat-file --batch``, the blobs no
 branch read before it: every blob is parsed once per load however many commits and branches
@@ -44,20 +44,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..._git import GitRepo, find_git_dir
-from ..._gitlog import Commit, first_parent
-from ...assembly import Assembled, assemble
-from ...diagnostics import Diagnostic
+from ...algorithms.assembly import Assembled, assemble
+from ...algorithms.history import replay
+from ...core.diagnostics import Diagnostic
+from ...core.files import display, entry_is_dir, is_dir, listing
+from ...core.handoff import Conversation, GrowthRow, OrphanRow, Summary
+from ...core.identity import file_identity
+from ...core.model import Entry
+from ...core.paths import user_path
+from ...core.values import held
 from ...errors import GitError
-from ...handoff import Conversation, GrowthRow, OrphanRow, Summary
-from ...history import replay
-from ...identity import file_identity
-from ...model import Entry
-from ...paths import user_path
-from ...values import held
 from ..base import Diagnostics, Source
-from ..files import display, entry_is_dir, is_dir, listing
 from .branch import decode, dropped_at, message_files
+from .git import GitRepo, find_git_dir
+from .gitlog import Commit, first_parent
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex, settle
 from .steps import StepRecord, read_steps

@@ -13,9 +13,9 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ...handoff import UsageRow
-from ...model import Entry, Usage
-from ...providers import Resolved, resolve
+from ...core.handoff import UsageRow
+from ...core.model import Entry, Usage
+from ...core.providers import Resolved, resolve
 from .entries import normalize_usage
 from .steps import StepRecord
 

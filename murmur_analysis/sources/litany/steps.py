@@ -25,9 +25,9 @@ from typing import Any
 
 import orjson
 
-from ...values import held, iso_datetime
+from ...core.files import entry_is_dir, listing, read_regular
+from ...core.values import held, iso_datetime
 from ..base import Diagnostics
-from ..files import entry_is_dir, listing, read_regular
 
 __all__ = ["Attempt", "StepRecord", "parse_response", "read_steps"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..._git import find_git_dir, is_git_dir
+from ...core.files import check_file, is_dir, listing, open_regular
 from ..base import Diagnostics
-from ..files import check_file, is_dir, listing, open_regular
+from .git import find_git_dir, is_git_dir
 
 __all__ = ["find_workspaces", "shallow_boundary"]
 

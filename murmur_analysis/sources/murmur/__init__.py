@@ -9,8 +9,13 @@
 - :mod:`.trace`: the trace index (tasks by context id).
 - :mod:`.join`: records joined to their traces (usage, growth).
 - :mod:`.source`: the source: discovery and decoding of a murmur home.
+
+``RecordReader``, ``read_messages`` and ``walk`` are this source's, and this package is their
+canonical home (``murmur_analysis.sources.murmur.walk``); ``murmur_analysis`` re-exports them
+as ``ma.walk`` and so on, the spelling the notebooks use.
 """
 
+from .reader import RecordReader, read_messages, walk
 from .source import MurmurSource
 
-__all__ = ["MurmurSource"]
+__all__ = ["MurmurSource", "RecordReader", "read_messages", "walk"]

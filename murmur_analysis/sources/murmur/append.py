@@ -5,8 +5,8 @@ record that ends at a line break leaves a *resume point* (:func:`resume_point`,
 :func:`anchor`): how many lines, messages and text characters it held, the side of its last
 message and whether that last run of one side holds results the pairing walk left with no call
 (:func:`run_loose`), and the file's identity with checksums of its first and last bytes
-(:mod:`murmur_analysis.identity`). When the file is found
-grown (:func:`~murmur_analysis.identity.classify` says ``grew``), :func:`read_tail` decodes only
+(:mod:`murmur_analysis.core.identity`). When the file is found
+grown (:func:`~murmur_analysis.core.identity.classify` says ``grew``), :func:`read_tail` decodes only
 the bytes after the point, by the same native scan, into a conversation of the appended
 messages whose line numbers go on from the point's (positions, counts and characters are
 continued by the consumer, from the same point).
@@ -33,10 +33,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...handoff import Conversation
-from ...identity import classify, known_file, probe, same_file, stat_fields
+from ...core.files import open_regular
+from ...core.handoff import Conversation
+from ...core.identity import classify, known_file, probe, same_file, stat_fields
 from ..base import Diagnostics
-from ..files import open_regular
 from .engine import ints, strings
 from .record import LineKind, decide, parse, scan_records, skipped_detail, unreadable
 
@@ -128,7 +128,7 @@ def appendable(source: Any, unit: dict[str, Any] | None, fingerprint: Any) -> di
         unit: what the earlier export recorded of it (``fingerprint``, ``resume``).
         fingerprint: the source's fingerprint of it now.
     """
-    from .source import MurmurSource  # the source module imports this one's functions
+    from .source import MurmurSource
 
     if not isinstance(source, MurmurSource) or not unit or not isinstance(fingerprint, list):
         return None
@@ -180,7 +180,7 @@ START: dict[str, Any] = {"messages": 0, "lines": 0, "chars": 0, "side": None, "r
 
 def joined(source: Any, conv: Conversation) -> bool:
     """Whether ``conv`` must be read whole, in one pass: it is no murmur record, or one joined to session traces."""
-    from .source import MurmurSource  # the source module imports this one's functions
+    from .source import MurmurSource
 
     if not isinstance(source, MurmurSource) or not isinstance(conv.key, tuple) or len(conv.key) != 3:
         return True
@@ -196,7 +196,7 @@ def read_range(source: Any, conv: Conversation, fd: int, start: int, end: int, p
     before the first byte). The tail's point counts what it read; it has no identity (see
     :func:`identity_at`).
     """
-    from .source import _Record  # the source module imports this one's functions
+    from .source import _Record
 
     assert isinstance(conv.key, tuple) and len(conv.key) == 3
     path, record, context = conv.key

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ...handoff import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
+from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
 
 __all__ = ["ints", "pairing", "scanned_columns", "strings"]
 

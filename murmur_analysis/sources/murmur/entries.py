@@ -1,10 +1,10 @@
-"""A murmur record read as entries: one :class:`~murmur_analysis.model.Entry` per message line.
+"""A murmur record read as entries: one :class:`~murmur_analysis.core.model.Entry` per message line.
 
 The lines are decided by murmur's line rules (:func:`.record.message_values`, serde_json
 itself). Each message becomes one entry (``raw`` keeps the parsed line, so the cursor core
 lowers it exactly as murmur's host does), joined to its sessions' traces while it streams.
 What the stream learns on the way (the joined usage and compaction rows, the title) is the
-:class:`~murmur_analysis.handoff.Summary` its generator returns when it ends.
+:class:`~murmur_analysis.core.handoff.Summary` its generator returns when it ends.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from ...handoff import Summary
-from ...model import Entry, Text, ToolResult
-from ...values import held, ms_of_datetime, uuid7_datetime
-from ...wire import blocks_from_wire
+from ...core.files import open_regular
+from ...core.handoff import Summary
+from ...core.model import Entry, Text, ToolResult
+from ...core.values import held, ms_of_datetime, uuid7_datetime
+from ...core.wire import blocks_from_wire
 from ..base import Diagnostics
-from ..files import open_regular
 from .join import Join, learned
 from .record import message_values, unreadable
 

@@ -3,16 +3,16 @@
 A :class:`LineIndex` holds the byte offsets of a record's message lines, the lines it skips (as
 runs of consecutive line numbers) and the identity of the file they were read from. On every
 read the identity decides, by the toolkit's one rule for telling change
-(:func:`murmur_analysis.identity.classify`), whether the file is the same one, one that only grew
+(:func:`murmur_analysis.core.identity.classify`), whether the file is the same one, one that only grew
 (read on from where the index stops), or one that was replaced (read again from the start).
 
-The index persists in the cache folder (:mod:`murmur_analysis.cache`), one file per record,
+The index persists in the cache folder (:mod:`murmur_analysis.core.cache`), one file per record,
 written atomically, so a fresh process serves the first page of a big record without parsing it.
 A persisted index is only a hint, and data, not trust:
 
-* it is read as a bounded regular file (:func:`~murmur_analysis.cache.read_bounded`): a FIFO, a
+* it is read as a bounded regular file (:func:`~murmur_analysis.core.cache.read_bounded`): a FIFO, a
   device or a link there is never read, and one larger than :func:`max_index_bytes` is not read;
-* it is signed with the cache folder's secret key (:func:`~murmur_analysis.cache.folder_key`):
+* it is signed with the cache folder's secret key (:func:`~murmur_analysis.core.cache.folder_key`):
   one that is corrupt, forged by someone without the key, of another version, byte order or
   path, or whose identity no longer matches the file, is ignored, and deleting any of them is
   safe;
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ...cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, folder_key, read_bounded, remove, write_atomic
-from ...identity import HEAD_BYTES, classify, probe
+from ...core.cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, folder_key, read_bounded, remove, write_atomic
+from ...core.identity import HEAD_BYTES, classify, probe
 from .record import LineReport, skipped_line
 
 __all__ = [

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from ...handoff import GrowthRow, Pairing, Summary, UsageRow
-from ...model import Usage
-from ...schema import built_schema
+from ...core.handoff import GrowthRow, Pairing, Summary, UsageRow
+from ...core.model import Usage
+from ...tables.schema import built_schema
 from .trace_events import Inference, Task
 
 __all__ = ["Join", "inference_row", "learned", "usage_columns"]
@@ -42,7 +42,7 @@ def usage_columns(row: UsageRow) -> dict[str, Any]:
     """``row`` keyed by the ``usage`` table's column names.
 
     Each column is the row's field of that name, else its counter of that name
-    (:class:`~murmur_analysis.model.Usage`).
+    (:class:`~murmur_analysis.core.model.Usage`).
     """
     usage = row.usage
     return {n: getattr(row, n) if n in _ROW_FIELDS else getattr(usage, n) for n in _USAGE_COLUMNS}

@@ -2,10 +2,10 @@
 
 :class:`RecordReader` keeps, per record, the line index the native line rules build
 (:func:`~murmur_analysis.sources.murmur.record.index_lines`: which lines are messages, at which
-offsets, the header), keyed on the file's identity (:mod:`murmur_analysis.identity`) and
+offsets, the header), keyed on the file's identity (:mod:`murmur_analysis.core.identity`) and
 persisted between processes (:mod:`murmur_analysis.sources.murmur.index`); a record that grew is read
 from where it grew, one that was replaced is read again. The cursor core
-(:mod:`murmur_analysis.cursor`) does the paging arithmetic over that index.
+(:mod:`murmur_analysis.algorithms.cursor`) does the paging arithmetic over that index.
 
 An index never decides what is served: every line served from it must be a whole line of the
 record that is a message by the line rules, and the lines between two lines served must hold no
@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ...cursor import Page, PageMessage, Reports, encode_cursor, window
-from ...diagnostics import Diagnostic
+from ...algorithms.cursor import Page, PageMessage, Reports, encode_cursor, window
+from ...core.diagnostics import Diagnostic
+from ...core.files import NotRegularFile, open_regular
+from ...core.paths import user_path
+from ...core.serde import lower
+from ...core.values import json_count
 from ...errors import ReadMessagesError
-from ...paths import user_path
-from ...serde import lower
-from ...values import json_count
-from ..files import NotRegularFile, open_regular
 from .index import IndexStore, add_runs, classify, probe, subtract_runs
 from .index import LineIndex as _Snapshot
 from .record import LineKind, decide, header_of, index_lines, no_message_in, parse, skipped_line, truncation
@@ -67,14 +67,14 @@ class RecordReader:
 
     Re-reading for each page would make a walk quadratic, so a reader keeps, per record, the
     byte offsets of its message lines and the identity of the file they came from (see
-    :mod:`murmur_analysis.identity`). A record that only grew is read from where the last parse
+    :mod:`murmur_analysis.core.identity`). A record that only grew is read from where the last parse
     stopped; one that was replaced (a retention rewrite, even one that reuses the inode and is
     larger) is parsed again from the start. The offsets of a big record are also kept in the
     cache folder, so a fresh process serves its first page without parsing it.
 
     Every skipped line, and a truncation marker, is reported once per reader in
     :attr:`Page.reports` and kept in :attr:`diagnostics`. Skipped lines are remembered and
-    reported as runs of line numbers (:class:`~murmur_analysis.cursor.Reports`), so a page of a
+    reported as runs of line numbers (:class:`~murmur_analysis.algorithms.cursor.Reports`), so a page of a
     record with a million of them costs no more than one of a clean record. What a long-lived
     reader remembers is bounded: :attr:`diagnostics` keeps the newest ``max_diagnostics`` rows,
     and the memory of what was reported covers the ``max_remembered`` records read most recently
@@ -83,7 +83,7 @@ class RecordReader:
     Args:
         max_records: how many records' offsets to keep in memory (least recently used go first).
         index: where persisted line indexes are kept; ``None`` keeps none. By default the
-            cache folder (:func:`murmur_analysis.cache.cache_dir`), for records of 1 MiB or more.
+            cache folder (:func:`murmur_analysis.core.cache.cache_dir`), for records of 1 MiB or more.
         max_diagnostics: how many rows :attr:`diagnostics` keeps.
         max_remembered: how many records' reports (and retention counts) are remembered.
     """
@@ -263,7 +263,7 @@ class RecordReader:
 def _open(path: str) -> int | None:
     """An open descriptor of the record at ``path``, or ``None`` when there is none.
 
-    Opened without blocking (:func:`~murmur_analysis.sources.files.open_regular`): a FIFO or a
+    Opened without blocking (:func:`~murmur_analysis.core.files.open_regular`): a FIFO or a
     device where the record should be is refused as ``unavailable`` instead of hanging the read.
 
     Raises:

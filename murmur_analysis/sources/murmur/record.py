@@ -3,7 +3,7 @@
 murmur reads a record as one UTF-8 string, walks its lines, skips blank ones and keeps a line
 iff ``serde_json::from_str::<Value>(line)`` succeeds and the value is an object whose ``role``
 is a string. The toolkit does not re-implement that test: the native engine
-(``murmur_analysis._native``, built from ``native/``) runs serde_json itself, with the default
+(``murmur_analysis.engine._native``, built from ``native/``) runs serde_json itself, with the default
 features murmur builds it with. So every refusal (nesting deeper than 128, ``NaN``, a trailing
 comma, a lone surrogate, a byte-order mark, a control character in a string, content after
 the value, a number outside f64's range) is murmur's by construction, and a message's
@@ -11,7 +11,7 @@ the value, a number outside f64's range) is murmur's by construction, and a mess
 
 The cursor's :class:`~murmur_analysis.sources.murmur.reader.RecordReader`, the murmur source's entries and its
 table scan all call these functions; nothing else reads a record line. How a message line is
-lowered to what a hook receives is :mod:`murmur_analysis.serde`'s.
+lowered to what a hook receives is :mod:`murmur_analysis.core.serde`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from ... import _native
-from ...wire import murmur_block_rules
+from ...core.wire import murmur_block_rules
+from ...engine import _native
 
 __all__ = [
     "HEADER_TYPE",

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...core.files import check_file, entry_is_dir, is_dir, listing
 from ..base import Diagnostics
-from ..files import check_file, entry_is_dir, is_dir, listing
 
 __all__ = ["TRACE_NAME", "discover", "trace_files"]
 

@@ -16,13 +16,13 @@ decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 For the tables, the records are scanned natively, many at once on every core
 (:func:`~.record.scan_records`): each message line becomes one row of typed columns and the
 record's tool events are paired by the assembly core's walk in the same pass. Reopened, each
-message becomes one :class:`~murmur_analysis.model.Entry` (:mod:`.entries`). Token usage, tool
+message becomes one :class:`~murmur_analysis.core.model.Entry` (:mod:`.entries`). Token usage, tool
 timings, compactions and retention come from session traces (:mod:`.trace`); the join rules are
 in ``docs/tokens.md`` (``## murmur``).
 
 Nothing is written into a conversation once it is made: what is known before its lines are read
 (the sessions, tool timings, retention) goes in at construction, with the scanned columns'
-:class:`~murmur_analysis.handoff.Summary` (usage, compactions, title, pairing); the entries
+:class:`~murmur_analysis.core.handoff.Summary` (usage, compactions, title, pairing); the entries
 stream returns its own summary when it ends. The usage of no conversation (a session's own
 spend) is yielded beside the conversations as ``usage`` rows.
 """
@@ -41,12 +41,12 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from ...handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
-from ...identity import file_identity
-from ...paths import user_path
-from ...values import held, json_int, uuid7_datetime, uuid7_ms
+from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular
+from ...core.handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
+from ...core.identity import file_identity
+from ...core.paths import user_path
+from ...core.values import held, json_int, uuid7_datetime, uuid7_ms
 from ..base import Diagnostics, Source
-from ..files import check_file, entry_is_dir, is_dir, listing, open_regular
 from .append import resume_point
 from .engine import ints, pairing, scanned_columns, strings
 from .entries import report_skipped, settled, steady, stream, title_of

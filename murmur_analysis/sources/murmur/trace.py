@@ -6,7 +6,7 @@ context id (the values are :mod:`.trace_events`'):
 * ``task_start.context_id`` joins a task (and so its session) to the record
   ``<record>/<context-id>``;
 * ``inference`` events become :class:`~.trace_events.Inference` values with normalized usage;
-* ``tool_call`` events become :class:`~murmur_analysis.handoff.ToolMeta` keyed by
+* ``tool_call`` events become :class:`~murmur_analysis.core.handoff.ToolMeta` keyed by
   ``tool_call_id``;
 * ``compaction`` events, with ``out/compaction-summaries.jsonl`` beside the trace, become
   :class:`~.trace_events.Compaction` values;
@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from ...handoff import ToolMeta
-from ...values import datetime_of_ms, held, json_count, json_str
+from ...core.files import check_file
+from ...core.handoff import ToolMeta
+from ...core.values import datetime_of_ms, held, json_count, json_str
 from ..base import Diagnostics
-from ..files import check_file
 from ..jsonl import read_jsonl
 from .trace_events import Compaction, Inference, Retention, Task, api_of, usage_of
 

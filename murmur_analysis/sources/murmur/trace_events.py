@@ -12,16 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ...handoff import ToolMeta
-from ...model import Usage
-from ...providers import Resolved, resolve, route_api
-from ...values import datetime_of_ms, json_str, read_counter
+from ...core.handoff import ToolMeta
+from ...core.model import Usage
+from ...core.providers import Resolved, resolve, route_api
+from ...core.values import datetime_of_ms, json_str, read_counter
 
 __all__ = ["Compaction", "Inference", "Retention", "Task", "api_of", "usage_of"]
 
 
 def api_of(event: Mapping[str, object], model: str | None) -> Resolved:
-    """The API an ``inference`` was served through (:func:`murmur_analysis.providers.resolve`).
+    """The API an ``inference`` was served through (:func:`murmur_analysis.core.providers.resolve`).
 
     An event's own ``provider`` decides when the runtime wrote one; else the driver route a
     ``provider/model`` string names (``openrouter/anthropic/claude-sonnet-4`` is spoken over

@@ -17,8 +17,8 @@ from collections.abc import Hashable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from murmur_analysis.handoff import Conversation, Summary
-from murmur_analysis.model import Block, Entry, Text, ToolResult, ToolUse
+from murmur_analysis.core.handoff import Conversation, Summary
+from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
 from murmur_analysis.sources.base import Diagnostics, Source
 
 __all__ = ["SAMPLE", "PlaintextSource"]

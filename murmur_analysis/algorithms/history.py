@@ -1,0 +1,236 @@
+"""The history core: a conversation's size after each of its states.
+
+A conversation's history is a sequence of states: after each message (murmur, FlexiGPT,
+dispatch), after each commit (litany), after a compaction. What the history core is told is
+one of two events:
+
+- :class:`Appended`: these entries were appended after every entry held (a message arrived,
+  a commit added files; no entries: the state stands, as after a commit that left the
+  transcript alone);
+- :class:`Reset`: the history was rewritten to these entries (a rebase, a compaction that
+  removed or replaced entries); nothing held before counts any more.
+
+and what it answers, for each state, is a :class:`State`: the entries held, their text
+characters (:func:`~murmur_analysis.core.model.text_chars`), the tokens in context
+(:func:`context_tokens`, the one home of that rule) and the orphan tool results assembly
+would drop from it (the assembly core's pairing walk, fed as the state grows).
+
+A state costs what it appends: the sums and the pairing walk carry forward, so a long history
+of small appends is linear, and a reset costs the entries it holds.
+
+The per-message path of the frame builder streams chunks of columns through
+:meth:`History.append_columns`, one state per entry, without building entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..core.blocks import text_chars
+from ..core.model import Entry, Usage, sorted_entries
+from ..core.values import counter_sum
+from .pairing import Pairer
+
+__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "context_tokens", "replay", "running_context"]
+
+_I64 = pa.int64()
+
+
+def context_tokens(usage: Usage) -> int | None:
+    """Tokens in context after one response: its whole prompt plus everything it generated.
+
+    That is ``input_total_tokens + output_tokens + reasoning_tokens`` (reasoning included);
+    ``None`` when the response did not report its prompt, or when the sum passes ``int64``
+    (:func:`~murmur_analysis.core.values.int64_held`).
+    """
+    if usage.input_total_tokens is None:
+        return None
+    return counter_sum((usage.input_total_tokens, usage.output_tokens, usage.reasoning_tokens))[0]
+
+
+def running_context(usages: Iterable[Usage | None], previous: int | None) -> list[int | None]:
+    """The tokens in context after each entry, given each entry's response usage.
+
+    Args:
+        usages: each entry's usage (``None``: the entry holds no response).
+        previous: the tokens in context before the first entry.
+
+    Returns:
+        One value per entry: the last response at or before it that reported its prompt
+        (:func:`context_tokens`, null where its sum passes ``int64``), else ``previous``.
+    """
+    out: list[int | None] = []
+    context = previous
+    for usage in usages:
+        if usage is not None and usage.input_total_tokens is not None:
+            context = context_tokens(usage)
+        out.append(context)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """These entries were appended, in position order, after every entry held.
+
+    Attributes:
+        entries: the entries appended (none: the state stands).
+    """
+
+    entries: Sequence[Entry]
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """The history was rewritten to these entries (any order: they are sorted by position).
+
+    Attributes:
+        entries: every entry of the new state.
+    """
+
+    entries: Sequence[Entry]
+
+
+#: What happened to a history between two states.
+Event = Appended | Reset
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """A history's size at one state.
+
+    Attributes:
+        messages: entries held.
+        chars: their text characters.
+        context_tokens: tokens in context (:func:`running_context`), ``None`` when no
+            response held reported its prompt.
+        dropped: the orphan results assembly drops from the state, by id, in the order met.
+    """
+
+    messages: int
+    chars: int
+    context_tokens: int | None
+    dropped: tuple[str, ...]
+
+    @property
+    def orphans(self) -> int:
+        """How many orphan results assembly drops from the state."""
+        return len(self.dropped)
+
+
+@dataclass(frozen=True, slots=True)
+class Grown:
+    """The states after each entry of a chunk (:meth:`History.append_columns`), as int64 columns.
+
+    Attributes:
+        messages: entries held after each entry.
+        chars: text characters held after each entry.
+        context_tokens: tokens in context after each entry (null where none is known).
+    """
+
+    messages: pa.Array
+    chars: pa.Array
+    context_tokens: pa.Array
+
+
+class History:
+    """One conversation's history, told event by event; answers its size after each.
+
+    Args:
+        usage: the response usage of an entry, where the source settled it elsewhere (a
+            litany step's sealing attempt); by default the entry's own.
+        orphans: run the pairing walk, so each :class:`State` names its dropped orphans
+            (``False``: ``dropped`` stays empty).
+    """
+
+    def __init__(self, usage: Callable[[Entry], Usage | None] | None = None, orphans: bool = True) -> None:
+        self._usage = usage
+        self._orphans = orphans
+        self._state: State | None = None
+        self._messages = 0
+        self._chars = 0
+        self._context: int | None = None
+        self._pairer = Pairer(keep_inputs=False)
+
+    @property
+    def state(self) -> State:
+        """The current state (before any event: the empty one)."""
+        if self._state is None:
+            dropped = tuple(self._pairer.dropped_orphans()) if self._orphans and self._messages else ()
+            self._state = State(self._messages, self._chars, self._context, dropped)
+        return self._state
+
+    def tell(self, event: Event) -> State:
+        """Take one event; return the state it leaves."""
+        if isinstance(event, Reset):
+            return self.reset(event.entries)
+        return self.append(event.entries)
+
+    def append(self, entries: Iterable[Entry]) -> State:
+        """Entries appended after every entry held, in position order; return the new state.
+
+        Raises:
+            ValueError: an entry sorts before one held (with ``orphans``: the pairing walk's).
+        """
+        added = list(entries)
+        if not added:
+            return self.state
+        for entry in added:
+            if self._orphans:
+                self._pairer.feed(entry)
+            self._chars += text_chars(entry.blocks)
+        self._messages += len(added)
+        usages = [self._usage(e) for e in added] if self._usage is not None else [e.usage for e in added]
+        self._context = running_context(usages, self._context)[-1]
+        self._state = None
+        return self.state
+
+    def reset(self, entries: Iterable[Entry]) -> State:
+        """The history rewritten to ``entries``; return the new state."""
+        self._messages, self._chars, self._context = 0, 0, None
+        self._pairer = Pairer(keep_inputs=False)
+        self._state = None
+        return self.append(sorted_entries(entries))
+
+    def append_columns(self, chars: pa.Array, usages: Sequence[Usage | None] | None) -> Grown:
+        """A chunk of entries appended, each one a state: the columnar path of a long record.
+
+        Args:
+            chars: each entry's text characters (int64, no nulls).
+            usages: each entry's usage, or ``None`` when no entry of the chunk has any.
+
+        Returns:
+            The size after each entry. No pairing walk runs on this path (the frame builder
+            walks the chunks' tool events itself), so no orphans are counted.
+        """
+        n = len(chars)
+        sums = np.cumsum(chars.to_numpy(zero_copy_only=False), dtype=np.int64) + self._chars
+        messages = pa.array(np.arange(self._messages + 1, self._messages + n + 1, dtype=np.int64), _I64)
+        if usages:
+            contexts = running_context(usages, self._context)
+            context: pa.Array = pa.array(contexts, _I64)
+            self._context = contexts[-1] if contexts else self._context
+        elif self._context is not None:
+            context = pa.array(np.full(n, self._context, dtype=np.int64), _I64)
+        else:
+            context = pa.nulls(n, _I64)
+        if n:
+            self._messages += n
+            self._chars = int(sums[-1])
+            self._state = None
+        return Grown(messages, pa.array(sums, _I64), context)
+
+
+def replay(events: Iterable[Event], usage: Callable[[Entry], Usage | None] | None = None) -> Iterator[State]:
+    """The state after each event of a history, from the empty one.
+
+    Args:
+        events: what happened, in order.
+        usage: as for :class:`History`.
+    """
+    history = History(usage)
+    for event in events:
+        yield history.tell(event)

@@ -1,0 +1,382 @@
+"""Tool pairing: every tool call with its result (or none), every result with no call.
+
+The walk follows the assembly core's grouping (:mod:`murmur_analysis.algorithms.assembly`): within one
+message (a run of same-side entries) the message's own calls count before its results, and a
+client result no call at or before it names is an ``orphan_result``, exactly the results
+``assemble`` drops, in the same order. The walk itself is the native engine's
+(``native/src/pair.rs``); this module feeds it, from entries or from tool events as columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..core.blocks import message_text, text_chars
+from ..core.handoff import ToolEvents, ToolKind
+from ..core.model import Entry, ServerToolResult, ServerToolUse, ToolResult, ToolUse, sorted_entries
+from ..core.serde import serde_text
+from ..engine import _native
+
+__all__ = [
+    "CallEvent",
+    "MessageRuns",
+    "PairSummary",
+    "Pairer",
+    "ResultEvent",
+    "ToolCall",
+    "ToolEvent",
+    "ToolStatus",
+    "input_size",
+    "input_text",
+    "pair_events",
+    "pair_tools",
+    "tool_event_columns",
+    "tool_events",
+]
+
+ToolStatus = Literal["ok", "error", "unanswered", "orphan_result", "duplicate_result"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call with its result, or one result with no call.
+
+    Attributes:
+        call_id: the call's id (for a result with no call, the id the result names).
+        tool_name: the called tool, when the call was seen.
+        kind: ``"client"`` (tool_use / tool_result) or ``"server"`` (provider-executed).
+        called_seq: position of the entry holding the call, ``None`` for an orphan result.
+        result_seq: position of the entry holding the result, ``None`` when unanswered.
+        called_message: index of the transcript message holding the call.
+        result_message: index of the transcript message holding the result.
+        status: ``ok``, ``error``, ``unanswered``, ``orphan_result`` (dropped by assembly), or
+            ``duplicate_result`` (a further result for a call already answered). ``unanswered``
+            is for client calls only: a provider-run (``server``) call is ``ok`` with no result
+            item (the provider wrote none by design), ``error`` when its result carries the
+            runtime's error flag.
+        is_error: the result's own flag (``None`` when it has none or there is no result).
+        input: the call's input as written (``None`` when the pairing was asked not to keep
+            inputs).
+        result_chars: characters of text in the result.
+        input_bytes: size of the call's input as compact JSON, ``None`` without an input.
+        input_text: the call's input as JSON text (:func:`input_text`), ``None`` without one.
+        result_text: the result's text (``blocks.message_text`` of its content), ``None``
+            when it has no text block or there is no result.
+    """
+
+    call_id: str
+    tool_name: str | None
+    kind: ToolKind
+    called_seq: int | None
+    result_seq: int | None
+    called_message: int | None
+    result_message: int | None
+    status: ToolStatus
+    is_error: bool | None
+    input: object = None
+    result_chars: int | None = None
+    input_bytes: int | None = None
+    input_text: str | None = None
+    result_text: str | None = None
+
+
+_TOOL_BLOCKS = frozenset((ToolUse, ServerToolUse, ToolResult, ServerToolResult))
+
+
+
+class PairSummary(NamedTuple):
+    """What a finished pairing walk counted."""
+
+    made: int  #: calls made
+    errors: int  #: calls in error
+    dropped: list[str]  #: client orphan results assembly drops, in the order met
+
+
+class CallEvent(NamedTuple):
+    """A tool call of one entry, as the pairing walk reads it."""
+
+    kind: ToolKind  #: ``"client"`` (tool_use) or ``"server"`` (provider-executed)
+    id: str  #: the call's id
+    name: str  #: the called tool
+    input: object  #: the input as written (``None`` when not kept)
+    input_bytes: int | None  #: the input's size as compact JSON
+    input_text: str | None  #: the input as JSON text (:func:`input_text`)
+
+
+class ResultEvent(NamedTuple):
+    """A tool result of one entry, as the pairing walk reads it."""
+
+    kind: ToolKind  #: ``"client"`` or ``"server"``
+    id: str  #: the id of the call it answers
+    is_error: bool | None  #: the result's error flag (a client result's falls back to its entry's)
+    chars: int | None  #: characters of text in the result (client results)
+    text: str | None  #: the result's text (client results with a text block)
+
+
+#: A tool event of one entry: a call or a result.
+ToolEvent = CallEvent | ResultEvent
+
+
+def input_text(value: object) -> str | None:
+    """A tool input as JSON text (``tool_calls.input``), serde_json's compact text as murmur writes it.
+
+    ``None`` for no input (or one JSON cannot hold).
+    """
+    if value is None:
+        return None
+    try:
+        return serde_text(value)
+    except TypeError:
+        return None
+
+
+def input_size(value: object) -> int | None:
+    """Size of a tool input as compact JSON, ``None`` for no input (or one JSON cannot hold)."""
+    text = input_text(value)
+    return None if text is None else len(text.encode())
+
+
+def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
+    """The tool calls and results of one entry, in block order, as pairing events.
+
+    Args:
+        entry: the entry.
+        keep_inputs: keep each call's input (``False`` keeps only its size).
+
+    Returns:
+        One event per tool block (client or server, call or result).
+    """
+    events: list[ToolEvent] = []
+    for block in entry.blocks:
+        if isinstance(block, ToolUse | ServerToolUse):
+            text = input_text(block.input)
+            events.append(CallEvent("client" if type(block) is ToolUse else "server", block.id, block.name,
+                                    block.input if keep_inputs else None,
+                                    None if text is None else len(text.encode()), text))
+        elif isinstance(block, ToolResult):
+            is_error = block.is_error if block.is_error is not None else entry.is_error
+            content = block.content or ()
+            events.append(ResultEvent("client", block.tool_use_id, is_error, text_chars(content),
+                                      message_text(content)))
+        elif isinstance(block, ServerToolResult):
+            events.append(ResultEvent("server", block.tool_use_id, block.is_error, None, None))
+    return events
+
+
+def tool_event_columns(entries: Sequence[Entry], keep_inputs: bool = False, text: bool = True) -> ToolEvents:
+    """The tool events of a chunk of entries as the columns the pairing walk reads.
+
+    This is how an entry-decoded source feeds the pairing: the same arrays a columnar decoder
+    builds, row ``i`` being ``entries[i]``. ``text`` keeps each event's input or result text.
+    """
+    out = ToolEvents(inputs=[] if keep_inputs else None, texts=[] if text else None)
+    for i, entry in enumerate(entries):
+        for block in entry.blocks:
+            if type(block) in _TOOL_BLOCKS:
+                break
+        else:
+            continue
+        for event in tool_events(entry, keep_inputs):
+            _append(out, i, event)
+    return out
+
+
+def _append(out: ToolEvents, row: int, event: ToolEvent) -> None:
+    """Add one event to the columns, as row ``row`` of the chunk."""
+    out.row.append(row)
+    out.kind.append(event.kind)
+    out.call_id.append(event.id)
+    if isinstance(event, CallEvent):
+        out.call.append(True)
+        out.name.append(event.name)
+        out.is_error.append(None)
+        out.chars.append(None)
+        out.input_bytes.append(event.input_bytes)
+        if out.inputs is not None:
+            out.inputs.append(event.input)
+        if out.texts is not None:
+            out.texts.append(event.input_text)
+    else:
+        out.call.append(False)
+        out.name.append(None)
+        out.is_error.append(event.is_error)
+        out.chars.append(event.chars)
+        out.input_bytes.append(None)
+        if out.inputs is not None:
+            out.inputs.append(None)
+        if out.texts is not None:
+            out.texts.append(event.text)
+
+
+class MessageRuns:
+    """Which message each entry belongs to, entry after entry: the one home of that rule.
+
+    Consecutive entries of one side are one message; a new message starts at every change of
+    side. Assembly groups entries by it, and the pairing walk counts calls and results by it,
+    one entry at a time (:meth:`next`) or a column chunk at a time (:meth:`of_sides`).
+
+    Attributes:
+        index: the 0-based message index of the last entry seen (-1 before any).
+    """
+
+    def __init__(self) -> None:
+        self.index = -1
+        self._side: str | None = None
+
+    def next(self, side: str) -> int:
+        """The message index of the next entry, of ``side``."""
+        if side != self._side:
+            self.index += 1
+            self._side = side
+        return self.index
+
+    def of_sides(self, sides: pa.Array) -> np.ndarray:
+        """The message index of each of the next entries, given their sides (a non-empty string column)."""
+        n = len(sides)
+        starts = np.zeros(n, dtype=np.int64)
+        starts[0] = sides[0].as_py() != self._side
+        if n > 1:
+            starts[1:] = pc.not_equal(sides[1:], sides[:-1]).to_numpy(zero_copy_only=False)
+        runs: np.ndarray = np.cumsum(starts) + self.index
+        self.index = int(runs[-1])
+        self._side = sides[-1].as_py()
+        return runs
+
+
+class Pairer:
+    """The pairing walk, fed in position order: one entry at a time, or tool events as columns.
+
+    The walk itself is the native engine's (``native/src/pair.rs``): it holds only the current
+    run of same-side entries' tool events and the calls still open, so a frame builder can
+    stream a conversation of any length through it. :func:`pair_tools` is this walk over a
+    whole list of entries; a decoder that already has each entry's tool events and message
+    (run) index feeds :meth:`feed_columns`. Every path reaches the same walk.
+
+    Args:
+        keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
+            long conversation does not hold every input until its end).
+    """
+
+    def __init__(self, keep_inputs: bool = True) -> None:
+        self.keep_inputs = keep_inputs
+        self._walk = _native.Pairer()
+        self._inputs: list[object] = []
+        self._summary = PairSummary(0, 0, [])
+        self._runs = MessageRuns()
+        self._last: int | None = None
+
+    def feed(self, entry: Entry) -> None:
+        """Take the next entry.
+
+        Raises:
+            ValueError: ``entry.position`` is lower than the previous entry's.
+        """
+        if self._last is not None and entry.position < self._last:
+            raise ValueError("entries must be fed in ascending position order")
+        self._last = entry.position
+        message = self._runs.next(entry.side)
+        for block in entry.blocks:
+            if type(block) in _TOOL_BLOCKS:
+                self.feed_events(entry.position, message, tool_events(entry, self.keep_inputs))
+                break
+
+    def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
+        """Take one entry's tool events (:func:`tool_events`), with its message (run) index."""
+        columns = ToolEvents(inputs=[] if self.keep_inputs else None, texts=[])
+        for event in events:
+            _append(columns, 0, event)
+        self.feed_columns([position] * len(events), [message] * len(events), columns)
+
+    def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
+        """Take tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).
+
+        Args:
+            positions: the position of each event's entry (ascending across calls).
+            messages: the 0-based message (run of same-side entries) index of each event's entry.
+            events: the events, in entry and block order.
+        """
+        inputs: list[int | None] | None = None
+        if self.keep_inputs and events.inputs is not None:
+            inputs = []
+            for value in events.inputs:
+                inputs.append(len(self._inputs) if value is not None else None)
+                if value is not None:
+                    self._inputs.append(value)
+        kinds = [0 if k == "client" else 1 for k in events.kind]
+        self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
+                        events.is_error, events.chars, events.input_bytes, inputs, events.texts)
+        if len(positions):
+            self._last = positions[-1]
+
+    def dropped_orphans(self) -> list[str]:
+        """The ids ``assemble`` would drop from the entries fed so far, in the order met.
+
+        The runs before the last are final; the last run is still open (a later entry of it
+        may call a result met earlier in it), so its orphans are worked out without closing it.
+        """
+        dropped: list[str] = self._walk.dropped_orphans()
+        return dropped
+
+    def finish(self) -> list[ToolCall]:
+        """Close the last run and return every row, in the order calls and orphans were met."""
+        columns = self.finish_columns()
+        names = [f.name for f in fields(ToolCall)]
+        return [ToolCall(*row) for row in zip(*(columns[n] for n in names), strict=True)]
+
+    def summary(self) -> PairSummary:
+        """After :meth:`finish_columns`: calls made, calls in error, client orphans dropped."""
+        return self._summary._replace(dropped=list(self._summary.dropped))
+
+    def finish_columns(self) -> dict[str, list[Any]]:
+        """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
+        columns: dict[str, list[Any]] = self._walk.finish()
+        made, errors, dropped = columns.pop("summary")
+        self._summary = PairSummary(made, errors, dropped)
+        kept = self._inputs
+        columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
+        return columns
+
+
+def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:
+    """Pair every tool call with its result, with litany's orphan rule.
+
+    Within one message (a run of same-side entries) the message's own calls count before its
+    results, as in ``drop_orphans``. Rows come in the order calls and orphan results are met.
+    Client ``orphan_result`` rows are exactly :func:`assemble`'s ``dropped_orphans``.
+
+    Args:
+        entries: a conversation's entries, from any source (sorted by position here).
+
+    Returns:
+        One :class:`ToolCall` per call and per result with no call.
+    """
+    pairer = Pairer()
+    for entry in sorted_entries(entries):
+        pairer.feed(entry)
+    return pairer.finish()
+
+
+def pair_events(
+    positions: Sequence[int], messages: Sequence[int], events: ToolEvents
+) -> tuple[list[ToolCall], list[str]]:
+    """Pair tool events given as columns: the pairing rows and the orphans assembly drops.
+
+    Args:
+        positions: the position of each event's entry, ascending.
+        messages: the message (run) index of each event's entry, ascending.
+        events: the events, in entry and block order.
+
+    Returns:
+        ``(rows, dropped)``: one :class:`ToolCall` per call and per result with no call, and the
+        ids of the client orphan results in the order met (``assemble``'s ``dropped_orphans``).
+    """
+    pairer = Pairer(keep_inputs=events.inputs is not None)
+    pairer.feed_columns(positions, messages, events)
+    dropped = pairer.dropped_orphans()
+    return pairer.finish(), dropped

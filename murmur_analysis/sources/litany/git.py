@@ -1,0 +1,340 @@
+"""A safe, fast reader of git objects through git's own plumbing.
+
+A repository is untrusted data. Every git process started here
+
+* runs with a scrubbed environment: no inherited ``GIT_*`` variable, no system or global
+  config (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``), no terminal prompt, no
+  optional locks, no replace objects, and no transport at all (``GIT_ALLOW_PROTOCOL`` names
+  none, so a partial clone can never fetch a missing object over a command the repo names);
+* is given ``--no-pager`` and command-line overrides of every repo-config key that could run
+  a program (``core.fsmonitor``, ``core.hooksPath``, ``core.sshCommand``, ``core.pager``,
+  ``diff.external``, signature verification);
+* is plumbing that reads objects only (``for-each-ref``, ``rev-parse``, ``log --raw``,
+  ``ls-tree``, ``cat-file --batch``): no work tree, no index, no checkout, no diff driver,
+  no textconv, no hook.
+
+The cost model: one ``git log --raw`` for the whole repository lists every commit reachable
+from the branches read, each with the blobs it changed under the paths asked for
+(:meth:`GitRepo.walk`, parsed by :mod:`murmur_analysis.sources.litany.gitlog`); each branch is then its
+first-parent chain through that map (:func:`murmur_analysis.sources.litany.gitlog.first_parent`). One
+``git cat-file --batch`` per repository reads every blob not read before. Blobs are cached by
+object id, so a blob shared by a thousand commits is read once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...core.files import file_kind, listing
+from ...errors import GitError
+from .gitlog import LOG_ARGS, Commit, LogParser, parse_log
+
+__all__ = ["GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
+
+_OVERRIDES = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.sshCommand=false",
+    "core.pager=cat",
+    "core.askPass=false",
+    "core.quotePath=false",
+    "diff.external=",
+    "log.showSignature=false",
+    "log.showRoot=true",
+    "color.ui=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "protocol.allow=never",
+)
+_HEX = re.compile(r"\A[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+
+
+def safe_env() -> dict[str, str]:
+    """The environment of every git process: the caller's, minus git's, plus the locks."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_ALLOW_PROTOCOL="none",
+        GIT_NO_LAZY_FETCH="1",
+        GIT_PAGER="cat",
+        GIT_ASKPASS="false",
+        SSH_ASKPASS="false",
+        LC_ALL="C",
+    )
+    return env
+
+
+def is_git_dir(path: Path) -> bool:
+    """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
+    return os.path.isfile(path / "HEAD") and os.path.isdir(path / "objects") and os.path.isdir(path / "refs")
+
+
+def find_git_dir(path: Path) -> Path | None:
+    """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
+    for candidate in (path / "repo.git", path, path / ".git"):
+        if os.path.isdir(candidate) and is_git_dir(candidate):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeItem:
+    """One entry of a tree, as ``ls-tree`` lists it."""
+
+    mode: str
+    type: str
+    oid: str
+    name: str
+
+
+class GitRepo:
+    """Read-only access to one repository's refs, history and blobs.
+
+    Args:
+        git_dir: the repository's git directory (a bare repository, or a ``.git`` folder).
+
+    Attributes:
+        blob_reads: blobs read from git so far.
+    """
+
+    def __init__(self, git_dir: str | os.PathLike[str], git: str = "git") -> None:
+        self.git_dir = Path(os.path.abspath(git_dir))
+        self.git = git
+        self.blob_reads = 0
+        self._hazards: list[str] | None = None
+
+    def hazards(self) -> list[str]:
+        """Files of the repository git would block on: FIFOs, sockets and devices among its own files.
+
+        git opens ``HEAD``, ``config``, ``packed-refs``, every loose ref and object files
+        without checking what they are; a FIFO among them would stop it (and the load) forever.
+        Every git command here refuses a repository holding one (:meth:`run`).
+        """
+        if self._hazards is None:
+            found = [os.fspath(self.git_dir / name) for name in _PLAIN_FILES
+                     if file_kind(self.git_dir / name) in _BLOCKING]
+            for folder in ("refs", "objects"):
+                found += _special_files(self.git_dir / folder)
+            self._hazards = sorted(found)
+        return self._hazards
+
+    def run(self, *args: str, stdin: bytes | None = None) -> bytes:
+        """Run one git command on this repository and return its standard output.
+
+        Raises:
+            GitError: git could not be started or exited with an error, or the repository holds
+                a file git would block on (:meth:`hazards`).
+        """
+        self._refuse_hazards()
+        try:
+            done = subprocess.run(
+                self._cmd(args), input=stdin, capture_output=True, env=safe_env(), cwd=os.fspath(self.git_dir),
+                check=False,
+            )
+        except OSError as err:
+            raise GitError(f"cannot run git on {self.git_dir}: {err}", hint="is git installed?") from err
+        if done.returncode != 0:
+            raise self._failed(args, done.stderr, done.returncode)
+        return done.stdout
+
+    def stream(self, *args: str, stdin: bytes, sink: Callable[[bytes], None]) -> None:
+        """Run one git command, handing its standard output to ``sink`` piece by piece as git writes it.
+
+        ``stdin`` is written whole before the output is read (for commands such as
+        ``log --stdin`` that read all their input first).
+
+        Raises:
+            GitError: git could not be started or exited with an error, or the repository holds
+                a file git would block on (:meth:`hazards`).
+        """
+        self._refuse_hazards()
+        with tempfile.TemporaryFile() as errors:
+            try:
+                proc = subprocess.Popen(
+                    self._cmd(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=safe_env(),
+                    cwd=os.fspath(self.git_dir),
+                )
+            except OSError as err:
+                raise GitError(f"cannot run git on {self.git_dir}: {err}", hint="is git installed?") from err
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                try:
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass  # git stopped reading: its exit status says why
+                fd = proc.stdout.fileno()
+                while chunk := os.read(fd, 1 << 20):
+                    sink(chunk)
+            except BaseException:
+                proc.kill()
+                raise
+            finally:
+                proc.stdout.close()
+                code = proc.wait()
+            if code != 0:
+                errors.seek(0)
+                raise self._failed(args, errors.read(), code)
+
+    def _refuse_hazards(self) -> None:
+        found = self.hazards()
+        if found:
+            raise GitError(f"{found[0]} is not a regular file: git would block on it; the repository is not read")
+
+    def _cmd(self, args: Sequence[str]) -> list[str]:
+        cmd = [self.git, "--no-pager", "--git-dir", os.fspath(self.git_dir), "--literal-pathspecs"]
+        for override in _OVERRIDES:
+            cmd += ["-c", override]
+        return cmd + list(args)
+
+    def _failed(self, args: Sequence[str], stderr: bytes, code: int) -> GitError:
+        detail = stderr.decode("utf-8", "replace").strip().splitlines()
+        return GitError(f"git {args[0]} failed on {self.git_dir}: {detail[-1] if detail else code}")
+
+    def refs(self, prefix: str = "refs/heads/") -> dict[str, str]:
+        """Every ref under ``prefix`` that names a commit, as ``full name -> commit id``, sorted by name."""
+        return {name: oid for name, (oid, kind) in self.ref_kinds(prefix).items() if kind == "commit"}
+
+    def ref_kinds(self, prefix: str = "refs/heads/") -> dict[str, tuple[str, str]]:
+        """Every ref under ``prefix`` as ``full name -> (object id, object type)``, sorted by name.
+
+        The type is git's (``commit``, ``tag``, ``blob``, ``tree``), or ``missing`` for a ref
+        that holds an id of no object in the repository (a dangling ref): one such ref does not
+        hide the others.
+        """
+        out = self.run("for-each-ref", "--format=%(objectname) %(refname)", prefix)
+        listed: list[tuple[str, str]] = []
+        for line in out.decode("utf-8", "surrogateescape").splitlines():
+            oid, _, name = line.partition(" ")
+            listed.append((name, oid))
+        if not listed:
+            return {}
+        oids = list(dict.fromkeys(oid for _, oid in listed))
+        checked = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                           stdin=("\n".join(oids) + "\n").encode())
+        kinds: dict[str, str] = {}
+        for oid, line in zip(oids, checked.decode("utf-8", "replace").splitlines(), strict=False):
+            fields = line.split(" ")
+            kinds[oid] = fields[1] if len(fields) == 2 and fields[0] == oid else "missing"
+        return {name: (oid, kinds.get(oid, "missing")) for name, oid in sorted(listed)}
+
+    def resolve(self, rev: str) -> str:
+        """The commit id ``rev`` names (a branch, a sha, ``agents/x~3``).
+
+        Raises:
+            GitError: ``rev`` names no commit.
+        """
+        if not rev or "\n" in rev or "\0" in rev:
+            raise GitError(f"not a revision: {rev!r}")
+        self._refuse_hazards()
+        try:
+            out = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+        except GitError as err:
+            raise GitError(f"{rev!r} names no commit in {self.git_dir}") from err
+        return out.decode().strip()
+
+    def log(self, rev: str) -> list[Commit]:
+        """The first-parent history of ``rev``, oldest first, each commit with its changed paths.
+
+        One ``git log --raw`` process; merges are diffed against their first parent, the root
+        commit against the empty tree.
+        """
+        out = self.run("log", "--first-parent", "--reverse", *LOG_ARGS, "--end-of-options", rev, "--")
+        return parse_log(out)
+
+    def walk(self, heads: Iterable[str], paths: Sequence[str] = ()) -> dict[str, Commit]:
+        """Every commit reachable from ``heads`` (commit ids), by id, with its changed paths.
+
+        One ``git log --raw`` process for all heads, each commit listed once however many
+        branches hold it. Changes are against the first parent (the root commit: against the
+        empty tree), as :meth:`log` gives them. With ``paths`` (folders such as
+        ``"messages/"``), only changes under them are listed, but every commit still is (no
+        history simplification), so a commit that changes nothing there costs one log line.
+        Follow a branch with :func:`first_parent`.
+
+        Raises:
+            GitError: a head is not a full object id, or git failed (e.g. a missing object).
+        """
+        wanted = list(dict.fromkeys(heads))
+        if not wanted:
+            return {}
+        if not all(_HEX.match(h) for h in wanted):
+            raise GitError("a head to walk is not an object id")
+        limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
+        parser = LogParser()
+        self.stream("log", "--stdin", *LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
+        return {c.sha: c for c in parser.finish()}
+
+    def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
+        """The entries directly inside the folder ``path`` of commit ``rev``, in tree order.
+
+        An absent folder lists nothing.
+        """
+        out = self.run("ls-tree", "-z", "--full-tree", "--end-of-options", rev, "--", path.rstrip("/") + "/")
+        items = []
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, name = record.partition(b"\t")
+            mode, kind, oid = meta.decode().split(" ")
+            items.append(TreeItem(mode, kind, oid, name.decode("utf-8", "surrogateescape").rpartition("/")[2]))
+        return items
+
+    def read(self, names: Iterable[str]) -> dict[str, bytes | None]:
+        """The contents of the given blobs (``None`` for a missing object or one not a blob).
+
+        One ``git cat-file --batch`` process reads them all. A name may be an object id or
+        ``<commit>:<path>``. Nothing is cached here: callers keep what they parsed, keyed by
+        object id, and never ask twice.
+        """
+        wanted = list(dict.fromkeys(names))
+        return self._batch(wanted) if wanted else {}
+
+    def _batch(self, names: Sequence[str]) -> dict[str, bytes | None]:
+        if any("\n" in n for n in names):
+            raise GitError("an object name holds a newline")
+        out = self.run("cat-file", "--batch", stdin=("\n".join(names) + "\n").encode("utf-8", "surrogateescape"))
+        found: dict[str, bytes | None] = {}
+        pos = 0
+        for name in names:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split(b" ")
+            pos = end + 1
+            if len(header) != 3 or header[-1] == b"missing":
+                found[name] = None
+                continue
+            size = int(header[2])
+            found[name] = out[pos : pos + size] if header[1] == b"blob" else None
+            self.blob_reads += header[1] == b"blob"
+            pos += size + 1
+        return found
+
+
+#: Files git opens in a git directory, when they exist.
+_PLAIN_FILES = ("HEAD", "config", "packed-refs", "shallow", "commondir", "info/grafts", "objects/info/alternates",
+                "objects/info/http-alternates", "objects/info/packs", "objects/info/commit-graph")
+_BLOCKING = frozenset({"FIFO", "socket", "character device", "block device", "special file"})
+
+
+def _special_files(folder: Path) -> list[str]:
+    """FIFOs, sockets and devices anywhere under ``folder`` (links to them included; links not followed into)."""
+    found: list[str] = []
+    for entry in listing(folder, None):
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                found += _special_files(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False) and file_kind(entry.path) in _BLOCKING:
+                found.append(entry.path)
+        except OSError:
+            continue
+    return found

@@ -1,0 +1,261 @@
+"""Conversations to Arrow tables: each table put together from finished columns, as declared.
+
+:class:`FrameBuilder` receives a conversation as column chunks and a tool pairing
+(:mod:`~murmur_analysis.tables.chunks`) and the rows its source handed over
+(:mod:`~murmur_analysis.core.handoff`), and builds every table by its declared columns
+(:mod:`~murmur_analysis.tables.schema`) through a :class:`~murmur_analysis.tables.columns.TableBuilder` each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..algorithms.history import History
+from ..core.diagnostics import Diagnostic
+from ..core.handoff import (
+    Conversation,
+    EntryColumns,
+    OrphanRow,
+    Pairing,
+    Reading,
+    Summary,
+    TableRows,
+    UsageRow,
+    repeated,
+)
+from ..core.values import counter_sum
+from .chunks import PairedChunks, conversation_chunks, entry_chunks
+from .columns import TableBuilder, to_pandas, usage_table
+from .rows import CallColumns, ConversationRow, EntryTimes, GrowthColumns
+from .schema import TABLES
+
+__all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas", "usage_table"]
+
+_STR = pa.string()
+_I64 = pa.int64()
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What one pass over a conversation's entries gathered for its other tables."""
+
+    calls: Pairing  # the pairing walk's rows and counts
+    times: EntryTimes  # when the entries holding tool calls and results were written
+    usage_rows: list[UsageRow]
+    count: int
+    first_at: datetime | None
+    last_at: datetime | None
+    bare: list[int]  # positions of assistant entries that carry no usage
+    sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
+    derived: list[GrowthColumns]  # one growth row per message, per chunk (kept unless the source gives its own)
+
+
+def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
+    """The characters of the conversation up to the entry at ``position``, ``None`` when no row has it.
+
+    A compaction row's size is the conversation's at the message it stands at.
+    """
+    for positions, chars in sizes:
+        found = np.flatnonzero(positions.to_numpy(zero_copy_only=False) == position)
+        if len(found):
+            value: int = chars[int(found[-1])].as_py()
+            return value
+    return None
+
+
+def _derive_growth(summary: Summary) -> bool:
+    # Compaction rows are events on the message timeline, not a replacement of it: the
+    # per-message rows are derived unless the source gave rows of its own timeline.
+    return summary.growth is None or all(g.event == "compaction" for g in summary.growth)
+
+
+def _settled(conv: Conversation, summary: Summary | None) -> Summary:
+    """The conversation's summary once its stream is read (tool timings: its own when the summary has none)."""
+    s = summary or Summary()
+    return s if s.tool_meta is not None else replace(s, tool_meta=conv.tool_meta)
+
+
+class FrameBuilder:
+    """Every table, fed one decoded conversation at a time.
+
+    Args:
+        text: fill the text columns (``messages.text``, ``messages.reasoning_text``,
+            ``tool_calls.input``, ``tool_calls.result_text``, ``growth.summary``); ``False``
+            leaves them null (same schema) for a lean load.
+    """
+
+    def __init__(self, text: bool = True) -> None:
+        self.text = text
+        self.builders = {name: TableBuilder(name, text=text) for name in TABLES}
+
+    def add(self, conv: Conversation) -> None:
+        """Add one conversation's rows to every table.
+
+        The conversation is read as column chunks in position order (a source's own, or its
+        entries turned into the same columns), so a record of any length streams through: the
+        messages and derived growth rows are written per chunk, and the pairing walk of the
+        assembly core keeps only open calls.
+        """
+        reading = Reading(conversation_chunks(conv, self.text), conv.summary)
+        # The pairing walk is skipped when the source's engine already walked it (known up front).
+        walk = self._walk(conv, reading, _settled(conv, conv.summary).paired)
+        self._finish(conv, walk, _settled(conv, reading.summary))
+
+    def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
+        """Add rows of one declared table, each given by column name.
+
+        Args:
+            rows: the rows (``source`` and ``conversation_id`` are filled in here).
+            source: the source that read them.
+            conversation_id: the conversation they belong to, if any.
+
+        Raises:
+            KeyError: ``rows.table`` is not a declared table.
+        """
+        builder = self.builders.get(rows.table)
+        if builder is None:
+            builder = self.builders[rows.table] = TableBuilder(rows.table, text=self.text)
+        given = {"source": source, "conversation_id": conversation_id}
+        for row in rows.rows:
+            builder.add_mapping(row, given)
+
+    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Walk:
+        key = (conv.source, conv.conversation_id)
+        walking = PairedChunks(chunks, paired)
+        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        bare: list[int] = []
+        first_at: datetime | None = None
+        last_at: datetime | None = None
+        count = 0
+        history = History(orphans=False)
+        sizes: list[tuple[pa.Array, pa.Array]] = []
+        derived: list[GrowthColumns] = []
+        for chunk in walking:
+            n = len(chunk)
+            if n == 0:
+                continue
+            created = chunk.created_at
+            span = pc.min_max(created)
+            low, high = span["min"].as_py(), span["max"].as_py()
+            if low is not None:
+                first_at = low if first_at is None else min(first_at, low)
+                last_at = high if last_at is None else max(last_at, high)
+            usages = chunk.usage
+            assistant = pc.fill_null(pc.equal(chunk.side, "assistant"), False).to_numpy(zero_copy_only=False)
+            positions_all = chunk.position.to_numpy(zero_copy_only=False)
+            bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
+            self.builders["messages"].add_columns(chunk, n, {"source": key[0], "conversation_id": key[1]})
+            if usages:
+                ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
+                for i, u in enumerate(usages):
+                    if u is not None:
+                        usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
+                                                   times[i], found_in="entry"))
+            grown = history.append_columns(chunk.text_chars, usages)  # one state per message
+            sizes.append((chunk.position, grown.chars))
+            derived.append(GrowthColumns(n, chunk.position, created, repeated("message", n), grown.messages,
+                                         grown.chars, grown.context_tokens))
+            count += n
+        calls = walking.pairing()
+        return _Walk(calls, walking.times(), usage_rows, count, first_at, last_at, bare, sizes, derived)
+
+    def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
+        if not summary.readable:  # handed over unread, and then found unreadable: no rows
+            return
+        given = {"source": conv.source, "conversation_id": conv.conversation_id}
+        pairing = walk.calls
+        growth = self.builders["growth"]
+        if _derive_growth(summary):
+            for columns in walk.derived:
+                growth.add_columns(columns, columns.rows, given)
+        calls = CallColumns.join(pairing.rows, summary.tool_meta or {}, walk.times)
+        if calls.rows.num_rows:
+            self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
+        # Read after the walk: a streaming source hands over its summary when its stream ends.
+        rows = walk.usage_rows if summary.usage is None else list(summary.usage)
+        tokens, unreported = self._usage(given, conv.path, rows)
+        linked = {r.seq for r in rows if r.seq is not None}
+        unreported += sum(1 for p in walk.bare if p not in linked)
+        orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
+        if orphan_rows is None:
+            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
+        # What assembly drops from the conversation as it stands: a source that also lists the
+        # drops of earlier states (a litany step's read state) marks its last state's rows with
+        # no step.
+        n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
+        for orphan in orphan_rows:
+            self.builders["orphans"].add(orphan, given)
+        for g in summary.growth or ():
+            if g.chars is None and g.event == "compaction":  # the size of the conversation where it stands
+                g = replace(g, chars=_chars_at(walk.sizes, g.position))
+            growth.add(g, given)
+        for table, table_rows in summary.rows.items():
+            self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
+        row = ConversationRow(
+            title=summary.title,
+            path=conv.path,
+            first_at=walk.first_at,
+            last_at=walk.last_at,
+            messages=walk.count,
+            tool_calls=pairing.made,
+            tool_errors=pairing.errors,
+            orphans=n_orphans,
+            tokens=tokens,
+            unreported_responses=unreported,
+            truncated_dropped=conv.truncated_dropped,
+            conversation_id_bytes=conv.extra.get("conversation_id_bytes"),
+            path_bytes=conv.extra.get("path_bytes"),
+        )
+        self.builders["conversations"].add(row, given)
+
+    def _usage(self, given: dict[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
+        """Write the usage rows; return the spend they report and how many report nothing.
+
+        The spend is null when it passes ``int64`` (:func:`~murmur_analysis.core.values.counter_sum`),
+        with a ``sum_overflow`` diagnostics row naming the conversation.
+        """
+        builder = self.builders["usage"]
+        counters: list[int | None] = []
+        unreported = 0
+        for r in rows:
+            u = r.usage
+            builder.add(r, given)
+            self._problems(given["source"], path, r)
+            if not u.reported:
+                unreported += 1
+            counters += (u.input_total_tokens, u.output_tokens, u.reasoning_tokens)
+        total, overflowed = counter_sum(counters)
+        if overflowed:
+            self.add_diagnostics([Diagnostic(
+                given["source"], path or "", None, "sum_overflow",
+                f"conversations.tokens of conversation {given['conversation_id']!r} (input_total + output + "
+                f"reasoning tokens of its {len(rows)} usage rows) is {sum(n or 0 for n in counters)}, past the "
+                "int64 limit 2**63-1: it is null, and so is growth.context_tokens where one response's own "
+                "tokens pass it")])
+        return total, unreported
+
+    def _problems(self, source: str, path: str | None, r: UsageRow) -> None:
+        """One diagnostics row per problem of a response's counters (nothing is clamped)."""
+        if not r.usage.problems:
+            return
+        where = r.message_id or (f"seq {r.seq}" if r.seq is not None else None) or (
+            f"attempt {r.attempt}" if r.attempt is not None else "a response")
+        self.add_diagnostics(Diagnostic(source, path or "", None, "bad_usage",
+                                        f"usage of {where} ({r.found_in}): {problem}")
+                             for problem in r.usage.problems)
+
+    def add_diagnostics(self, rows: Iterable[Diagnostic]) -> None:
+        """Add diagnostics rows."""
+        builder = self.builders["diagnostics"]
+        for d in rows:
+            builder.add(d)
+
+    def finish(self) -> dict[str, pa.Table]:
+        """Every core table, and each source table that received rows."""
+        return {name: b.finish() for name, b in self.builders.items()}
