@@ -64,7 +64,7 @@ def test_the_root_holds_the_public_face_and_every_folder_is_a_layer() -> None:
     root_modules = sorted(p.name for p in package.glob("*.py"))
     assert len(root_modules) <= 15, root_modules
     contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
-    layers = {name.strip().removeprefix("murmur_analysis.") for entry in contract["layers"] for name in entry.split("|")}
+    layers = {n.strip().removeprefix("murmur_analysis.") for entry in contract["layers"] for n in entry.split("|")}
     folders = {p.parent.name for p in package.glob("*/__init__.py")}
     assert folders <= layers, f"folders outside the layer contract: {sorted(folders - layers)}"
     assert {p.removesuffix(".py") for p in root_modules} - {"__init__"} <= layers

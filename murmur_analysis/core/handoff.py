@@ -11,6 +11,8 @@ declared here, below both sides and read-only once handed over:
   generator when its stream ends: a generator's ``return summary`` is the one channel by which
   a streaming source hands over what it learned, so nothing is written into a conversation
   after it is handed over.
+- :class:`ResumePoint`: where a whole read of an append-only file stopped, for a source that
+  can read on from there (:class:`~murmur_analysis.sources.resume.Resumable`).
 - :class:`TableRows`: rows of a table that belong to no conversation (a session's own spend,
   a store's memory rows), yielded by a source beside its conversations.
 - The row values of the sources' side facts (:class:`UsageRow`, :class:`GrowthRow`,
@@ -28,8 +30,10 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from .identity import Known, known_doc, known_file
 from .model import Entry, Usage
 from .providers import Family, ProviderSource
+from .values import JSON
 
 __all__ = [
     "PAIRED",
@@ -42,6 +46,7 @@ __all__ = [
     "OrphanRow",
     "Pairing",
     "Reading",
+    "ResumePoint",
     "StepRow",
     "Summary",
     "TableRows",
@@ -258,6 +263,56 @@ class Pairing:
 
 
 @dataclass(frozen=True)
+class ResumePoint:
+    """Where a read of an append-only file stopped, and what the rows after it go on from.
+
+    Attributes:
+        messages: messages before the point (the next one's position).
+        lines: lines before the point (line numbers go on from it).
+        chars: text characters of the messages before it (growth's ``chars`` go on from it).
+        side: the side of the last message before it (``None``: there was none).
+        run_loose: whether the last run of one side before it may hold results the pairing
+            walk left with no call (a later call of that run would answer them, so what
+            follows cannot be walked on its own if it goes on that run with calls).
+        at: the file's identity where the point ends (``None``: not tied to a file yet).
+    """
+
+    messages: int = 0
+    lines: int = 0
+    chars: int = 0
+    side: str | None = None
+    run_loose: bool = False
+    at: Known | None = None
+
+    def to_doc(self) -> dict[str, JSON]:
+        """The point as JSON values (an export's state keeps it): the counts beside the file's identity."""
+        doc: dict[str, JSON] = {"messages": self.messages, "lines": self.lines, "chars": self.chars,
+                                "side": self.side, "run_loose": self.run_loose}
+        if self.at is not None:
+            doc.update(known_doc(self.at))
+        return doc
+
+    @classmethod
+    def from_doc(cls, doc: JSON) -> ResumePoint | None:
+        """The point :meth:`to_doc` wrote; ``None`` when ``doc`` is none or not one.
+
+        A point an earlier version wrote without ``run_loose`` says only whether the run had
+        tool events (``run_events``), and is read as "it may hold loose results".
+        """
+        if not isinstance(doc, dict):
+            return None
+        counts = [doc.get(k) for k in ("messages", "lines", "chars")]
+        side = doc.get("side")
+        if any(not isinstance(c, int) or isinstance(c, bool) for c in counts):
+            return None
+        if side is not None and not isinstance(side, str):
+            return None
+        messages, lines, chars = (int(c) for c in counts if isinstance(c, int))
+        loose = doc.get("run_loose", doc.get("run_events", True))
+        return cls(messages, lines, chars, side, bool(loose), known_file(doc) if "size" in doc else None)
+
+
+@dataclass(frozen=True)
 class Conversation:
     """One conversation as a source decoded it.
 
@@ -274,6 +329,13 @@ class Conversation:
         columns: the entries as column chunks, in position order (see :class:`EntryColumns`);
             when set, the frame builder reads these instead of ``entries``.
         extra: anything else a source wants to keep (shown nowhere by default).
+        resume: where a whole read of the conversation's append-only file stopped, set by a
+            source that can read on from there (:class:`~murmur_analysis.sources.resume.Resumable`).
+        versions: what the source's fingerprint names of the input besides its files (litany:
+            the tip commit of each ref read).
+        conversation_id_bytes: the id's exact bytes where it is not valid UTF-8 as found (set
+            by the loader; the ``conversations`` table keeps them).
+        path_bytes: the path's exact bytes where it is not valid UTF-8 (set by the loader).
         part: what names this conversation inside ``path`` when that file or folder holds
             several (a branch of a repository, a row of a database); ``None`` when ``path``
             holds this conversation alone. The loader loads a conversation once however many
@@ -296,6 +358,10 @@ class Conversation:
     columns: Iterable[EntryColumns] | None = None
     part: str | None = None
     summary: Summary | None = None
+    resume: ResumePoint | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+    conversation_id_bytes: bytes | None = None
+    path_bytes: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,7 +81,7 @@ class KnownFile(Protocol):
 
 @dataclass(slots=True)
 class Known:
-    """A :class:`KnownFile` read back from JSON values (:func:`known_file`)."""
+    """A :class:`KnownFile` read back from JSON values (:func:`known_file`), or taken of a file now."""
 
     dev: int
     ino: int
@@ -103,6 +103,12 @@ def probe(fd: int, size: int) -> tuple[bytes, bytes]:
     start = max(size - HEAD_BYTES, 0)
     tail = head[start:size] if size <= HEAD_BYTES else os.pread(fd, size - start, start)
     return checksum(head), checksum(tail)
+
+
+def known_doc(known: Known) -> dict[str, int | str]:
+    """``known`` as the JSON values :func:`known_file` reads back (``head`` and ``tail`` in hex)."""
+    return {"dev": known.dev, "ino": known.ino, "size": known.size, "mtime_ns": known.mtime_ns,
+            "ctime_ns": known.ctime_ns, "head": known.head.hex(), "tail": known.tail.hex()}
 
 
 def stat_fields(st: os.stat_result) -> dict[str, int]:

@@ -29,14 +29,18 @@ import os
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple, Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeAlias, TypeVar
 
 from ..engine import _native
+
+#: A JSON value as Python holds it (what an export's state and a source's fingerprint are made of).
+JSON: TypeAlias = "bool | int | float | str | list[JSON] | dict[str, JSON] | None"
 
 __all__ = [
     "BAD_TIME",
     "COUNTER_MAX",
     "EPOCH",
+    "JSON",
     "BadTime",
     "Reporter",
     "counter_sum",

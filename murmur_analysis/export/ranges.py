@@ -1,8 +1,8 @@
-"""One long murmur record exported a range of bytes at a time: memory bounded by the range, not the record.
+"""One long file exported a range of bytes at a time: memory bounded by the range, not the file.
 
-A record longer than the range length is cut at line starts, where a new run of one side
-begins when one is near and inside a run otherwise
-(:func:`~murmur_analysis.sources.murmur.append.cut`), and each range is decoded and written
+A :class:`~murmur_analysis.sources.resume.Resumable` source's file longer than the range
+length is cut at line starts where the source says (murmur: where a new run of one side begins
+when one is near, inside a run otherwise), and each range is decoded and written
 on its own, continued from the ranges before it as an appended tail is continued from an
 earlier export (:func:`~murmur_analysis.export.resume.continue_rows`): positions, growth counts
 and characters go on, the pairing walk's open calls carry over (an earlier range's
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,8 @@ import pyarrow.parquet as pq
 
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular
-from ..core.handoff import Conversation
-from ..sources.murmur.append import START, cut, identity_at, joined, read_range
+from ..core.handoff import Conversation, ResumePoint
+from ..sources.resume import START, Resumable, identity_at
 from ..tables.schema import schema
 from .resume import Walk, answer, continue_rows
 from .writer import BatchWriter
@@ -35,38 +36,38 @@ __all__ = ["export_ranges"]
 Build = Callable[[Conversation, Diagnostics], dict[str, pa.Table]]
 
 
-def export_ranges(source: Any, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path,
-                  limit: int) -> tuple[bool, dict[str, Any] | None]:
-    """Write ``conv``'s record a range of about ``limit`` bytes at a time, if it is longer than that.
+def export_ranges(source: Resumable, conv: Conversation, unit: str, writer: BatchWriter, build: Build,
+                  scratch: Path, limit: int, text: bool) -> tuple[bool, ResumePoint | None]:
+    """Write ``conv``'s file a range of about ``limit`` bytes at a time, if it is longer than that.
 
     Returns:
         Whether it was written so (else nothing of it was), and its resume point.
     """
-    if joined(source, conv) or not isinstance(conv.key, tuple):
+    if conv.path is None or not source.resumable(conv, None, None):
         return False, None
     try:
-        with open_regular(Path(conv.key[0])) as f:
+        with open_regular(Path(conv.path)) as f:
             fd = f.fileno()
             size = os.fstat(fd).st_size
             if size <= limit:
                 return False, None
-            return _write(source, conv, unit, writer, build, scratch, limit, fd, size)
+            return _write(source, conv, unit, writer, build, scratch, limit, fd, size, text)
     except OSError:
         return False, None
 
 
-def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path, limit: int,
-           fd: int, size: int) -> tuple[bool, dict[str, Any] | None]:
-    point: dict[str, Any] = START
+def _write(source: Resumable, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path,
+           limit: int, fd: int, size: int, text: bool) -> tuple[bool, ResumePoint | None]:
+    point = START
     walk = Walk()
     before: dict[str, Any] | None = None
     written: list[str] = []
     calls: list[tuple[str, int, int]] = []  # this record's tool_calls files: (path, first row, rows)
     start = 0
     while start < size:
-        end = size if size - start <= limit * 3 // 2 else (cut(fd, start + limit, size, limit // 64) or size)
-        diagnostics = Diagnostics(source.name)
-        tail = read_range(source, conv, fd, start, end, point, diagnostics, scratch)
+        end = size if size - start <= limit * 3 // 2 else (source.cut(fd, start + limit, size, limit // 64) or size)
+        diagnostics = Diagnostics(conv.source)
+        tail = source.read_range(conv, fd, start, end, point, diagnostics, text, scratch)
         first = walk.rows
         grown = None if tail is None else continue_rows(tail, point, build(tail.conversation, diagnostics),
                                                         walk, before)
@@ -87,7 +88,7 @@ def _write(source: Any, conv: Conversation, unit: str, writer: BatchWriter, buil
     written += writer.write({"conversations": pa.Table.from_pylist([before], schema=schema("conversations"))},
                             {"conversations": [(unit, 1)]})
     at = identity_at(fd, size)
-    return True, ({**point, **at} if at is not None else None)
+    return True, (replace(point, at=at) if at is not None else None)
 
 
 def _answer(writer: BatchWriter, calls: list[tuple[str, int, int]], answered: dict[int, dict[str, Any]]) -> bool:

@@ -3,7 +3,7 @@
 The previous export's rows of a conversation are kept where appending cannot change them
 (``messages``, ``growth``, ``orphans``, ``diagnostics``, and ``tool_calls`` unless an appended
 result answers an earlier call), and the appended messages' rows are written beside them,
-continued from the resume point (:mod:`murmur_analysis.sources.murmur.append`):
+continued from the resume point (:mod:`murmur_analysis.sources.resume`):
 
 * ``messages``: ``seq`` goes on from the messages before;
 * ``growth``: ``position``, ``messages`` and ``chars`` go on from the point's counts (a record
@@ -21,7 +21,7 @@ result names a call answered before (a ``duplicate_result``); or the appended me
 the last run of one side with tool calls while that run's part before the point holds a result
 the walk left with no call (the walk opens a run's calls before its results, so one of those
 calls would answer it, and the run's calls come before its unanswered results; see
-:func:`~murmur_analysis.sources.murmur.append.run_loose`). A run of one side otherwise splits
+:attr:`~murmur_analysis.core.handoff.ResumePoint.run_loose`). A run of one side otherwise splits
 anywhere: its calls before the point stay open for its results after it, and its unanswered
 results stay so. The ids called before are kept as hashes (:class:`CalledIds`), so a
 collision can only send a record to a whole read, never change a row.
@@ -37,7 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..sources.murmur.append import Tail, run_loose
+from ..core.handoff import ResumePoint
+from ..sources.resume import Tail
 from ..tables.schema import schema
 from .layout import Generation
 from .state import ExportState
@@ -52,14 +53,14 @@ class Appended:
     Attributes:
         tables: its rows to write, by table.
         replaced: the tables whose earlier rows of it are dropped (``tables`` holds them all).
-        point: the resume point after this read.
+        point: the resume point after this read (``None``: the next read is whole).
         answered: the conversation's earlier ``tool_calls`` rows (by index) that appended
             results answer, with their new result fields.
     """
 
     tables: dict[str, pa.Table]
     replaced: set[str] = field(default_factory=set)
-    point: dict[str, Any] | None = None
+    point: ResumePoint | None = None
     answered: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -259,12 +260,12 @@ class Walk:
 
 
 def continue_rows(
-    tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], walk: Walk, before: dict[str, Any] | None,
+    tail: Tail, point: ResumePoint, tables: dict[str, pa.Table], walk: Walk, before: dict[str, Any] | None,
 ) -> Appended | None:
     """The rows of a record's messages after ``point``, from their own ``tables``; ``None``: read it whole.
 
     Args:
-        tail: the messages after the point (:func:`~murmur_analysis.sources.murmur.append.read_tail`).
+        tail: the messages after the point (:func:`~murmur_analysis.sources.resume.read_on`).
         point: the resume point they were read from.
         tables: their rows as the frame builder made them for them alone (priced).
         walk: what the pairing walk of the rows before the point left (moved past these).
@@ -277,15 +278,15 @@ def continue_rows(
     """
     if tables["usage"].num_rows or tables["steps"].num_rows:
         return None
-    if tail.first_side == point["side"] and tail.first_run_calls and run_loose(point):
+    if tail.first_side == point.side and tail.first_run_calls and point.run_loose:
         return None
     new_conv = tables["conversations"].to_pylist()
     if len(new_conv) != 1:
         return None
-    base = point["messages"]
+    base = point.messages
     out = dict(tables)
     out["messages"] = _shift(tables["messages"], {"seq": base})
-    out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point["chars"]})
+    out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point.chars})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
     paired = walk.go_on(calls)
     if paired is None:
@@ -346,7 +347,7 @@ def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | No
 
 
 def appended_to_previous(
-    tail: Tail, point: dict[str, Any], tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
+    tail: Tail, point: ResumePoint, tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
     unit: str,
 ) -> Appended | None:
     """:func:`continue_rows` after the rows ``unit`` has in the previous export; ``None``: read it whole.

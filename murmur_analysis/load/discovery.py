@@ -235,6 +235,7 @@ def printable(conv: Conversation) -> Conversation:
         conv,
         conversation_id=display(conv.conversation_id),
         path=display(conv.path) if conv.path is not None else None,
-        extra={**conv.extra, "conversation_id_bytes": raw_id, "path_bytes": raw_path},
+        conversation_id_bytes=raw_id,
+        path_bytes=raw_path,
     )
 

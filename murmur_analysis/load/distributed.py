@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from ..core.handoff import TableRows
 from ..core.pricing import Prices, price_tables
-from ..sources.base import Diagnostics, Source
+from ..sources.base import Diagnostics, ReadContext, Source
 from ..tables.frames import FrameBuilder, to_pandas
 from ..tables.schema import TABLES, schema
 from .discovery import Discovery, PathArg, checked_options, printable
@@ -88,9 +88,9 @@ def load_dask(
     listing = FrameBuilder()
     discovery = Discovery(source, options)
     for src, target in discovery.targets(paths):
-        src.text = text
         diagnostics = Diagnostics(src.name)
-        for conv in src.open(target, diagnostics):  # lazy: the conversation is decoded by its task
+        # lazy: the conversation is decoded by its task
+        for conv in src.open(target, diagnostics, ReadContext(text=text)):
             if isinstance(conv, TableRows):  # rows no conversation holds: read by the listing
                 if discovery.admit_rows(src.name, conv):
                     listing.add_rows(conv, src.name)

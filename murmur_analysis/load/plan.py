@@ -27,7 +27,7 @@ from ..core.handoff import Conversation, EntryColumns, Reading, Summary, TableRo
 from ..core.model import Entry
 from ..core.pricing import Pricer, Prices, price_tables
 from ..sources import Diagnostics
-from ..sources.base import Source
+from ..sources.base import ReadContext, Source
 from ..tables.frames import FrameBuilder
 from .discovery import Discovery, PathArg, checked_options, nothing_found, printable
 
@@ -39,8 +39,12 @@ __all__ = ["Batch", "LoadEvent", "LoadPlan", "Progress", "iter_batches"]
 #: from, when it has one).
 Progress = Callable[[str, str], None]
 
-#: Whether a conversation's rows are wanted; ``False`` skips it before its entries are read.
-Keep = Callable[[Source, Conversation], bool]
+#: Whether a conversation's rows are wanted, asked before its entries are read: ``False``
+#: skips it, ``True`` reads it as found, and a ``Conversation`` is read in its place (the
+#: consumer read it itself, in full, after its source was told it need not).
+Keep = Callable[[Source, Conversation], "bool | Conversation"]
+#: What a source is told it need not read (``ReadContext.skip``, bound to the source).
+Skip = Callable[[Source, Conversation], bool]
 
 _PROGRESS_EVERY = 65_536
 
@@ -150,7 +154,7 @@ class LoadPlan:
     Attributes:
         builder: where the next conversation's rows are added.
         discovery: which source reads which path; each conversation admitted once.
-        text: whether the text columns are filled (each source is told, as ``Source.text``).
+        text: whether the text columns are filled (each source is told, as ``ReadContext.text``).
 
     Raises:
         UnknownSourceError: ``source`` or a key of ``options`` names no registered source.
@@ -171,9 +175,14 @@ class LoadPlan:
         self.progress = progress
         self.builder = self.new_builder()
         self.discovery = Discovery(source, self.options)
-        #: Told to each source (``Source.read_ahead``): a consumer that holds one batch at a
+        #: Told to each source (``ReadContext.read_ahead``): a consumer that holds one batch at a
         #: time bounds how much the sources decode ahead of it.
         self.read_ahead: int | None = None
+
+    def context(self, src: Source, skip: Skip | None = None) -> ReadContext:
+        """What ``src.open`` is told: this plan's text choice and read-ahead, and ``skip`` bound to ``src``."""
+        told = (lambda conv: skip(src, conv)) if skip is not None else None
+        return ReadContext(text=self.text, skip=told, read_ahead=self.read_ahead)
 
     def new_builder(self) -> FrameBuilder:
         """An empty frame builder for this plan (text columns filled or left out as asked)."""
@@ -182,12 +191,12 @@ class LoadPlan:
     def _counts(self) -> dict[str, int]:
         return {name: b.num_rows for name, b in self.builder.builders.items()}
 
-    def events(self, keep: Keep | None = None, skip: Keep | None = None) -> Iterator[LoadEvent]:
+    def events(self, keep: Keep | None = None, skip: Skip | None = None) -> Iterator[LoadEvent]:
         """Run the plan, yielding after each conversation and after each path's source.
 
         Args:
             keep: called before a conversation's entries are read; ``False`` skips it.
-            skip: told to each source (``Source.skip``): ``True`` promises that ``keep``
+            skip: told to each source (``ReadContext.skip``): ``True`` promises that ``keep``
                 will skip that conversation, so the source need not read it at all.
 
         Raises:
@@ -197,9 +206,7 @@ class LoadPlan:
         """
         progress, discovery = self.progress, self.discovery
         for src, target in discovery.targets(self.paths):
-            src.text = self.text
-            src.skip = (lambda conv, src=src: skip(src, conv)) if skip is not None else None
-            src.read_ahead = self.read_ahead
+            ctx = self.context(src, skip)
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)
@@ -210,7 +217,7 @@ class LoadPlan:
             # rows of the conversations being read beside them.
             table_rows: list[TableRows] = []
             since = 0  # rows before it were reported for what came before this conversation
-            for item in src.open(target, diags):
+            for item in src.open(target, diags, ctx):
                 if isinstance(item, TableRows):
                     if discovery.admit_rows(src.name, item):
                         table_rows.append(item)
@@ -223,9 +230,12 @@ class LoadPlan:
                 early = [i for i in range(since, len(diags.rows)) if diags.rows[i].path == conv.path]
                 owned.update(early)
                 since = len(diags.rows)
-                if keep is not None and not keep(src, conv):
+                verdict = keep(src, conv) if keep is not None else True
+                if verdict is False:
                     yield LoadEvent("skipped", src, target, conv, conv.conversation_id)
                     continue
+                if isinstance(verdict, Conversation):  # read by the consumer: under the name it was admitted with
+                    conv = replace(verdict, conversation_id=conv.conversation_id, path=conv.path)
                 lossless = conv.conversation_id
                 shown = printable(_reporting(conv, progress) if progress else conv)
                 before = self._counts()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +27,32 @@ from ..core.handoff import Conversation, TableRows
 from ..core.identity import file_identity
 
 #: ``Diagnostics`` is re-exported here for source authors: ``open`` receives one.
-__all__ = ["Diagnostics", "Source"]
+__all__ = ["READ_ALL", "Diagnostics", "ReadContext", "Source"]
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What a load wants of one :meth:`Source.open`: given as an argument, never set on the source.
+
+    Attributes:
+        text: whether the load fills the text columns; a source that builds its own columns
+            leaves their texts null when false.
+        skip: conversations the consumer will not have read: ``skip(conv)`` true promises it,
+            so a source may yield such a conversation found but not read (any
+            ``Conversation`` with its key and path). The consumer decides what happens to it
+            (its earlier rows kept, or read on from a point through
+            :class:`~murmur_analysis.sources.resume.Resumable`); the source never calls it back.
+        read_ahead: how many bytes of input a source may decode ahead of the conversation
+            being consumed (``None``: as the source sees fit).
+    """
+
+    text: bool = True
+    skip: Callable[[Conversation], bool] | None = None
+    read_ahead: int | None = None
+
+
+#: A plain read: text on, nothing skipped, read-ahead as the source sees fit.
+READ_ALL = ReadContext()
 
 
 class Source(ABC):
@@ -39,15 +65,6 @@ class Source(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ""
-    #: Whether the load fills the text columns (the load plan sets it before ``open``); a
-    #: source that builds its own columns leaves their texts null when false.
-    text: bool = True
-    #: Conversations the consumer will skip (the load plan sets it before ``open``): a source
-    #: may yield them found but not read (any ``Conversation`` with their key and path).
-    skip: Callable[[Conversation], bool] | None = None
-    #: How many bytes of input a source may decode ahead of the conversation being consumed
-    #: (the load plan sets it before ``open``; ``None``: as the source sees fit).
-    read_ahead: int | None = None
 
     def __init__(self, **options: Any) -> None:
         """Create the source; ``options`` are source-specific (``load(options={name: {...}})``).
@@ -63,10 +80,13 @@ class Source(ABC):
         """Whether ``path`` looks like this source's data (cheap: names and a peek at most)."""
 
     @abstractmethod
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation | TableRows]:
+    def open(
+        self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL
+    ) -> Iterator[Conversation | TableRows]:
         """Every conversation under ``path``, decoded (and rows of tables no conversation holds).
 
         Unreadable input is reported to ``diagnostics`` and skipped; nothing is raised for it.
+        ``ctx`` says what the load wants (text or not, what it skips, how far to read ahead).
         """
 
     @abstractmethod

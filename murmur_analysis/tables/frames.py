@@ -209,8 +209,8 @@ class FrameBuilder:
             tokens=tokens,
             unreported_responses=unreported,
             truncated_dropped=conv.truncated_dropped,
-            conversation_id_bytes=conv.extra.get("conversation_id_bytes"),
-            path_bytes=conv.extra.get("path_bytes"),
+            conversation_id_bytes=conv.conversation_id_bytes,
+            path_bytes=conv.path_bytes,
         )
         self.builders["conversations"].add(row, given)
 

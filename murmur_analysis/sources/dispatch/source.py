@@ -17,7 +17,7 @@ from ...core.files import NOT_REGULAR, check_file, file_kind, identity, is_dir, 
 from ...core.handoff import Conversation, TableRows
 from ...core.identity import file_identity
 from ...core.values import json_str
-from ..base import Diagnostics, Source
+from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .documents import read_json
 from .layout import (
     DB_SUFFIXES,
@@ -71,7 +71,9 @@ class DispatchSource(Source):
 
     # -- reading ----------------------------------------------------------------------------
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation | TableRows]:
+    def open(
+        self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL
+    ) -> Iterator[Conversation | TableRows]:
         """Every session and trace under ``path``, each read when loaded; a store's memory rows.
 
         Conversations are keyed on the file they live in: courier session ids are minted per

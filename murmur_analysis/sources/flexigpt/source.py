@@ -26,7 +26,7 @@ from ...core.files import NotRegularFile, entry_is_dir, is_dir, listing, open_re
 from ...core.handoff import Conversation, Summary
 from ...core.model import Entry
 from ...core.paths import user_path
-from ..base import Diagnostics, Source
+from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .decode import decode
 
 __all__ = ["SCHEMA_VERSIONS", "STORE_DIRS", "ConversationListItem", "FlexiGPTSource"]
@@ -159,7 +159,7 @@ class FlexiGPTSource(Source):
         items.reverse()  # the cursor core takes items oldest first
         return paginate(items, cursor, limit)
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+    def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every conversation under ``path``, newest first, handed over before its file is read.
 
         The conversation id is the one in the file's name (``<id>_<title>.json``), as the app's

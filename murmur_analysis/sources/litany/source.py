@@ -54,7 +54,7 @@ from ...core.model import Entry
 from ...core.paths import user_path
 from ...core.values import held
 from ...errors import GitError
-from ..base import Diagnostics, Source
+from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .branch import decode, dropped_at, message_files
 from .git import GitRepo, find_git_dir
 from .gitlog import Commit, first_parent
@@ -91,7 +91,7 @@ class LitanySource(Source):
         """
         return bool(find_workspaces(path, limit=1)) or is_dir(path / "repo.git")
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+    def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every agent branch of every workspace under ``path``, each read when its entries are."""
         for git_dir, steps_dir in find_workspaces(path, diagnostics=diagnostics):
             workspace = _Workspace.open(self.git, git_dir, steps_dir, diagnostics, None)
@@ -116,8 +116,8 @@ class LitanySource(Source):
 
         Known without reading the conversation: the tips come with it from the refs.
         """
-        tips = conv.extra.get("tips")
-        if not isinstance(conv.key, tuple) or tips is None:
+        tips = conv.versions
+        if not isinstance(conv.key, tuple) or not tips:
             return None
         steps_dir = conv.key[1]
         records: list[list[Any]] = []
@@ -213,7 +213,7 @@ class _Workspace:
         tips = {a: self.wanted[a][1] for a in [*self._ancestors(agent), agent]}
         self._handed[agent], self._last = self._last, agent
         return Conversation(source="litany", conversation_id=agent, entries=self._read(agent), key=(
-            git_dir, steps_dir, agent), path=git_dir, part=agent, extra={"tips": dict(sorted(tips.items()))})
+            git_dir, steps_dir, agent), path=git_dir, part=agent, versions=dict(sorted(tips.items())))
 
     def log(self, agent: str) -> list[Commit]:
         """The branch's first-parent history, oldest first (the first call walks every branch).

@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,12 +42,14 @@ import orjson
 import pyarrow as pa
 
 from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular
-from ...core.handoff import Conversation, EntryColumns, Summary, TableRows, ToolMeta
+from ...core.handoff import Conversation, EntryColumns, ResumePoint, Summary, TableRows, ToolMeta
 from ...core.identity import file_identity
 from ...core.paths import user_path
-from ...core.values import held, json_int, uuid7_datetime, uuid7_ms
-from ..base import Diagnostics, Source
-from .append import resume_point
+from ...core.values import JSON, held, json_int, uuid7_datetime, uuid7_ms
+from ..base import READ_ALL, Diagnostics, ReadContext, Source
+from ..resume import Tail
+from .append import cut as line_cut
+from .append import resume_point, scan_range, tail_of, traces_unchanged
 from .engine import ints, pairing, scanned_columns, strings
 from .entries import report_skipped, settled, steady, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
@@ -232,7 +234,9 @@ class MurmurSource(Source):
 
     # ---------------------------------------------------------------------------- decoding
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation | TableRows]:
+    def open(
+        self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL
+    ) -> Iterator[Conversation | TableRows]:
         """Every record under ``path``, each joined to its sessions (see the module doc).
 
         Then the usage no conversation holds, as ``usage`` rows: ``inference`` events outside
@@ -251,11 +255,12 @@ class MurmurSource(Source):
                 "outside the murmur home; none was found under this home or given, so its records load with null "
                 "usage (name the work dirs: the murmur source's sessions option, --sessions DIR on the command line)")
         index.claim((rec.record, rec.context_id) for rec in records)
-        for group in _groups(records, self.read_ahead or _SCAN_BYTES):
-            # Records the consumer will not read (``Source.skip``) are not scanned.
-            skipped = {id(rec) for rec in group if self.skip is not None and self.skip(self._unread(rec))}
+        skip = ctx.skip
+        for group in _groups(records, ctx.read_ahead or _SCAN_BYTES):
+            # Records the consumer will not read (``ReadContext.skip``) are not scanned.
+            skipped = {id(rec) for rec in group if skip is not None and skip(self._unread(rec))}
             wanted = [str(rec.path) for rec in group if id(rec) not in skipped]
-            scanned = iter(scan_records(wanted, self.text) if wanted else ())  # an unchanged group starts no scan
+            scanned = iter(scan_records(wanted, ctx.text) if wanted else ())  # an unchanged group starts no scan
             for rec in group:
                 by_context.setdefault(rec.context_id, []).append(rec)
                 if id(rec) in skipped:
@@ -347,14 +352,60 @@ class MurmurSource(Source):
         entries = stream(rec.path, Join(tasks, cutoff) if tasks else None, self.settle_seconds, stream_diagnostics)
         columns: list[EntryColumns] | None = None
         summary: Summary | None = None
+        point: ResumePoint | None = None
         if scanned is not None:
             chunk, summary = self._columns(rec, scanned, Join(tasks, cutoff) if tasks else None, diagnostics)
             columns = [chunk]
             # Where an export may read on from, when the record grows (not for a record joined to traces).
-            extra["resume"] = resume_point(scanned) if not tasks else None
+            point = resume_point(scanned) if not tasks else None
         return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=entries, key=key,
                             path=where, tool_meta=meta, truncated_dropped=dropped, extra=extra, columns=columns,
-                            summary=summary)
+                            summary=summary, resume=point)
+
+    # ------------------------------------------------------------------ reading on (Resumable)
+
+    def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
+        """Whether ``conv`` may be read on from a point: a record joined to no session trace, the traces unchanged.
+
+        A record joined to traces is read whole (the join's state spans the whole record), and
+        so is every record when a trace changed (a changed trace may join any record).
+        """
+        if not isinstance(conv.key, tuple) or len(conv.key) != 3 or self._index is None:
+            return False
+        if self._index.for_record(conv.key[1], conv.key[2]):
+            return False
+        return before is None or traces_unchanged(before, now)
+
+    def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
+                   diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
+        """Decode the bytes ``start:end`` of ``conv``'s record after ``point`` (see :class:`Resumable`).
+
+        ``None`` also when a line of them is not UTF-8 (murmur then reads nothing of the record).
+        """
+        assert isinstance(conv.key, tuple) and len(conv.key) == 3
+        path, record, context = conv.key
+        scanned = scan_range(fd, start, end, point, text, scratch)
+        if scanned is None:
+            return None
+        if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], self._settled(Path(path))):
+            return None
+        assert self._index is not None
+        read = self._conversation(_Record(Path(path), record, context), self._index, diagnostics, scanned)
+        return tail_of(replace(read, conversation_id=conv.conversation_id, extra=conv.extra, resume=None),
+                       scanned, point)
+
+    def read_whole(self, conv: Conversation, diagnostics: Diagnostics, text: bool) -> Conversation:
+        """``conv``'s record scanned whole, as :meth:`open` reads it (joined to the traces it read)."""
+        assert isinstance(conv.key, tuple) and len(conv.key) == 3
+        path, record, context = conv.key
+        index = self._index if self._index is not None else TraceIndex(diagnostics)
+        scanned = scan_records([path], text)[0]
+        read = self._conversation(_Record(Path(path), record, context), index, diagnostics, scanned)
+        return replace(read, conversation_id=conv.conversation_id)
+
+    def cut(self, fd: int, target: int, end: int, window: int) -> int | None:
+        """Where a range begins after ``target``: a new run of one side if one is near (:func:`.append.cut`)."""
+        return line_cut(fd, target, end, window)
 
     @staticmethod
     def _truncation(

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from murmur_analysis.core.handoff import Conversation, Summary
 from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
-from murmur_analysis.sources.base import Diagnostics, Source
+from murmur_analysis.sources.base import READ_ALL, Diagnostics, ReadContext, Source
 
 __all__ = ["SAMPLE", "PlaintextSource"]
 
@@ -57,7 +57,7 @@ class PlaintextSource(Source):
             return path.name.endswith(SUFFIX)
         return path.is_dir() and any(p.name.endswith(SUFFIX) for p in path.iterdir() if p.is_file())
 
-    def open(self, path: Path, diagnostics: Diagnostics) -> Iterator[Conversation]:
+    def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every transcript under ``path``."""
         files = [path] if path.is_file() else sorted(p for p in path.rglob(f"*{SUFFIX}") if p.is_file())
         for file in files:

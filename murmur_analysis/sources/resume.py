@@ -1,0 +1,199 @@
+"""Reading on from a point: a capability a source declares, and the exporter asks for by name of protocol only.
+
+A runtime that only appends to a conversation's file (murmur's records, any append-only JSONL)
+can have a grown file read from where an earlier read stopped. A source says it can by
+implementing :class:`Resumable`; the exporter never names a source, it asks the protocol:
+
+* after a whole read, the conversation's :attr:`~murmur_analysis.core.handoff.Conversation.resume`
+  holds the :class:`ResumePoint` the read stopped at, and :func:`anchor` ties it to the file
+  (the file must still be the one the fingerprint saw, and end at a line break);
+* when the file is found grown, :func:`read_on` decodes the bytes after the point through the
+  source's :meth:`Resumable.read_range` into a :class:`Tail`;
+* a long file is read a range at a time with the same :meth:`Resumable.read_range`, cut where
+  the source's :meth:`Resumable.cut` says.
+
+The point's counts are what the rows after it go on from: message positions, growth counts and
+characters, and what the pairing walk needs to know of the last run of one side.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from ..core.diagnostics import Diagnostics
+from ..core.files import open_regular
+from ..core.handoff import Conversation, ResumePoint
+from ..core.identity import Known, classify, probe, same_file, stat_fields
+from ..core.values import JSON
+
+__all__ = [
+    "START",
+    "Resumable",
+    "ResumePoint",
+    "Tail",
+    "anchor",
+    "appendable",
+    "file_of",
+    "grew",
+    "identity_at",
+    "read_on",
+]
+
+#: The point before a file's first byte.
+START = ResumePoint()
+
+
+@dataclass
+class Tail:
+    """The messages of a file after a resume point.
+
+    Attributes:
+        conversation: those messages as a conversation (positions from 0, line numbers going
+            on from the point's).
+        point: the resume point after them, not yet tied to the file (``None``: the next read
+            is whole).
+        first_side: the side of the first message read (``None`` when there was none).
+        first_run_calls: whether the run of that side it begins has tool calls.
+    """
+
+    conversation: Conversation
+    point: ResumePoint | None
+    first_side: str | None
+    first_run_calls: bool
+
+
+@runtime_checkable
+class Resumable(Protocol):
+    """A source whose conversations' files can be read on from a :class:`ResumePoint`.
+
+    Its whole reads set :attr:`Conversation.resume`; :func:`read_on` and the export of long
+    files use the two methods below. :class:`~murmur_analysis.sources.jsonl.AppendOnlyJsonl`
+    implements them for any source whose conversation is one append-only JSONL file.
+    """
+
+    def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
+        """Whether ``conv``, fingerprinted ``before`` by an earlier read and ``now``, may be read on.
+
+        False when what the rows depend on besides the file itself changed (murmur: a session
+        trace joined to the record), or when the conversation is not one file read alone.
+        ``before`` is ``None`` when asked for a read of ranges within one export.
+        """
+        ...
+
+    def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
+                   diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
+        """Decode the bytes ``start:end`` of ``conv``'s file (open as ``fd``), after ``point``.
+
+        ``start`` is where a line begins and ``point`` counts what comes before it (:data:`START`
+        before the first byte). ``scratch`` is a folder for temporary files. ``None``: the
+        bytes cannot be read on their own (the file must be read whole).
+        """
+        ...
+
+    def cut(self, fd: int, target: int, end: int, window: int) -> int | None:
+        """A line start after ``target`` (before ``end``) to begin a range at; ``None``: none."""
+        ...
+
+    def read_whole(self, conv: Conversation, diagnostics: Diagnostics, text: bool) -> Conversation:
+        """``conv`` read whole, as :meth:`Source.open` reads it, after the source was told it need not.
+
+        The exporter asks for it where reading on or by ranges turned out not to be exact.
+        """
+        ...
+
+
+def file_of(fingerprint: JSON, path: str) -> Mapping[str, JSON] | None:
+    """The identity a fingerprint holds for ``path`` (a ``[path, identity]`` pair anywhere in it)."""
+
+    def pairs(value: JSON) -> Iterator[Mapping[str, JSON]]:
+        if isinstance(value, list):
+            if len(value) == 2 and value[0] == path and isinstance(value[1], dict):
+                yield value[1]
+            for item in value:
+                yield from pairs(item)
+
+    return next(pairs(fingerprint), None)
+
+
+def appendable(source: object, conv: Conversation, unit: Mapping[str, JSON] | None, now: JSON) -> ResumePoint | None:
+    """The point to read ``conv`` on from, if ``source`` can and an earlier export left one.
+
+    Args:
+        source: the source that found ``conv`` now.
+        conv: the conversation as found (not read).
+        unit: what the earlier export recorded of it (``fingerprint``, ``resume``).
+        now: the source's fingerprint of it now.
+    """
+    if not isinstance(source, Resumable) or not unit:
+        return None
+    point = ResumePoint.from_doc(unit.get("resume"))
+    if point is None or point.at is None or not source.resumable(conv, unit.get("fingerprint"), now):
+        return None
+    return point
+
+
+def anchor(point: ResumePoint | None, path: str | None, fingerprint: JSON) -> ResumePoint | None:
+    """``point`` tied to the file it was read from, or ``None`` when it cannot be read on from.
+
+    The file must still be the one of the fingerprint (taken before the read: same inode, size
+    and times, so the read saw exactly those bytes) and end at a line break.
+    """
+    identity = file_of(fingerprint, path) if path is not None else None
+    if point is None or identity is None or path is None:
+        return None
+    try:
+        with open_regular(Path(path)) as f:
+            st = os.fstat(f.fileno())
+            at = identity_at(f.fileno(), st.st_size) if same_file(identity, st) else None
+    except OSError:
+        return None
+    return replace(point, at=at) if at is not None else None
+
+
+def identity_at(fd: int, size: int) -> Known | None:
+    """The identity of the file open as ``fd`` at ``size``, if it ends there at a line break."""
+    st = os.fstat(fd)
+    if st.st_size != size or (size and os.pread(fd, 1, size - 1) != b"\n"):
+        return None
+    head, tail = probe(fd, size)
+    return Known(**stat_fields(st), head=head, tail=tail)
+
+
+def grew(point: ResumePoint, path: str) -> bool:
+    """Whether the file at ``path`` is the point's file, grown since (cheap: its status and two checksums)."""
+    if point.at is None:
+        return False
+    try:
+        with open_regular(Path(path)) as f:
+            return classify(point.at, f.fileno(), os.fstat(f.fileno())) == "grew"
+    except OSError:
+        return False
+
+
+def read_on(source: Resumable, conv: Conversation, point: ResumePoint, diagnostics: Diagnostics, text: bool,
+            scratch: Path) -> Tail | None:
+    """Decode what was appended to ``conv``'s file since ``point``; ``None``: read it whole.
+
+    The file must be the point's, grown (:func:`~murmur_analysis.core.identity.classify`); the
+    tail's point is tied to the file as it is now.
+    """
+    if point.at is None or conv.path is None:
+        return None
+    try:
+        with open_regular(Path(conv.path)) as f:
+            fd = f.fileno()
+            st = os.fstat(fd)
+            if classify(point.at, fd, st) != "grew":
+                return None
+            tail = source.read_range(conv, fd, point.at.size, st.st_size, point, diagnostics, text, scratch)
+            if tail is not None and tail.point is not None:
+                at = identity_at(fd, st.st_size)
+                tail.point = replace(tail.point, at=at) if at is not None else None
+    except OSError:
+        return None
+    return tail
+
