@@ -142,7 +142,7 @@ def test_a_warm_page_does_not_decide_the_junk_between_its_messages_one_by_one(
     decided: list[int] = []
     original = reader_module.index_lines
 
-    def index_lines(data: bytes, limit: int, base: int, first: bool) -> record_module.LineIndex:
+    def index_lines(data: bytes, limit: int, base: int, first: bool) -> record_module.LineSpans:
         decided.append(limit)
         return original(data, limit, base, first)
 

@@ -154,8 +154,10 @@ class ExportRun:
         """
         unit = unit_id(conv)
         decided = self._decided.pop(conv.key, None)
+        asked = decided is not None  # its source did not read it
         if decided is None:
-            # A source that does not ask (``ReadContext.skip``) is decided for here; its entries are read when used.
+            # A source that does not ask (``ReadContext.skip``) is decided for here: what it read is
+            # used where reading on or by ranges cannot be done.
             decided = self._decide(src, conv) if unit not in self.seen else _Decided("read", None)
         if decided.decision == "read":
             return self._read_whole(src, conv, decided.fingerprint)
@@ -170,7 +172,7 @@ class ExportRun:
         if decided.decision == "append":
             grown = self._read_on(src, conv, unit, decided.fingerprint)
             if grown is None:
-                return self._reread(src, conv, decided.fingerprint)
+                return self._reread(src, conv, decided.fingerprint) if asked else self._read_whole(src, conv, None)
             self.seen.add(unit)
             self.keep.add(unit)
             self.appended[unit] = grown
@@ -178,7 +180,7 @@ class ExportRun:
             done, point = export_ranges(src, conv, unit, self.writer, self._rows_of, self.scratch,
                                         self.range_bytes, self.text)
             if not done:
-                return self._reread(src, conv, decided.fingerprint)
+                return self._reread(src, conv, decided.fingerprint) if asked else self._read_whole(src, conv, None)
             self.seen.add(unit)
             self.read += 1
             grown = Appended({}, point=point)

@@ -19,16 +19,20 @@ characters, and what the pairing walk needs to know of the last run of one side.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from ..algorithms.pairing import MessageRuns, pair_tools
+from ..core.blocks import text_chars
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular
-from ..core.handoff import Conversation, ResumePoint
+from ..core.handoff import Conversation, ResumePoint, Summary
 from ..core.identity import Known, classify, probe, same_file, stat_fields
+from ..core.model import Entry
 from ..core.values import JSON
+from .base import Source
 
 __all__ = [
     "START",
@@ -197,3 +201,118 @@ def read_on(source: Resumable, conv: Conversation, point: ResumePoint, diagnosti
         return None
     return tail
 
+
+
+class AppendOnlyLines:
+    """:class:`Resumable` for a source whose conversation is one file of lines that is only appended to.
+
+    Any line-delimited source (JSONL above all) gets reading on from a point, and exports of
+    long files by ranges, by mixing this in before :class:`~murmur_analysis.sources.base.Source`
+    and giving two things:
+
+    * :meth:`decode_lines`: the entries of some of the file's lines, read alone;
+    * on each whole read, the conversation's ``resume`` point: :meth:`whole_point`.
+
+    The counts a point carries are worked out from the entries with the rules the tables are
+    built by (:class:`~murmur_analysis.algorithms.pairing.MessageRuns`, the pairing walk and
+    :func:`~murmur_analysis.core.blocks.text_chars`), so the rows read on equal a whole read's.
+    """
+
+    def decode_lines(self, conv: Conversation, data: bytes, first_line: int,
+                     diagnostics: Diagnostics) -> list[Entry] | None:
+        """The entries of ``data``, whole lines of ``conv``'s file from line ``first_line`` (1-based) on.
+
+        Positions start at 0. ``None`` when the lines cannot be read apart from the lines
+        before them (say, the first continues a message begun before).
+        """
+        raise NotImplementedError
+
+    @staticmethod
+    def whole_point(entries: Sequence[Entry], lines: int) -> ResumePoint:
+        """The point after a whole read of ``lines`` lines that gave ``entries``."""
+        point, _, _ = _point_after(START, entries, lines)
+        return point
+
+    def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
+        """A conversation read from its own file, whose fingerprint names nothing else that changed."""
+        if conv.path is None:
+            return False
+        return before is None or _without(before, conv.path) == _without(now, conv.path)
+
+    def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
+                   diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
+        """The entries of the bytes ``start:end`` (:meth:`decode_lines`), after ``point``."""
+        try:
+            data = os.pread(fd, end - start, start)
+        except OSError:
+            return None
+        if len(data) != end - start:
+            return None
+        entries = self.decode_lines(conv, data, point.lines + 1, diagnostics)
+        if entries is None:
+            return None
+        lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        new, first_side, first_run_calls = _point_after(point, entries, lines)
+        # What is known of the conversation before reading it stays (its title); nothing it learned by reading.
+        known = Summary(title=conv.summary.title) if conv.summary is not None else None
+        read = replace(conv, entries=entries, resume=None, summary=known, columns=None)
+        return Tail(read, new, first_side, first_run_calls)
+
+    def cut(self, fd: int, target: int, end: int, window: int) -> int | None:
+        """The first line start after ``target`` (before ``end``)."""
+        return next_line(fd, target, end)
+
+    def read_whole(self, conv: Conversation, diagnostics: Diagnostics, text: bool) -> Conversation:
+        """``conv`` read again whole (``Source.reopen``)."""
+        assert isinstance(self, Source), "AppendOnlyLines is mixed into a Source"
+        return self.reopen(conv.key, diagnostics)
+
+
+def next_line(fd: int, offset: int, end: int, step: int = 64 << 10) -> int | None:
+    """Where the first line after ``offset`` begins (before ``end``), or ``None``."""
+    while offset < end:
+        data = os.pread(fd, min(step, end - offset), offset)
+        if not data:
+            return None
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return offset + nl + 1 if offset + nl + 1 < end else None
+        offset += len(data)
+    return None
+
+
+_LOOSE = frozenset(("orphan_result", "duplicate_result"))
+
+
+def _point_after(point: ResumePoint, entries: Sequence[Entry], lines: int) -> tuple[ResumePoint, str | None, bool]:
+    """The point after ``entries`` (read after ``point``), the side of the first, and whether its run has calls."""
+    if not entries:
+        return replace(point, lines=point.lines + lines, at=None), None, False
+    runs = MessageRuns()
+    message = [runs.next(e.side) for e in entries]
+    last_run = message.index(message[-1])  # where the last run of one side begins
+    first_run_end = message.index(1) if message[-1] >= 1 else len(entries)
+    pairs = pair_tools(entries)
+    positions = [e.position for e in entries]
+    loose = any(p.status in _LOOSE and p.result_seq is not None and p.result_seq >= positions[last_run] for p in pairs)
+    calls = any(p.called_seq is not None and p.called_seq < (positions[first_run_end] if first_run_end < len(entries)
+                                                             else positions[-1] + 1) for p in pairs)
+    side = entries[-1].side
+    combined = side == point.side and last_run == 0  # the entries are one run, going on the point's
+    new = ResumePoint(
+        messages=point.messages + len(entries),
+        lines=point.lines + lines,
+        chars=point.chars + sum(text_chars(e.blocks) for e in entries),
+        side=side,
+        run_loose=loose or (combined and point.run_loose),
+    )
+    return new, entries[0].side, calls
+
+
+def _without(fingerprint: JSON, path: str) -> JSON:
+    """``fingerprint`` with the identity of ``path`` left out (what else the rows depend on)."""
+    if isinstance(fingerprint, list):
+        if len(fingerprint) == 2 and fingerprint[0] == path and isinstance(fingerprint[1], dict):
+            return None
+        return [_without(item, path) for item in fingerprint]
+    return fingerprint

@@ -42,7 +42,7 @@ _I64 = pa.int64()
 
 
 @dataclass(frozen=True, slots=True)
-class _Walk:
+class _Gathered:
     """What one pass over a conversation's entries gathered for its other tables."""
 
     calls: Pairing  # the pairing walk's rows and counts
@@ -104,8 +104,8 @@ class FrameBuilder:
         """
         reading = Reading(conversation_chunks(conv, self.text), conv.summary)
         # The pairing walk is skipped when the source's engine already walked it (known up front).
-        walk = self._walk(conv, reading, _settled(conv, conv.summary).paired)
-        self._finish(conv, walk, _settled(conv, reading.summary))
+        gathered = self._gather(conv, reading, _settled(conv, conv.summary).paired)
+        self._finish(conv, gathered, _settled(conv, reading.summary))
 
     def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
         """Add rows of one declared table, each given by column name.
@@ -125,7 +125,7 @@ class FrameBuilder:
         for row in rows.rows:
             builder.add_mapping(row, given)
 
-    def _walk(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Walk:
+    def _gather(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Gathered:
         key = (conv.source, conv.conversation_id)
         walking = PairedChunks(chunks, paired)
         usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
@@ -163,25 +163,25 @@ class FrameBuilder:
                                          grown.chars, grown.context_tokens))
             count += n
         calls = walking.pairing()
-        return _Walk(calls, walking.times(), usage_rows, count, first_at, last_at, bare, sizes, derived)
+        return _Gathered(calls, walking.times(), usage_rows, count, first_at, last_at, bare, sizes, derived)
 
-    def _finish(self, conv: Conversation, walk: _Walk, summary: Summary) -> None:
+    def _finish(self, conv: Conversation, gathered: _Gathered, summary: Summary) -> None:
         if not summary.readable:  # handed over unread, and then found unreadable: no rows
             return
         given = {"source": conv.source, "conversation_id": conv.conversation_id}
-        pairing = walk.calls
+        pairing = gathered.calls
         growth = self.builders["growth"]
         if _derive_growth(summary):
-            for columns in walk.derived:
+            for columns in gathered.derived:
                 growth.add_columns(columns, columns.rows, given)
-        calls = CallColumns.join(pairing.rows, summary.tool_meta or {}, walk.times)
+        calls = CallColumns.join(pairing.rows, summary.tool_meta or {}, gathered.times)
         if calls.rows.num_rows:
             self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
         # Read after the walk: a streaming source hands over its summary when its stream ends.
-        rows = walk.usage_rows if summary.usage is None else list(summary.usage)
+        rows = gathered.usage_rows if summary.usage is None else list(summary.usage)
         tokens, unreported = self._usage(given, conv.path, rows)
         linked = {r.seq for r in rows if r.seq is not None}
-        unreported += sum(1 for p in walk.bare if p not in linked)
+        unreported += sum(1 for p in gathered.bare if p not in linked)
         orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
         if orphan_rows is None:
             orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
@@ -193,16 +193,16 @@ class FrameBuilder:
             self.builders["orphans"].add(orphan, given)
         for g in summary.growth or ():
             if g.chars is None and g.event == "compaction":  # the size of the conversation where it stands
-                g = replace(g, chars=_chars_at(walk.sizes, g.position))
+                g = replace(g, chars=_chars_at(gathered.sizes, g.position))
             growth.add(g, given)
         for table, table_rows in summary.rows.items():
             self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
         row = ConversationRow(
             title=summary.title,
             path=conv.path,
-            first_at=walk.first_at,
-            last_at=walk.last_at,
-            messages=walk.count,
+            first_at=gathered.first_at,
+            last_at=gathered.last_at,
+            messages=gathered.count,
             tool_calls=pairing.made,
             tool_errors=pairing.errors,
             orphans=n_orphans,

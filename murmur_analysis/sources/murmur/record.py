@@ -68,7 +68,7 @@ def decide(line: bytes, first: bool = False) -> LineKind:
     return LineKind(_native.decide_line(line, first))
 
 
-class LineIndex(NamedTuple):
+class LineSpans(NamedTuple):
     """Where the message lines of a stretch of a record are (see :func:`index_lines`)."""
 
     starts: bytes  #: absolute offsets of the message lines' starts, native int64
@@ -80,13 +80,13 @@ class LineIndex(NamedTuple):
     bad_utf8: bool  #: a line is not UTF-8 (murmur's whole read fails)
 
 
-def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineIndex:
+def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineSpans:
     """Decide every line of ``data[:limit]`` (whole lines of a record at offset ``base``) on every core.
 
     This is the record reader's index: which lines are messages, where they are, and which
     lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
     """
-    return LineIndex(*_native.index_lines(data, limit, base, first))
+    return LineSpans(*_native.index_lines(data, limit, base, first))
 
 
 def no_message_in(data: bytes) -> bool:

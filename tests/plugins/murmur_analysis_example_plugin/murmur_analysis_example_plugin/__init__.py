@@ -6,7 +6,9 @@ tool call is written ``assistant: -> <call_id> <tool> <json input>`` and its res
 ``tool: <- <call_id> [error] <text>``.
 
 The package registers itself under the ``murmur_analysis.sources`` entry-point group, which is
-all a plugin needs: ``ma.list_sources()`` lists it and ``ma.load`` detects its files.
+all a plugin needs: ``ma.list_sources()`` lists it and ``ma.load`` detects its files. A runtime
+appends to its transcripts, so the source mixes in ``AppendOnlyLines``: an incremental export
+reads only the lines appended since the last one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, ClassVar
 from murmur_analysis.core.handoff import Conversation, Summary
 from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
 from murmur_analysis.sources.base import READ_ALL, Diagnostics, ReadContext, Source
+from murmur_analysis.sources.resume import AppendOnlyLines
 
 __all__ = ["SAMPLE", "PlaintextSource"]
 
@@ -45,7 +48,7 @@ def _blocks(role: str, text: str) -> tuple[Block, ...]:
     return (Text(text),)
 
 
-class PlaintextSource(Source):
+class PlaintextSource(AppendOnlyLines, Source):
     """Plain-text chat transcripts (``*.chat.txt``)."""
 
     name: ClassVar[str] = "plaintext"
@@ -70,23 +73,42 @@ class PlaintextSource(Source):
     def _read(self, file: Path, diagnostics: Diagnostics) -> Conversation:
         conv_id = file.name[: -len(SUFFIX)]
         try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as err:
+            data = file.read_bytes()
+        except OSError as err:
             diagnostics.report(file, "unreadable", f"could not read the transcript: {err}")
-            lines = []
-        turns: list[tuple[str, str]] = []
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            if line[0].isspace() and turns:
-                role, text = turns[-1]
-                turns[-1] = (role, f"{text}\n{line.strip()}")
-                continue
-            m = _LINE.match(line)
-            if m is None:
-                diagnostics.report(file, "not_a_message", f"line {number} is not '<role>: <text>'", line=number)
-                continue
-            turns.append((m.group(1), m.group(2)))
-        entries = [Entry(i, role, _blocks(role, text)) for i, (role, text) in enumerate(turns)]
+            data = b""
+        entries = _entries(data, 1, file, diagnostics) or []
         return Conversation(self.name, conv_id, entries, key=str(file), path=str(file),
-                            summary=Summary(title=conv_id.replace("-", " ")))
+                            summary=Summary(title=conv_id.replace("-", " ")),
+                            resume=self.whole_point(entries, data.count(b"\n")))
+
+    def decode_lines(self, conv: Conversation, data: bytes, first_line: int,
+                     diagnostics: Diagnostics) -> list[Entry] | None:
+        """Appended lines alone; not when one continues the message before them."""
+        return _entries(data, first_line, Path(str(conv.path)), diagnostics, alone=True)
+
+
+def _entries(data: bytes, first_line: int, file: Path, diagnostics: Diagnostics,
+             alone: bool = False) -> list[Entry] | None:
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError as err:
+        diagnostics.report(file, "unreadable", f"could not read the transcript: {err}")
+        return None
+    turns: list[tuple[str, str]] = []
+    for number, raw in enumerate(lines, first_line):
+        line = raw.removesuffix("\r")
+        if not line.strip():
+            continue
+        if line[0].isspace() and alone and not turns:
+            return None  # it would continue a message of the lines before
+        if line[0].isspace() and turns:
+            role, text = turns[-1]
+            turns[-1] = (role, f"{text}\n{line.strip()}")
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            diagnostics.report(file, "not_a_message", f"line {number} is not '<role>: <text>'", line=number)
+            continue
+        turns.append((m.group(1), m.group(2)))
+    return [Entry(i, role, _blocks(role, text)) for i, (role, text) in enumerate(turns)]
