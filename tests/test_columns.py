@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 import murmur_analysis as ma
 from murmur_analysis.core.diagnostics import Diagnostic
 from murmur_analysis.core.handoff import EntryColumns, GrowthRow, OrphanRow, StepRow, UsageRow
-from murmur_analysis.tables import TableBuilder, schema
+from murmur_analysis.tables import schema
+from murmur_analysis.tables.columns import TableBuilder
 from murmur_analysis.tables.rows import CallColumns, ConversationRow
 from murmur_analysis.tables.schema import Column
 

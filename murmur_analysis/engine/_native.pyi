@@ -1,5 +1,59 @@
 # Types of the native decode engine (native/src/lib.rs).
-from typing import Any
+from typing import Any, Literal, TypedDict
+
+#: An Arrow column's buffers as the engine hands them over: validity bitmap and values.
+IntColumn = tuple[bytes, bytes]
+#: A string column's buffers: validity bitmap, int32 offsets and UTF-8 data.
+StrColumn = tuple[bytes, bytes, bytes]
+
+#: The scan's string columns, by key.
+StrKey = Literal["id", "role", "source_id", "kinds", "text", "reasoning_text", "ev_id", "ev_name", "pair_call_id",
+                 "pair_tool_name", "pair_status", "pair_input_text", "pair_result_text"]
+#: The scan's nullable integer columns, by key.
+IntKey = Literal["created_ms", "created_us", "ev_error", "ev_chars", "ev_bytes", "pair_called_seq", "pair_result_seq",
+                 "pair_is_error", "pair_result_chars", "pair_input_bytes"]
+
+class Scanned(TypedDict):
+    """One record as :func:`scan_records` scanned it: its message lines as columns, and what it met."""
+
+    rows: int
+    lines: int
+    line: bytes
+    created_ms: IntColumn
+    created_us: IntColumn
+    id: StrColumn
+    role: StrColumn
+    source_id: StrColumn
+    n_blocks: bytes
+    text_chars: bytes
+    kinds_offsets: bytes
+    kinds: StrColumn
+    text: StrColumn
+    reasoning_text: StrColumn
+    events: int
+    ev_row: bytes
+    ev_call: bytes
+    ev_id: StrColumn
+    ev_name: StrColumn
+    ev_error: IntColumn
+    ev_chars: IntColumn
+    ev_bytes: IntColumn
+    diagnostics: list[tuple[int, int]]
+    title: str | None
+    header: bytes | None
+    error: str | None
+    pairs: int
+    pair_summary: tuple[int, int, list[str]]
+    pair_call_id: StrColumn
+    pair_tool_name: StrColumn
+    pair_status: StrColumn
+    pair_called_seq: IntColumn
+    pair_result_seq: IntColumn
+    pair_is_error: IntColumn
+    pair_result_chars: IntColumn
+    pair_input_bytes: IntColumn
+    pair_input_text: StrColumn
+    pair_result_text: StrColumn
 
 BLOCK: int
 
@@ -12,7 +66,7 @@ def scan_records(
     paths: list[bytes],
     spec: tuple[dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str, str],
     text: bool,
-) -> list[dict[str, Any]]: ...
+) -> list[Scanned]: ...
 def messages(data: bytes, first: bool) -> tuple[list[tuple[int, Any]], list[tuple[int, int]]]: ...
 def to_json(value: Any) -> str: ...
 def lower_value(value: dict[str, Any]) -> tuple[str, str, str | None, str | None]: ...

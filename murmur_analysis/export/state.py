@@ -28,6 +28,7 @@ from typing import Any
 
 from ..core.files import display
 from ..core.handoff import Conversation
+from ..core.values import JSON
 
 __all__ = ["ExportState", "as_json", "unit_id"]
 
@@ -61,7 +62,7 @@ class ExportState:
         """The state as JSON values."""
         return {"version": STATE_VERSION, "units": self.units, "files": self.files}
 
-    def unchanged(self, unit: str, fingerprint: Any) -> bool:
+    def unchanged(self, unit: str, fingerprint: JSON) -> bool:
         """Whether ``unit`` was exported from input with this fingerprint (never for ``None``)."""
         old = self.units.get(unit)
         return fingerprint is not None and old is not None and old["fingerprint"] == fingerprint
@@ -96,7 +97,7 @@ class ExportState:
         return ranges
 
 
-def as_json(value: Any) -> Any:
+def as_json(value: object) -> JSON:
     r"""A source's fingerprint as the JSON values the state stores (what a round trip through JSON gives).
 
     Names that are not UTF-8 (surrogate escapes) are written as ``\xNN``, as the tables show them:
@@ -108,4 +109,6 @@ def as_json(value: Any) -> Any:
         return {display(str(k)): as_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [as_json(v) for v in value]
-    return value
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    raise TypeError(f"a fingerprint holds {type(value).__name__}, which JSON cannot: {value!r}")

@@ -45,7 +45,7 @@ def sample_data() -> Path:
         NoSourceError: the package was installed without the samples (from a wheel); point
             :data:`DATA_VARIABLE` at data or pass paths instead.
     """
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # murmur_analysis/, beside data/ in a checkout
     samples = package.parent / "data" / "samples"
     if samples.is_dir():
         return samples

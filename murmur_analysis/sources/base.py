@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from ..core.diagnostics import Diagnostics
 from ..core.handoff import Conversation, TableRows
-from ..core.identity import file_identity
+from ..core.identity import Identity, file_identity
 
 #: ``Diagnostics`` is re-exported here for source authors: ``open`` receives one.
 __all__ = ["READ_ALL", "Diagnostics", "ReadContext", "Source"]
@@ -93,7 +93,7 @@ class Source(ABC):
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode again the conversation :attr:`Conversation.key` names."""
 
-    def fingerprint(self, conv: Conversation) -> Any:
+    def fingerprint(self, conv: Conversation) -> object:
         """What identifies the input ``conv`` is decoded from, as JSON values; ``None``: unknown.
 
         Two equal fingerprints promise equal rows, so an incremental export keeps a
@@ -102,10 +102,15 @@ class Source(ABC):
         :func:`~murmur_analysis.core.identity.file_identity` of every file the conversation's key or
         path names; a source whose rows depend on more overrides it.
         """
+        return self.file_identities(conv)
+
+    def file_identities(self, conv: Conversation) -> list[tuple[str, Identity]] | None:
+        """``(path, identity)`` of every file ``conv``'s key or path names (``None``: one cannot be known)."""
         key = conv.key if isinstance(conv.key, tuple) else (conv.key,)
         named = [k for k in (*key, conv.path) if isinstance(k, str) and k]
         files = [p for p in dict.fromkeys(named) if os.path.isfile(p)]
         if not files:
             return None
-        identities = [[p, file_identity(p)] for p in files]
-        return None if any(i is None for _, i in identities) else identities
+        identities = [(p, file_identity(p)) for p in files]
+        known = [(p, i) for p, i in identities if i is not None]
+        return known if len(known) == len(identities) else None

@@ -11,7 +11,7 @@ import contextlib
 import os
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ...core.files import NOT_REGULAR, check_file, file_kind, identity, is_dir, listing
 from ...core.handoff import Conversation, TableRows
@@ -116,9 +116,9 @@ class DispatchSource(Source):
             return Conversation(self.name, str(key[-1]), [], key=key, path=str(key[1]))
         return Conversation(self.name, str(key), [], key=key)
 
-    def fingerprint(self, conv: Conversation) -> Any:
+    def fingerprint(self, conv: Conversation) -> object:
         """The files the conversation is read from, and its run's final snapshot (read with its record)."""
-        files_ = super().fingerprint(conv)
+        files_ = self.file_identities(conv)
         key = conv.key
         if files_ is None or not (isinstance(key, tuple) and len(key) > 2 and isinstance(key[2], str)):
             return files_
@@ -126,7 +126,7 @@ class DispatchSource(Source):
         if not os.path.lexists(final):
             return files_
         ident = file_identity(final)
-        return None if ident is None else [*files_, [str(final), ident]]
+        return None if ident is None else [*files_, (str(final), ident)]
 
     def _file(
         self,

@@ -111,7 +111,7 @@ class LitanySource(Source):
                         diagnostics.report(entry.path, "no_branch",
                                            f"step records for agent {entry.name} with no agents/ branch")
 
-    def fingerprint(self, conv: Conversation) -> Any:
+    def fingerprint(self, conv: Conversation) -> object:
         """The branch's tip and its ancestors' tips, and the identity of its step records.
 
         Known without reading the conversation: the tips come with it from the refs.

@@ -24,7 +24,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +35,13 @@ from ..resume import Tail
 from .engine import ints, strings
 from .record import LineKind, decide, parse, scan_records
 
+if TYPE_CHECKING:
+    from ...engine._native import Scanned
+
 __all__ = ["cut", "resume_point", "scan_range", "tail_of", "traces_unchanged"]
 
 
-def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
+def _runs(scanned: Scanned) -> tuple[str | None, int, int]:
     """The side of the last message, where its run begins, and where the first run ends."""
     n = scanned["rows"]
     if not n:
@@ -57,7 +60,7 @@ def _runs(scanned: dict[str, Any]) -> tuple[str | None, int, int]:
 _LOOSE = pa.array(["orphan_result", "duplicate_result"])
 
 
-def _loose_since(scanned: dict[str, Any], row: int) -> bool:
+def _loose_since(scanned: Scanned, row: int) -> bool:
     """Whether a result at or after message row ``row`` was left with no call by the scan's pairing walk."""
     n = scanned["pairs"]
     if not n:
@@ -67,14 +70,14 @@ def _loose_since(scanned: dict[str, Any], row: int) -> bool:
     return bool(pc.any(loose).as_py())
 
 
-def _calls_before(scanned: dict[str, Any], row: int) -> bool:
+def _calls_before(scanned: Scanned, row: int) -> bool:
     """Whether a message row before ``row`` holds a tool call."""
     rows = np.frombuffer(scanned["ev_row"], np.int64)
     calls = np.frombuffer(scanned["ev_call"], np.uint8)
     return bool(((rows < row) & (calls == 1)).any())
 
 
-def resume_point(scanned: dict[str, Any]) -> ResumePoint | None:
+def resume_point(scanned: Scanned) -> ResumePoint | None:
     """Where a read of the whole scanned record stopped (not yet tied to the file), or ``None``.
 
     Args:
@@ -104,7 +107,7 @@ def traces_unchanged(before: Any, now: Any) -> bool:
 
 def scan_range(
     fd: int, start: int, end: int, point: ResumePoint, text: bool, scratch: Path
-) -> dict[str, Any] | None:
+) -> Scanned | None:
     """The native scan of the bytes ``start:end`` of a record open as ``fd``, after ``point``; ``None``: not alone.
 
     ``start`` is where a line begins. The scan's line numbers go on from the point's. ``None``
@@ -137,7 +140,7 @@ def scan_range(
     return scanned
 
 
-def tail_of(read: Conversation, scanned: dict[str, Any], point: ResumePoint) -> Tail:
+def tail_of(read: Conversation, scanned: Scanned, point: ResumePoint) -> Tail:
     """The :class:`~murmur_analysis.sources.resume.Tail` of the messages ``scanned`` after ``point``.
 
     ``read`` is the conversation the source made of them.

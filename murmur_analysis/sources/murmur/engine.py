@@ -7,12 +7,15 @@ through Python objects.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
+
+if TYPE_CHECKING:
+    from ...engine._native import IntKey, Scanned, StrKey
 
 __all__ = ["ints", "pairing", "scanned_columns", "strings"]
 
@@ -21,21 +24,21 @@ _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 
-def strings(scanned: dict[str, Any], key: str, n: int | None = None) -> pa.Array:
+def strings(scanned: Scanned, key: StrKey, n: int | None = None) -> pa.Array:
     """A string column of the scan (``n`` rows; the record's message rows by default)."""
     valid, offsets, data = scanned[key]
     rows = scanned["rows"] if n is None else n
     return pa.Array.from_buffers(_STR, rows, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def ints(scanned: dict[str, Any], key: str, n: int | None = None, typ: pa.DataType = _I64) -> pa.Array:
+def ints(scanned: Scanned, key: IntKey, n: int | None = None, typ: pa.DataType = _I64) -> pa.Array:
     """A nullable 64-bit column of the scan (``n`` rows; the record's message rows by default)."""
     valid, values = scanned[key]
     rows = scanned["rows"] if n is None else n
     return pa.Array.from_buffers(typ, rows, [pa.py_buffer(valid), pa.py_buffer(values)])
 
 
-def pairing(scanned: dict[str, Any]) -> Pairing:
+def pairing(scanned: Scanned) -> Pairing:
     """The record's tool pairing, as the assembly core's walk left it in the scan."""
     n = scanned["pairs"]
     rows = pa.RecordBatch.from_arrays(
@@ -58,7 +61,7 @@ def pairing(scanned: dict[str, Any]) -> Pairing:
     return Pairing(rows, made, errors, dropped)
 
 
-def scanned_columns(scanned: dict[str, Any], model: pa.Array, usage: list[Any] | None) -> EntryColumns:
+def scanned_columns(scanned: Scanned, model: pa.Array, usage: list[Any] | None) -> EntryColumns:
     """The record's message rows as one chunk of columns (its tool events already paired)."""
     n = scanned["rows"]
     kinds_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])

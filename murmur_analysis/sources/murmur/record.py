@@ -19,10 +19,13 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...core.wire import murmur_block_rules
 from ...engine import _native
+
+if TYPE_CHECKING:
+    from ...engine._native import Scanned
 
 __all__ = [
     "HEADER_TYPE",
@@ -139,7 +142,7 @@ def message_values(data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], list[
     return values, [skipped_detail(line, code) for line, code in codes]
 
 
-def scan_records(paths: list[str], text: bool = True) -> list[dict[str, Any]]:
+def scan_records(paths: list[str], text: bool = True) -> list[Scanned]:
     """Every record decided and derived into Arrow buffers, all records and cores at once.
 
     Each result holds, per message line, its line number, UUIDv7 time, id, role, source id,
@@ -149,7 +152,7 @@ def scan_records(paths: list[str], text: bool = True) -> list[dict[str, Any]]:
     message's text and reasoning text and each event's input or result text as well (null
     columns without).
     """
-    scanned: list[dict[str, Any]] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(),
+    scanned: list[Scanned] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(),
                                                          text)
     return scanned
 

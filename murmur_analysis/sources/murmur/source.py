@@ -35,7 +35,7 @@ import os
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import orjson
@@ -57,6 +57,9 @@ from .record import header_of, scan_records, skipped_detail, truncation, unreada
 from .sessions import discover, trace_files
 from .trace import TraceIndex
 
+if TYPE_CHECKING:
+    from ...engine._native import Scanned
+
 __all__ = ["NO_SESSION_TRACES", "MurmurSource"]
 
 #: The diagnostics kind of a murmur home whose records load with no session trace found or given:
@@ -71,7 +74,7 @@ _SCAN_BYTES = 256 << 20
 _STR = pa.string()
 
 
-def _id_times(path: Path, scanned: dict[str, Any]) -> list[tuple[int, str, str]]:
+def _id_times(path: Path, scanned: Scanned) -> list[tuple[int, str, str]]:
     """``(line, kind, detail)`` of each scanned message whose id's UUIDv7 time no timestamp holds.
 
     The engine leaves ``created_at`` null for an id that is no UUIDv7 and for one whose time is
@@ -285,7 +288,7 @@ class MurmurSource(Source):
         if index.session_usage:
             yield TableRows("usage", tuple(usage_columns(inference_row(inf)) for _trace, inf in index.session_usage))
 
-    def fingerprint(self, conv: Conversation) -> Any:
+    def fingerprint(self, conv: Conversation) -> object:
         """The identities of the record and of every trace it is joined to, and whether each is steady.
 
         An unterminated last line is reported only once its file has been still for
@@ -293,7 +296,7 @@ class MurmurSource(Source):
         what its rows depend on (:func:`~murmur_analysis.sources.murmur.entries.steady`); a file
         that ends at a line's end reads the same either way.
         """
-        own = super().fingerprint(conv)
+        own = self.file_identities(conv)
         if own is None:
             return None
         if self._traces_identity is None:
@@ -320,7 +323,7 @@ class MurmurSource(Source):
         return self._conversation(_Record(Path(path), record, context_id), index, diagnostics)
 
     def _conversation(
-        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: dict[str, Any] | None = None
+        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: Scanned | None = None
     ) -> Conversation:
         key, where = (str(rec.path), rec.record, rec.context_id), str(rec.path)
         if scanned is not None:
@@ -437,7 +440,7 @@ class MurmurSource(Source):
         return settled(path, self.settle_seconds)
 
     def _columns(
-        self, rec: _Record, scanned: dict[str, Any], join: Join | None, diagnostics: Diagnostics
+        self, rec: _Record, scanned: Scanned, join: Join | None, diagnostics: Diagnostics
     ) -> tuple[EntryColumns, Summary]:
         """The record's message rows as scanned by the native engine, joined to its traces, and what they tell."""
         path = rec.path
