@@ -13,16 +13,9 @@ Example:
 from __future__ import annotations
 
 import importlib as _importlib
-import types as _types
 import typing as _typing
 
-from .algorithms.assembly import Assembled, assemble, drop_orphans, transcript
-from .algorithms.cursor import Page, PageMessage
-from .algorithms.pairing import ToolCall, pair_tools
-from .core.diagnostics import Diagnostic
-from .core.model import Entry, Message, Usage
 from .core.version import __version__ as __version__
-from .corpus import ConversationHandle, Corpus, load, read_parquet
 from .errors import (
     ExportError,
     GitError,
@@ -36,19 +29,25 @@ from .errors import (
     UnknownSourceError,
     UnknownTableError,
 )
-from .export import ExportResult
-from .export import export as export_parquet  # the package keeps its module name: murmur_analysis.export
-from .load.plan import Batch, iter_batches
-from .load.samples import data_paths, prices_path, sample_data, session_paths
-from .sources.base import Source
-from .sources.litany import assemble_commit
-from .sources.murmur import RecordReader, read_messages, walk
 
 if _typing.TYPE_CHECKING:
+    from .algorithms.assembly import Assembled, assemble, drop_orphans, transcript
+    from .algorithms.cursor import Page, PageMessage
+    from .algorithms.pairing import ToolCall, pair_tools
     from .analysis import figures as figures
     from .analysis import metrics as metrics
     from .analysis import reports as reports
     from .core import pricing as pricing
+    from .core.diagnostics import Diagnostic
+    from .core.model import Entry, Message, Usage
+    from .corpus import ConversationHandle, Corpus, load, read_parquet
+    from .export import ExportResult
+    from .export import export as export_parquet
+    from .load.plan import Batch, iter_batches
+    from .load.samples import data_paths, prices_path, sample_data, session_paths
+    from .sources.base import Source
+    from .sources.litany import assemble_commit
+    from .sources.murmur import RecordReader, read_messages, walk
     from .ui import transcript_html as transcript_html
     from .ui import widgets as widgets
 
@@ -65,11 +64,39 @@ _MODULES = {
     "widgets": ".ui.widgets",
 }
 
+#: Every public name with the module it lives in, imported when first used: ``import
+#: murmur_analysis`` itself loads neither pandas nor pyarrow nor the engine.
+_NAMES = {
+    **dict.fromkeys(("Assembled", "assemble", "drop_orphans", "transcript"), ".algorithms.assembly"),
+    **dict.fromkeys(("Page", "PageMessage"), ".algorithms.cursor"),
+    **dict.fromkeys(("ToolCall", "pair_tools"), ".algorithms.pairing"),
+    "Diagnostic": ".core.diagnostics",
+    **dict.fromkeys(("Entry", "Message", "Usage"), ".core.model"),
+    **dict.fromkeys(("ConversationHandle", "Corpus", "load", "read_parquet"), ".corpus"),
+    "ExportResult": ".export",
+    **dict.fromkeys(("Batch", "iter_batches"), ".load.plan"),
+    **dict.fromkeys(("data_paths", "prices_path", "sample_data", "session_paths"), ".load.samples"),
+    "Source": ".sources.base",
+    "assemble_commit": ".sources.litany",
+    **dict.fromkeys(("RecordReader", "read_messages", "walk"), ".sources.murmur"),
+}
 
-def __getattr__(name: str) -> _types.ModuleType:
+
+def __getattr__(name: str) -> object:
     if name in _MODULES:
         return _importlib.import_module(_MODULES[name], __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "export_parquet":  # the function; the package keeps its module name, murmur_analysis.export
+        value: object = _importlib.import_module(".export", __name__).export
+    elif name in _NAMES:
+        value = getattr(_importlib.import_module(_NAMES[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_MODULES})
 
 
 def list_sources() -> dict[str, str]:

@@ -119,3 +119,13 @@ def test_library_code_does_not_print() -> None:
         if path.name == "cli.py":
             continue
         assert not re.search(r"^\s*print\(", path.read_text(), re.M), path
+
+
+def test_import_loads_no_heavy_dependency() -> None:
+    # pandas, pyarrow, numpy and the engine load when a name that needs them is first used.
+    code = ("import sys, murmur_analysis as ma; heavy = {'pandas', 'pyarrow', 'numpy', 'matplotlib', 'duckdb', "
+            "'murmur_analysis.engine._native'}; print(sorted(heavy & set(sys.modules))); ma.Corpus; "
+            "print(sorted({'pandas', 'pyarrow'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == "['pandas', 'pyarrow']"  # and a name that needs them brings them
