@@ -141,44 +141,12 @@ class Usage:
         """
         found = list(problems)
         read, write = cache_read_tokens, cache_write_tokens
-        total = input_total_tokens
-        uncached = uncached_tokens
-        contradicted = False
-        if not cache_in_input and input_tokens is not None:
-            # The prompt counter is the uncached rest; each reported slice sits beside it.
-            summed = input_tokens + (read or 0) + (write or 0)
-            if uncached is None:
-                uncached = input_tokens
-            if total is None:
-                total = int64_held(summed)
-                if total is None:
-                    found.append(f"input_tokens plus the cache slices ({summed}) pass the int64 limit 2**63-1; "
-                                 "input_total_tokens is read as not reported")
-            elif total != summed:
-                found.append(f"input_total_tokens {total} is not input_tokens plus the cache slices ({summed})")
-                contradicted = True
-                uncached = None
-        elif total is None:
-            total = input_tokens
-        slices_known = read is not None and (write is not None or not cache_write_slice)
-        if total is not None and slices_known and not contradicted:
-            rest = total - (read or 0) - (write or 0)
-            if rest < 0:
-                found.append(f"the cache slices ({(read or 0) + (write or 0)}) exceed the whole prompt ({total})")
-                uncached = None
-            elif uncached is None:
-                uncached = rest
-            elif uncached != rest:
-                found.append(f"the uncached prompt reported ({uncached}) is not the whole prompt less the cache "
-                             f"slices ({rest})")
-                uncached = None
-        output = output_tokens
-        if output is not None and reasoning_tokens is not None and reasoning_in_output:
-            if reasoning_tokens > output:
-                found.append(f"reasoning_tokens {reasoning_tokens} exceed the output {output} that holds them")
-                output = None
-            else:
-                output -= reasoning_tokens
+        total, uncached, contradicted = _whole_prompt(
+            input_tokens, read, write, input_total_tokens, uncached_tokens, cache_in_input, found
+        )
+        if not contradicted:
+            uncached = _uncached_rest(total, read, write, uncached, cache_write_slice, found)
+        output = _output_less_reasoning(output_tokens, reasoning_tokens, reasoning_in_output, found)
         return cls(
             input_tokens=uncached,
             output_tokens=output,
@@ -200,6 +168,84 @@ class Usage:
         """Whether the provider reported any counter of the prompt or the output."""
         return (self.input_total_tokens is not None or self.output_tokens is not None
                 or self.reasoning_tokens is not None or self.provider_output_tokens is not None)
+
+
+def _whole_prompt(
+    input_tokens: int | None,
+    read: int | None,
+    write: int | None,
+    total: int | None,
+    uncached: int | None,
+    cache_in_input: bool,
+    found: list[str],
+) -> tuple[int | None, int | None, bool]:
+    """The whole prompt and the uncached rest as the prompt counter gives them (:meth:`Usage.normalize`).
+
+    Where the cached slices sit beside the prompt counter, the counter is the uncached rest and the
+    whole prompt is it plus each reported slice; a whole prompt reported beside them must agree.
+    Elsewhere the counter is the whole prompt, unless the runtime already computed one.
+
+    Returns:
+        The whole prompt, the uncached rest so far, and whether the counters contradict each
+        other (the uncached rest is then null). What is wrong is appended to ``found``.
+    """
+    if cache_in_input or input_tokens is None:
+        return (input_tokens if total is None else total), uncached, False
+    summed = input_tokens + (read or 0) + (write or 0)
+    if uncached is None:
+        uncached = input_tokens
+    if total is None:
+        total = int64_held(summed)
+        if total is None:
+            found.append(f"input_tokens plus the cache slices ({summed}) pass the int64 limit 2**63-1; "
+                         "input_total_tokens is read as not reported")
+        return total, uncached, False
+    if total != summed:
+        found.append(f"input_total_tokens {total} is not input_tokens plus the cache slices ({summed})")
+        return total, None, True
+    return total, uncached, False
+
+
+def _uncached_rest(
+    total: int | None,
+    read: int | None,
+    write: int | None,
+    uncached: int | None,
+    cache_write_slice: bool,
+    found: list[str],
+) -> int | None:
+    """The uncached rest of the prompt: the whole less the cache slices, where both are known.
+
+    An uncached rest already known is checked against it; slices larger than the whole prompt, or
+    a rest that disagrees, make it null, and what is wrong is appended to ``found``.
+    """
+    slices_known = read is not None and (write is not None or not cache_write_slice)
+    if total is None or not slices_known:
+        return uncached
+    rest = total - (read or 0) - (write or 0)
+    if rest < 0:
+        found.append(f"the cache slices ({(read or 0) + (write or 0)}) exceed the whole prompt ({total})")
+        return None
+    if uncached is not None and uncached != rest:
+        found.append(f"the uncached prompt reported ({uncached}) is not the whole prompt less the cache "
+                     f"slices ({rest})")
+        return None
+    return rest
+
+
+def _output_less_reasoning(
+    output: int | None, reasoning: int | None, reasoning_in_output: bool, found: list[str]
+) -> int | None:
+    """The output counter without the reasoning split, where the provider's counter holds it.
+
+    Reasoning larger than the output that holds it makes the output null, and is appended to ``found``.
+    """
+    if output is None or reasoning is None or not reasoning_in_output:
+        return output
+    if reasoning > output:
+        found.append(f"reasoning_tokens {reasoning} exceed the output {output} that holds them")
+        return None
+    return output - reasoning
 
 
 @dataclass(frozen=True, slots=True)
