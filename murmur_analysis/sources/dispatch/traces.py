@@ -16,7 +16,7 @@ trace holds the whole reply.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,105 +61,149 @@ def decode_trace(data: Mapping[str, Any], path: str, diagnostics: Diagnostics) -
 
     A start or finish time no timestamp holds is a ``bad_time`` row, and is null.
     """
-    entries: list[Entry] = []
-    meta: dict[str, ToolMeta] = {}
-    open_calls: list[tuple[str, str]] = []  # (call id, tool name), oldest first
-    session_id: str | None = None
     steps = data.get("steps")
     steps = steps if isinstance(steps, list) else []
     events = [s.get("event") for s in steps if isinstance(s, Mapping) and s.get("kind") == "event"]
-    has_reply = any(_is_reply(e) for e in events)
-    calls = results = 0
-    deltas: list[str] = []
-
-    def add(side: str, *blocks: Block) -> None:
-        entries.append(Entry(len(entries), side, tuple(blocks)))
-
-    def flush_deltas() -> None:
-        if deltas:
-            add("assistant", Text("".join(deltas)))
-            deltas.clear()
-
+    decoder = _Decoder(has_reply=any(_is_reply(e) for e in events))
     for step in steps:
+        decoder.step(step)
+    decoder.flush_deltas()
+    return Trace(decoder.entries, decoder.meta, _summary(data, decoder.session_id, path, diagnostics))
+
+
+@dataclass(slots=True)
+class _Decoder:
+    """One trace's decoding so far: its entries, its calls (and which are open), the streamed text."""
+
+    has_reply: bool  #: whether the trace holds the whole reply (streamed text is then not kept)
+    entries: list[Entry] = field(default_factory=list)
+    meta: dict[str, ToolMeta] = field(default_factory=dict)
+    open_calls: list[tuple[str, str]] = field(default_factory=list)  # (call id, tool name), oldest first
+    session_id: str | None = None
+    calls: int = 0
+    results: int = 0
+    deltas: list[str] = field(default_factory=list)
+
+    def add(self, side: str, *blocks: Block) -> None:
+        """Append an entry of these blocks on this side."""
+        self.entries.append(Entry(len(self.entries), side, tuple(blocks)))
+
+    def flush_deltas(self) -> None:
+        """Make the streamed text so far one assistant message."""
+        if self.deltas:
+            self.add("assistant", Text("".join(self.deltas)))
+            self.deltas.clear()
+
+    def step(self, step: Any) -> None:
+        """Decide what a step is: the operation's input, the session's id, an event, or unknown."""
         if not isinstance(step, Mapping):
-            add("event", Unknown(step))
-            continue
+            self.add("event", Unknown(step))
+            return
         kind = step.get("kind")
         if kind == "operation":
             text = json_str(step.get("input"))
-            add("user", Text(text) if text is not None else Unknown(dict(step)))
-            continue
-        if kind == "session_open":
-            session_id = json_str(step.get("session_id")) or session_id
-            continue
-        event = step.get("event") if kind == "event" else None
-        if not isinstance(event, Mapping):
-            add("event", Unknown(dict(step)))
-            continue
+            self.add("user", Text(text) if text is not None else Unknown(dict(step)))
+        elif kind == "session_open":
+            self.session_id = json_str(step.get("session_id")) or self.session_id
+        else:
+            event = step.get("event") if kind == "event" else None
+            if isinstance(event, Mapping):
+                self.event(event)
+            else:
+                self.add("event", Unknown(dict(step)))
+
+    def event(self, event: Mapping[str, Any]) -> None:
+        """Decide what an event is: streamed text, a call, a result, a message, the prompt, or lifecycle."""
         ekind = event.get("kind")
         if ekind == "text_delta":
-            if not has_reply and isinstance(event.get("content"), str):
-                deltas.append(event["content"])
-            continue
-        flush_deltas()
+            if not self.has_reply and isinstance(event.get("content"), str):
+                self.deltas.append(event["content"])
+            return
+        self.flush_deltas()
         if ekind == "tool_call_started":
-            inv = event.get("invocation")
-            name = json_str(inv.get("name")) if isinstance(inv, Mapping) else None
-            if name is None or not isinstance(inv, Mapping):
-                add("event", Unknown(dict(event)))
-                continue
-            calls += 1
-            call_id = f"call_{calls}"
-            raw = json_str(inv.get("input"))
-            args: Any = None
-            if raw is not None:
-                try:
-                    args = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    args = raw
-            extra = {k: v for k, v in event.items() if k not in ("kind", "invocation")}
-            if raw is not None:
-                extra["input"] = raw
-            open_calls.append((call_id, name))
-            meta[call_id] = ToolMeta(input_bytes=len(raw.encode()) if raw is not None else None)
-            add("assistant", ToolUse(call_id, name, args, None, extra))
+            self.call_started(event)
         elif ekind == "tool_call_finished":
-            res = event.get("result")
-            if not isinstance(res, Mapping):
-                add("event", Unknown(dict(event)))
-                continue
-            results += 1
-            tool, code = json_str(res.get("tool")), json_int(res.get("exit_code"))
-            match = next((i for i, (_, n) in enumerate(open_calls) if n == tool), 0 if open_calls else None)
-            call_id = open_calls.pop(match)[0] if match is not None else f"result_{results}"
-            stdout, stderr = json_str(res.get("stdout")) or "", json_str(res.get("stderr")) or ""
-            content: tuple[Block, ...] = (Text(stdout),) + ((Text(stderr),) if stderr else ())
-            extra = {k: v for k, v in res.items() if k not in ("stdout",)}
-            is_error = code != 0 if code is not None else None
-            add("tool", ToolResult(call_id, content, is_error, extra))
-            if call_id in meta:
-                meta[call_id] = ToolMeta(input_bytes=meta[call_id].input_bytes, exit_code=code,
-                                         status=None if is_error is None else ("error" if is_error else "ok"))
+            self.call_finished(event)
         elif ekind == "message":
             role, text = json_str(event.get("role")), json_str(event.get("content"))
-            add(role or "unknown", Text(text) if text is not None else Unknown(dict(event)))
+            self.add(role or "unknown", Text(text) if text is not None else Unknown(dict(event)))
         elif ekind == "channel_reply":
-            # courier's normalize_assistant_reply: a reply tagged for a channel is the assistant's
-            # reply; its text is the envelope's content, the rest of the envelope is kept beside it.
-            envelope = event.get("message")
-            text = json_str(envelope.get("content")) if isinstance(envelope, Mapping) else None
-            if text is None:
-                add("assistant", Unknown(dict(event)))
-            else:
-                rest = {k: v for k, v in envelope.items() if k != "content"} if isinstance(envelope, Mapping) else {}
-                add("assistant", Text(text, {"channel_reply": rest}))
+            self.add("assistant", _channel_reply(event))
         elif ekind == "prompt_resolved" and isinstance(event.get("text"), str):
-            add("system", Text(event["text"]))
-        elif ekind in ("done", "local_tools_listed", "backend_fallback"):
-            continue  # lifecycle, not conversation content
-        else:
-            add("event", Unknown(dict(event)))
-    flush_deltas()
+            self.add("system", Text(event["text"]))
+        elif ekind not in ("done", "local_tools_listed", "backend_fallback"):  # lifecycle, not conversation content
+            self.add("event", Unknown(dict(event)))
+
+    def call_started(self, event: Mapping[str, Any]) -> None:
+        """A started call: an assistant ``ToolUse`` under the next call id, open until a result answers it."""
+        inv = event.get("invocation")
+        name = json_str(inv.get("name")) if isinstance(inv, Mapping) else None
+        if name is None or not isinstance(inv, Mapping):
+            self.add("event", Unknown(dict(event)))
+            return
+        self.calls += 1
+        call_id = f"call_{self.calls}"
+        raw = json_str(inv.get("input"))
+        extra = {k: v for k, v in event.items() if k not in ("kind", "invocation")}
+        if raw is not None:
+            extra["input"] = raw
+        self.open_calls.append((call_id, name))
+        self.meta[call_id] = ToolMeta(input_bytes=len(raw.encode()) if raw is not None else None)
+        self.add("assistant", ToolUse(call_id, name, _arguments(raw), None, extra))
+
+    def call_finished(self, event: Mapping[str, Any]) -> None:
+        """A finished call: a tool ``ToolResult`` (an error when ``exit_code != 0``) and the call's outcome."""
+        res = event.get("result")
+        if not isinstance(res, Mapping):
+            self.add("event", Unknown(dict(event)))
+            return
+        self.results += 1
+        tool, code = json_str(res.get("tool")), json_int(res.get("exit_code"))
+        call_id = self.answered(tool)
+        stdout, stderr = json_str(res.get("stdout")) or "", json_str(res.get("stderr")) or ""
+        content: tuple[Block, ...] = (Text(stdout),) + ((Text(stderr),) if stderr else ())
+        extra = {k: v for k, v in res.items() if k not in ("stdout",)}
+        is_error = code != 0 if code is not None else None
+        self.add("tool", ToolResult(call_id, content, is_error, extra))
+        if call_id in self.meta:
+            self.meta[call_id] = ToolMeta(input_bytes=self.meta[call_id].input_bytes, exit_code=code,
+                                          status=None if is_error is None else ("error" if is_error else "ok"))
+
+    def answered(self, tool: str | None) -> str:
+        """The id of the call a result of ``tool`` answers, closed now.
+
+        That is the oldest open call of that tool, else the oldest open call; with none open, the
+        result is an orphan with an id of its own (``result_<n>``).
+        """
+        match = next((i for i, (_, n) in enumerate(self.open_calls) if n == tool), 0 if self.open_calls else None)
+        return self.open_calls.pop(match)[0] if match is not None else f"result_{self.results}"
+
+
+def _arguments(raw: str | None) -> Any:
+    """A call's input as JSON, or as the text it is when it is not JSON."""
+    if raw is None:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
+
+def _channel_reply(event: Mapping[str, Any]) -> Block:
+    """A reply tagged for a channel, as the assistant's reply (courier's ``normalize_assistant_reply``).
+
+    Its text is the envelope's content; the rest of the envelope is kept beside it.
+    """
+    envelope = event.get("message")
+    text = json_str(envelope.get("content")) if isinstance(envelope, Mapping) else None
+    if text is None:
+        return Unknown(dict(event))
+    rest = {k: v for k, v in envelope.items() if k != "content"} if isinstance(envelope, Mapping) else {}
+    return Text(text, {"channel_reply": rest})
+
+
+def _summary(data: Mapping[str, Any], session_id: str | None, path: str, diagnostics: Diagnostics) -> Summary:
+    """A trace's case name as the title, and its ``dispatch_sessions`` row."""
     failures = [f for f in data.get("failures", []) if isinstance(f, str)] if isinstance(
         data.get("failures"), list) else []
     errors = [e for e in [json_str(data.get("error")), *failures] if e]
@@ -178,8 +222,7 @@ def decode_trace(data: Mapping[str, Any], path: str, diagnostics: Diagnostics) -
         "error": "; ".join(errors) or None,
         "path": path,
     }
-    summary = Summary(title=json_str(data.get("case_name")), rows={"dispatch_sessions": (printable_row(row),)})
-    return Trace(entries, meta, summary)
+    return Summary(title=json_str(data.get("case_name")), rows={"dispatch_sessions": (printable_row(row),)})
 
 
 def read_trace_document(path: Path, diagnostics: Diagnostics) -> dict[str, Any] | None:
