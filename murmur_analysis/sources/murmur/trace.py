@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -99,119 +100,91 @@ class TraceIndex:
 
     def add(self, trace: Path) -> None:
         """Read one trace (and the compaction summaries beside it)."""
-        path = str(trace)
-        self.traces.append(path)
-        session_model: str | None = None
-        capsule: str | None = None
-        session_ctx: str | None = None
-        session_id: str | None = None
-        by_id: dict[str, Task] = {}
-        current: Task | None = None
-        session_tasks: list[Task] = []
-        compactions: list[tuple[Task, Compaction]] = []
-        inferences: list[Inference] = []
-
-        def task_for(event: Mapping[str, object], at_ms: int | None) -> Task | None:
-            nonlocal current
-            tid = json_str(event.get("task_id"))
-            if tid is not None and tid in by_id:
-                return by_id[tid]
-            if tid is None:
-                return current  # murmur writes task_id null when no task is in scope
-            ctx = session_ctx
-            if ctx is None:
-                return None
-            # An event before (or without) its task_start: a task on the session's context.
-            task = Task(tid, ctx, session_id, capsule, session_model, path, at_ms)
-            self._register(task, by_id, session_tasks)
-            current = task
-            return task
-
+        session = _Session(str(trace))
+        self.traces.append(session.path)
         for number, ev in read_jsonl(trace, self.diagnostics, self.settle_seconds):
             if not isinstance(ev, dict):
                 self.diagnostics.report(trace, "not_an_event", f"line {number} is not a JSON object; skipped", number)
                 continue
-            kind = ev.get("event_type")
-            ts = json_count(ev.get("timestamp"))
-            if held(datetime_of_ms(ts), self.diagnostics, trace, "timestamp", number) is None:
-                ts = None  # not written, or no timestamp holds it (reported): the index keeps no such time
-            session_id = json_str(ev.get("session_id")) or session_id
-            if kind == "session_start":
-                session_model = json_str(ev.get("model")) or session_model
-                capsule = json_str(ev.get("capsule_name")) or capsule
-                session_ctx = json_str(ev.get("context_id")) or session_ctx
-            elif kind == "task_start":
-                ctx = json_str(ev.get("context_id")) or session_ctx
-                if ctx is None:
-                    self.diagnostics.report(trace, "unjoinable_event", f"line {number}: task_start has no context_id",
-                                            number)
-                    continue
-                started = Task(json_str(ev.get("task_id")), ctx, session_id, capsule, session_model, path, ts)
-                self._register(started, by_id, session_tasks)
-                current = started
-                continue
-            task: Task | None = task_for(ev, ts) if kind in _TASK_EVENTS else None
-            if kind == "task_end":
-                if task is not None:
-                    task.end_ms = ts
-                if task is current:
-                    current = None  # events after it with no task_id are in no task
-            elif kind == "inference":
-                hook = ev.get("origin") is not None
-                model = json_str(ev.get("model")) or session_model
-                api = api_of(ev, model)
-                raw_ids = ev.get("message_ids")
-                ids = (
-                    tuple(i for i in raw_ids if isinstance(i, str))
-                    if isinstance(raw_ids, list) and raw_ids
-                    else None
-                )
-                inference = Inference(
-                    self._inferences, json_count(ev.get("turn")), ts, usage_of(ev, api), model, api, hook,
-                    ids or None, session_id,
-                )
-                self._inferences += 1
-                inferences.append(inference)
-                if task is None:
-                    # No task in scope (task_id null outside the task loop, as the on-session-end
-                    # hooks' calls are): the spend is the session's, not any conversation's.
-                    self.session_usage.append(SessionSpend(path, inference))
-                    continue
-                task.inferences.append(inference)
-            elif kind == "tool_call":
-                call_id = json_str(ev.get("tool_call_id"))
-                if task is None or call_id is None:
-                    continue
-                duration = ev.get("duration_ms")
-                task.tool_meta[call_id] = ToolMeta(
-                    duration_ms=float(duration) if isinstance(duration, int | float) and type(duration) is not bool
-                    else None,
-                    input_bytes=json_count(ev.get("input_bytes")),
-                    output_bytes=json_count(ev.get("output_bytes")),
-                    status=json_str(ev.get("status")),
-                )
-            elif kind == "compaction":
-                comp = Compaction(json_count(ev.get("turn")), ts, json_count(ev.get("tokens_before")),
-                                  json_count(ev.get("tokens_after")))
-                if task is not None:
-                    task.compactions.append(comp)
-                    compactions.append((task, comp))
-            elif kind == "retention":
-                targets = ev.get("targets")
-                self.retentions.append(
-                    Retention(
-                        path, number, ts, json_str(ev.get("store")), json_str(ev.get("reason")),
-                        tuple(t for t in targets if isinstance(t, str)) if isinstance(targets, list) else (),
-                        json_count(ev.get("messages_dropped")),
-                    )
-                )
-        self._summaries(trace, session_tasks, compactions, inferences)
+            self._event(trace, number, ev, session)
+        self._summaries(trace, session.tasks, session.compactions, session.inferences)
 
-    def _register(self, task: Task, by_id: dict[str, Task], session_tasks: list[Task]) -> None:
+    def _event(self, trace: Path, number: int, ev: Mapping[str, object], session: _Session) -> None:
+        """Decide what one event is: the session's start, a task's start, a task's event, or a retention."""
+        kind = ev.get("event_type")
+        ts = json_count(ev.get("timestamp"))
+        if held(datetime_of_ms(ts), self.diagnostics, trace, "timestamp", number) is None:
+            ts = None  # not written, or no timestamp holds it (reported): the index keeps no such time
+        session.session_id = json_str(ev.get("session_id")) or session.session_id
+        if kind == "session_start":
+            session.model = json_str(ev.get("model")) or session.model
+            session.capsule = json_str(ev.get("capsule_name")) or session.capsule
+            session.context_id = json_str(ev.get("context_id")) or session.context_id
+        elif kind == "task_start":
+            ctx = json_str(ev.get("context_id")) or session.context_id
+            if ctx is None:
+                self.diagnostics.report(trace, "unjoinable_event", f"line {number}: task_start has no context_id",
+                                        number)
+                return
+            self._register(session.task(json_str(ev.get("task_id")), ctx, ts), session)
+        elif kind in _TASK_EVENTS:
+            self._task_event(kind, ev, ts, session)
+        elif kind == "retention":
+            self.retentions.append(_retention(session.path, number, ts, ev))
+
+    def _task_event(self, kind: object, ev: Mapping[str, object], ts: int | None, session: _Session) -> None:
+        """An event of the task in scope: its end, a model call, a tool call's outcome, or a compaction."""
+        task = self._task_for(ev, ts, session)
+        if kind == "task_end":
+            if task is not None:
+                task.end_ms = ts
+            if task is session.current:
+                session.current = None  # events after it with no task_id are in no task
+        elif kind == "inference":
+            inference = _inference(ev, ts, self._inferences, session)
+            self._inferences += 1
+            session.inferences.append(inference)
+            if task is None:
+                # No task in scope (task_id null outside the task loop, as the on-session-end
+                # hooks' calls are): the spend is the session's, not any conversation's.
+                self.session_usage.append(SessionSpend(session.path, inference))
+            else:
+                task.inferences.append(inference)
+        elif kind == "tool_call":
+            call_id = json_str(ev.get("tool_call_id"))
+            if task is not None and call_id is not None:
+                task.tool_meta[call_id] = _tool_meta(ev)
+        else:  # compaction
+            comp = Compaction(json_count(ev.get("turn")), ts, json_count(ev.get("tokens_before")),
+                              json_count(ev.get("tokens_after")))
+            if task is not None:
+                task.compactions.append(comp)
+                session.compactions.append((task, comp))
+
+    def _task_for(self, ev: Mapping[str, object], at_ms: int | None, session: _Session) -> Task | None:
+        """The task an event is in: the one its ``task_id`` names, else the one in scope.
+
+        An event before (or without) its ``task_start`` starts a task on the session's context;
+        without a session context it is in no task.
+        """
+        tid = json_str(ev.get("task_id"))
+        if tid is not None and tid in session.by_id:
+            return session.by_id[tid]
+        if tid is None:
+            return session.current  # murmur writes task_id null when no task is in scope
+        if session.context_id is None:
+            return None
+        task = session.task(tid, session.context_id, at_ms)
+        self._register(task, session)
+        return task
+
+    def _register(self, task: Task, session: _Session) -> None:
+        """Index a started task by its id, in its session and by its context id; it is now in scope."""
         if task.task_id is not None:
-            by_id[task.task_id] = task
-        session_tasks.append(task)
+            session.by_id[task.task_id] = task
+        session.tasks.append(task)
         self.tasks.setdefault(task.context_id, []).append(task)
+        session.current = task
 
     def _summaries(
         self,
@@ -261,3 +234,56 @@ class TraceIndex:
     def _task_of_turn(tasks: list[Task], turn: int | None) -> Task | None:
         owners = [t for t in tasks if any(i.turn == turn for i in t.inferences)]
         return owners[0] if len(owners) == 1 else None
+
+
+@dataclass(slots=True)
+class _Session:
+    """What one trace has told so far: its session, its tasks, and the task in scope."""
+
+    path: str  #: the trace
+    model: str | None = None
+    capsule: str | None = None
+    context_id: str | None = None
+    session_id: str | None = None
+    by_id: dict[str, Task] = field(default_factory=dict)
+    current: Task | None = None  #: the task in scope
+    tasks: list[Task] = field(default_factory=list)
+    compactions: list[tuple[Task, Compaction]] = field(default_factory=list)
+    inferences: list[Inference] = field(default_factory=list)
+
+    def task(self, task_id: str | None, context_id: str, at_ms: int | None) -> Task:
+        """A task of this session, started at ``at_ms``."""
+        return Task(task_id, context_id, self.session_id, self.capsule, self.model, self.path, at_ms)
+
+
+def _inference(ev: Mapping[str, object], ts: int | None, index: int, session: _Session) -> Inference:
+    """An ``inference`` event as the ``index``-th model call read, with normalized usage."""
+    hook = ev.get("origin") is not None
+    model = json_str(ev.get("model")) or session.model
+    api = api_of(ev, model)
+    raw_ids = ev.get("message_ids")
+    ids = tuple(i for i in raw_ids if isinstance(i, str)) if isinstance(raw_ids, list) and raw_ids else None
+    return Inference(
+        index, json_count(ev.get("turn")), ts, usage_of(ev, api), model, api, hook, ids or None, session.session_id,
+    )
+
+
+def _tool_meta(ev: Mapping[str, object]) -> ToolMeta:
+    """A ``tool_call`` event's duration, sizes and status."""
+    duration = ev.get("duration_ms")
+    return ToolMeta(
+        duration_ms=float(duration) if isinstance(duration, int | float) and type(duration) is not bool else None,
+        input_bytes=json_count(ev.get("input_bytes")),
+        output_bytes=json_count(ev.get("output_bytes")),
+        status=json_str(ev.get("status")),
+    )
+
+
+def _retention(path: str, number: int, ts: int | None, ev: Mapping[str, object]) -> Retention:
+    """A ``retention`` event, kept for the source to report."""
+    targets = ev.get("targets")
+    return Retention(
+        path, number, ts, json_str(ev.get("store")), json_str(ev.get("reason")),
+        tuple(t for t in targets if isinstance(t, str)) if isinstance(targets, list) else (),
+        json_count(ev.get("messages_dropped")),
+    )
