@@ -313,41 +313,62 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_summary(sub)
+    _add_export(sub)
+    _add_report(sub)
+    _add_diagnostics(sub)
+    _add_sql(sub)
+    _add_page(sub)
+    _add_cache(sub)
+    _add_sources(sub)
+    return parser
 
-    def add_load_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("paths", nargs="+", metavar="SRC", help="a file or folder of any runtime (detected)")
-        p.add_argument("--source", metavar="NAME",
-                       help="read only this runtime's data (see `sources`): its part of a folder of several, "
-                            "and a path it does not recognise as its own")
-        p.add_argument("--sessions", action="append", metavar="DIR",
-                       help="a murmur session work dir or trace holding token usage (repeatable)")
-        p.add_argument("--prices", metavar="CSV",
-                       help="your own prices: columns model, input_mtok, output_mtok, cache_read_mtok, "
-                            "cache_write_mtok (USD per million tokens)")
-        p.add_argument("--no-text", action="store_true",
-                       help="leave the text columns null (messages.text, tool_calls.input, ...): a leaner load")
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
-        p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
 
-    def add_output_args(p: argparse.ArgumentParser, fitting: bool = False) -> None:
-        out = p.add_mutually_exclusive_group()
-        out.add_argument("-j", "--json", action="store_true", help="print JSON instead of a table (every value)")
-        out.add_argument("--csv", action="store_true", help="print CSV instead of a table (every value)")
-        if fitting:  # a table fitted to the terminal (render.render)
-            out.add_argument("--wide", action="store_true",
-                             help="show every column and every value whole, however wide the terminal")
-            out.add_argument("--compact", action="store_true",
-                             help="only the key columns, input, output and cost (as ccusage's compact table)")
+_FITTING = ("A table fits the terminal (COLUMNS, or its width): long text is cut with …, then columns "
+            "are left out (a note on stderr names them; never a key or the cost). Written to a file or "
+            "a pipe, nothing is cut.")
 
-    fitting = ("A table fits the terminal (COLUMNS, or its width): long text is cut with …, then columns "
-               "are left out (a note on stderr names them; never a key or the cost). Written to a file or "
-               "a pipe, nothing is cut.")
+
+def _add_load_args(p: argparse.ArgumentParser) -> None:
+    """Add the arguments of every command that loads sources: what to read, and how."""
+    p.add_argument("paths", nargs="+", metavar="SRC", help="a file or folder of any runtime (detected)")
+    p.add_argument("--source", metavar="NAME",
+                   help="read only this runtime's data (see `sources`): its part of a folder of several, "
+                        "and a path it does not recognise as its own")
+    p.add_argument("--sessions", action="append", metavar="DIR",
+                   help="a murmur session work dir or trace holding token usage (repeatable)")
+    p.add_argument("--prices", metavar="CSV",
+                   help="your own prices: columns model, input_mtok, output_mtok, cache_read_mtok, "
+                        "cache_write_mtok (USD per million tokens)")
+    p.add_argument("--no-text", action="store_true",
+                   help="leave the text columns null (messages.text, tool_calls.input, ...): a leaner load")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
+
+
+def _add_output_args(p: argparse.ArgumentParser, fitting: bool = False) -> None:
+    """Add how a command prints: JSON, CSV, or (``fitting``) a table fitted to the terminal, wide or compact."""
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("-j", "--json", action="store_true", help="print JSON instead of a table (every value)")
+    out.add_argument("--csv", action="store_true", help="print CSV instead of a table (every value)")
+    if fitting:  # a table fitted to the terminal (render.render)
+        out.add_argument("--wide", action="store_true",
+                         help="show every column and every value whole, however wide the terminal")
+        out.add_argument("--compact", action="store_true",
+                         help="only the key columns, input, output and cost (as ccusage's compact table)")
+
+
+def _add_summary(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``summary`` command and its arguments."""
     p = sub.add_parser("summary", help="print conversations, messages, tool errors, orphans and tokens per source",
-                       description="Load SRC... and print one line per source. " + fitting)
-    add_load_args(p)
-    add_output_args(p, fitting=True)
+                       description="Load SRC... and print one line per source. " + _FITTING)
+    _add_load_args(p)
+    _add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_summary)
 
+
+def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``export`` command and its arguments."""
     p = sub.add_parser("export", help="write every table as a hive-partitioned Parquet dataset",
                        description="Load SRC... and write <DIR>/<table>/source=<source>/part-<batch>.parquet, "
                                    "switched in whole (a killed export leaves the previous one intact). "
@@ -355,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reads only the conversations whose files or branches changed. DIR must be "
                                    "new, empty, or an earlier export's folder, and no input may be in it or hold "
                                    "it: nothing the export did not write is ever deleted or moved.")
-    add_load_args(p)
+    _add_load_args(p)
     p.add_argument("--out", required=True, metavar="DIR", type=_folder,
                    help="output folder: new, empty, or an earlier export's (the previous export in it is "
                         "replaced whole)")
@@ -363,11 +384,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read every conversation again instead of keeping unchanged ones' rows")
     p.set_defaults(func=cmd_export)
 
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``report`` command and its arguments."""
     p = sub.add_parser("report", help=f"print a ccusage-style report: {', '.join(reports.KINDS)}",
-                       description="Load SRC... and print one report with totals; costs in USD. " + fitting,
+                       description="Load SRC... and print one report with totals; costs in USD. " + _FITTING,
                        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error")
     p.add_argument("kind", choices=reports.KINDS, metavar="KIND", help=f"one of: {', '.join(reports.KINDS)}")
-    add_load_args(p)
+    _add_load_args(p)
     p.add_argument("-s", "--since", type=_date, metavar="DATE",
                    help="first day kept (inclusive): YYYY-MM-DD or YYYYMMDD")
     p.add_argument("-u", "--until", type=_date, metavar="DATE",
@@ -382,29 +406,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="asc: oldest first (default), desc: newest first (the other reports: by name)")
     p.add_argument("-w", "--start-of-week", choices=metrics.WEEKDAYS, metavar="DAY",
                    help="the day the weekly report's weeks start on (default sunday, as ccusage's)")
-    add_output_args(p, fitting=True)
+    _add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_report, parser=p)
 
+
+def _add_diagnostics(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``diagnostics`` command and its arguments."""
     p = sub.add_parser("diagnostics", help="print everything that could not be read, one row each",
-                       description="Load SRC... and print the diagnostics table. " + fitting,
+                       description="Load SRC... and print the diagnostics table. " + _FITTING,
                        epilog="exit status: 0 ok, 1 rows found (with --strict), 2 usage error")
-    add_load_args(p)
-    add_output_args(p, fitting=True)
+    _add_load_args(p)
+    _add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_diagnostics)
 
+
+def _add_sql(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``sql`` command and its arguments."""
     p = sub.add_parser("sql", help="run a SQL query (DuckDB) over the tables of SRC..., or of an export",
                        description="Load SRC... (or read back the export folder SRC, alone) and run QUERY over "
                                    "its tables with DuckDB, each by its name: messages, tool_calls, usage, orphans, "
                                    "growth, steps, conversations, diagnostics, and the sources' own tables. Times "
-                                   "are UTC. The result is printed as a table, or as JSON or CSV. " + fitting,
+                                   "are UTC. The result is printed as a table, or as JSON or CSV. " + _FITTING,
                        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error or a query "
                               "DuckDB refused")
     p.add_argument("query", metavar="QUERY",
                    help='the SQL, e.g. "select source, count(*) as calls from tool_calls group by source"')
-    add_load_args(p)
-    add_output_args(p, fitting=True)
+    _add_load_args(p)
+    _add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_sql)
 
+
+def _add_page(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``page`` command and its arguments."""
     p = sub.add_parser("page", help="print one page of a murmur record, newest first (murmur's read-messages)",
                        description="Page RECORD exactly as murmur's host serves read-messages.")
     p.add_argument("record", metavar="RECORD", help="a conversation.jsonl")
@@ -413,6 +446,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the page as JSON")
     p.set_defaults(func=cmd_page)
 
+
+def _add_cache(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``cache`` command and its arguments."""
     p = sub.add_parser("cache", help="show or clear the cache of record line indexes",
                        description="The cache folder keeps the line index of each big murmur record, so a fresh "
                        "process pages it without parsing it all. It is $MURMUR_ANALYSIS_CACHE, or the user cache "
@@ -421,10 +457,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="path: print the folder; info: count the indexes and their bytes; clear: delete them")
     p.set_defaults(func=cmd_cache)
 
+
+def _add_sources(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``sources`` command and its arguments."""
     p = sub.add_parser("sources", help="list the registered sources, built-in and plugins",
                        description="List every registered source.")
     p.set_defaults(func=cmd_sources)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
