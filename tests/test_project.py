@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
 import tomllib
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,6 +121,31 @@ def test_library_code_does_not_print() -> None:
         if path.name == "cli.py":
             continue
         assert not re.search(r"^\s*print\(", path.read_text(), re.M), path
+
+
+MAX_FUNCTION_LINES = 100
+
+
+def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Every function and method below ``tree``, nested ones included, by qualified name."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield prefix + node.name, node
+            yield from _functions(node, f"{prefix}{node.name}.")
+        elif isinstance(node, ast.ClassDef):
+            yield from _functions(node, f"{prefix}{node.name}.")
+        else:
+            yield from _functions(node, prefix)
+
+
+def test_no_function_is_over_100_lines() -> None:
+    offenders = []
+    for path in sorted((REPO / "murmur_analysis").rglob("*.py")):
+        for name, node in _functions(ast.parse(path.read_text(), str(path))):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {name} ({lines} lines)")
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines: " + "; ".join(offenders)
 
 
 def test_import_loads_no_heavy_dependency() -> None:
