@@ -43,8 +43,8 @@ if _typing.TYPE_CHECKING:
     from .corpus import ConversationHandle, Corpus, load, read_parquet
     from .export import ExportResult
     from .export import export as export_parquet
-    from .load.plan import Batch, iter_batches
-    from .load.samples import data_paths, prices_path, sample_data, session_paths
+    from .loading.plan import Batch, iter_batches
+    from .loading.samples import data_paths, prices_path, sample_data, session_paths
     from .sources.base import Source
     from .sources.litany import assemble_commit
     from .sources.murmur import RecordReader, read_messages, walk
@@ -74,8 +74,8 @@ _NAMES = {
     **dict.fromkeys(("Entry", "Message", "Usage"), ".core.model"),
     **dict.fromkeys(("ConversationHandle", "Corpus", "load", "read_parquet"), ".corpus"),
     "ExportResult": ".export",
-    **dict.fromkeys(("Batch", "iter_batches"), ".load.plan"),
-    **dict.fromkeys(("data_paths", "prices_path", "sample_data", "session_paths"), ".load.samples"),
+    **dict.fromkeys(("Batch", "iter_batches"), ".loading.plan"),
+    **dict.fromkeys(("data_paths", "prices_path", "sample_data", "session_paths"), ".loading.samples"),
     "Source": ".sources.base",
     "assemble_commit": ".sources.litany",
     **dict.fromkeys(("RecordReader", "read_messages", "walk"), ".sources.murmur"),

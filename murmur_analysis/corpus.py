@@ -1,12 +1,12 @@
 """Loading: paths in, a :class:`Corpus` of tables out.
 
-``load`` runs the one load plan (:mod:`murmur_analysis.load.plan`): it finds the sources of
+``load`` runs the one load plan (:mod:`murmur_analysis.loading.plan`): it finds the sources of
 each path (or takes the one forced with ``source=``), decodes their conversations one at a time
 and feeds them through the assembly core into the frame builder, then prices the usage.
 Every source that claims a path reads it, and a folder is searched one level down for the
 sources that did not, so a folder holding several runtimes' data loads them all at once. A
 conversation reached twice (two paths, a parent and its child, a link) loads once
-(:class:`~murmur_analysis.load.discovery.Discovery`).
+(:class:`~murmur_analysis.loading.discovery.Discovery`).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from .core.files import display
 from .core.model import Entry, Message, sorted_entries
 from .core.pricing import Prices, price_data_version, price_tables
 from .errors import QueryError, UnknownConversationError, UnknownTableError
-from .load.discovery import PathArg
-from .load.plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
+from .loading.discovery import PathArg
+from .loading.plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .sources import Diagnostics
 from .sources.base import Source
 from .tables.frames import to_pandas
@@ -303,7 +303,7 @@ def load(
     """
     bar = None
     if progress is True:
-        from .load.progress import ProgressBar
+        from .loading.progress import ProgressBar
 
         progress = bar = ProgressBar(paths, source=source, options=options)
     try:

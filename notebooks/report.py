@@ -7,7 +7,7 @@ Each notebook runs in a fresh kernel and becomes
 ``<out>/figures/<notebook>-<n>.png``, and ``<out>/index.html`` links them all. The kernel's
 environment carries the data (``MURMUR_ANALYSIS_DATA``), the murmur session work dirs whose traces
 hold its token usage (``MURMUR_ANALYSIS_SESSIONS``) and a price file (``MURMUR_ANALYSIS_PRICES``),
-which the notebooks' parameter cell reads (``murmur_analysis.load.samples``). The notebooks on disk are
+which the notebooks' parameter cell reads (``murmur_analysis.loading.samples``). The notebooks on disk are
 left without outputs.
 """
 
@@ -29,7 +29,7 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 from tqdm import tqdm
 
-from murmur_analysis.load.samples import DATA_VARIABLE, PRICES_VARIABLE, SESSIONS_VARIABLE
+from murmur_analysis.loading.samples import DATA_VARIABLE, PRICES_VARIABLE, SESSIONS_VARIABLE
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"

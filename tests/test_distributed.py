@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.load.distributed import load_dask
+from murmur_analysis.loading.distributed import load_dask
 from murmur_analysis.tables.schema import TABLES
 
 

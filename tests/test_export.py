@@ -32,7 +32,7 @@ import murmur_analysis as ma
 import murmur_analysis.export as export_module
 from murmur_analysis.corpus import read_parquet
 from murmur_analysis.export import export
-from murmur_analysis.load.plan import iter_batches
+from murmur_analysis.loading.plan import iter_batches
 from murmur_analysis.tables.schema import SCHEMA_VERSION, TABLES, schema
 
 REPO = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from murmur_analysis.core import handoff
 from murmur_analysis.core.handoff import Conversation, Summary, TableRows
 from murmur_analysis.corpus import read_parquet
 from murmur_analysis.export import export
-from murmur_analysis.load.plan import iter_batches
+from murmur_analysis.loading.plan import iter_batches
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
 
@@ -107,7 +107,7 @@ def test_a_murmur_load_writes_nothing_into_a_conversation(
                                           frame.drop(columns=[c for c in frame if c.endswith("cost_usd")]), obj=name)
     import dask
 
-    from murmur_analysis.load.distributed import load_dask
+    from murmur_analysis.loading.distributed import load_dask
 
     with dask.config.set(scheduler="synchronous"):
         frames = load_dask(*paths, source="murmur", conversations_per_task=2)

@@ -17,7 +17,7 @@ from murmur_home import msg, record
 from terminal import on_a_terminal
 
 import murmur_analysis as ma
-from murmur_analysis.load.progress import ProgressBar
+from murmur_analysis.loading.progress import ProgressBar
 from murmur_analysis.sources.base import Diagnostics
 from murmur_analysis.sources.dispatch import layout
 

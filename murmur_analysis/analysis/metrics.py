@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from ..core.pricing import SLICES, sum_costs
 from ..core.values import counter_sum, int64_held
+from .kinds import WEEKDAYS, Weekday
 
 if TYPE_CHECKING:
     from ..corpus import Corpus
@@ -42,9 +43,6 @@ __all__ = [
 
 Freq = Literal["D", "W", "MS"]
 By = str | Sequence[str]
-Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-#: The days a week may start on, Monday first (Python's ``date.weekday()`` numbers them so).
-WEEKDAYS: tuple[Weekday, ...] = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
 #: The token counters :func:`token_usage` sums, in the order reports show them.
 COUNTERS = (

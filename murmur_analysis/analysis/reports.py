@@ -27,6 +27,7 @@ from ..core.diagnostics import Diagnostic
 from ..core.pricing import SLICES
 from ..core.values import counter_sum
 from . import metrics
+from .kinds import BREAKDOWN_KINDS, KINDS, Weekday
 
 if TYPE_CHECKING:
     from ..corpus import Corpus
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["BREAKDOWN_KINDS", "DECIMALS", "KINDS", "TOKEN_KINDS", "Report", "build", "json_document", "summary",
            "written"]
 
-#: Every report kind, in the order the command line lists them.
-KINDS = ("daily", "weekly", "monthly", "session", "models", "tools", "orphans", "growth")
-#: The reports whose spend ``breakdown=True`` splits per model (the others refuse it).
-BREAKDOWN_KINDS = ("daily", "weekly", "monthly", "session")
 #: The period column of each time-series report, and its bucket.
 _PERIODS: dict[str, tuple[str, metrics.Freq]] = {"daily": ("date", "D"), "weekly": ("week", "W"),
                                                  "monthly": ("month", "MS")}
@@ -119,7 +116,7 @@ def _keep(frame: pd.DataFrame, conv: pd.DataFrame) -> pd.DataFrame:
 
 
 def _spend(usage: pd.DataFrame, by: list[str], freq: metrics.Freq | None, tz: str,
-           week_start: metrics.Weekday = "monday") -> pd.DataFrame:
+           week_start: Weekday = "monday") -> pd.DataFrame:
     tokens = metrics.token_usage(usage, by=by, freq=freq, tz=tz, week_start=week_start)
     costs = metrics.cost(usage, by=by, freq=freq, tz=tz, week_start=week_start)
     keys = (["period"] if freq else []) + by
@@ -176,7 +173,7 @@ def build(
     tz: str = "UTC",
     breakdown: bool = False,
     order: Literal["asc", "desc"] = "asc",
-    start_of_week: metrics.Weekday = "sunday",
+    start_of_week: Weekday = "sunday",
 ) -> Report:
     """Build one report from a corpus.
 

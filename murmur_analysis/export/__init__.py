@@ -33,7 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.pricing import Pricer, Prices
-from ..load.plan import LoadPlan, Progress, cyclic_gc_paused
+from ..loading.plan import LoadPlan, Progress, cyclic_gc_paused
 from ..tables.schema import SCHEMA_VERSION
 from .incremental import ExportRun
 from .integrity import drop_damaged, note_stamps
@@ -107,7 +107,7 @@ def export(
             (see :mod:`murmur_analysis.export.layout`).
         source: force this source for every path instead of detecting.
         options: per-source options by source name.
-        progress: called as work advances (see :data:`~murmur_analysis.load.plan.Progress`).
+        progress: called as work advances (see :data:`~murmur_analysis.loading.plan.Progress`).
         incremental: keep the rows of conversations whose input is unchanged since the
             previous export into ``out``; ``False`` reads everything again.
         prices: the user's own prices over genai-prices' table, as for

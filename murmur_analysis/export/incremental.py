@@ -35,8 +35,8 @@ from ..core.handoff import Conversation
 from ..core.identity import changed_since
 from ..core.pricing import Pricer, price_tables
 from ..core.values import JSON
-from ..load.discovery import printable
-from ..load.plan import LoadEvent, LoadPlan
+from ..loading.discovery import printable
+from ..loading.plan import LoadEvent, LoadPlan
 from ..sources.base import Source
 from ..sources.resume import Resumable, anchor, appendable, grew, read_on
 from .layout import Generation

@@ -12,13 +12,15 @@ import importlib
 import warnings
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.handoff import Conversation
 from ..errors import NoSourceError, UnknownSourceError
-from .base import Diagnostics, Source
+
+if TYPE_CHECKING:
+    from ..core.diagnostics import Diagnostics
+    from ..core.handoff import Conversation
+    from .base import Source
 
 __all__ = [
     "BUILTIN",
@@ -43,11 +45,30 @@ BUILTIN: dict[str, str] = {
 }
 
 
+def __getattr__(name: str) -> object:
+    # The Source contract loads with the first source (paging a record needs none of it).
+    if name == "Source":
+        from . import base
+
+        return base.Source
+    if name == "Diagnostics":
+        from ..core import diagnostics
+
+        return diagnostics.Diagnostics
+    if name == "Conversation":
+        from ..core import handoff
+
+        return handoff.Conversation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class PluginWarning(UserWarning):
     """A source plugin could not be loaded; the other sources still work."""
 
 
 def _load_class(target: str) -> type[Source]:
+    from .base import Source
+
     module_name, _, attr = target.partition(":")
     cls = getattr(importlib.import_module(module_name), attr)
     if not (isinstance(cls, type) and issubclass(cls, Source)):
@@ -58,6 +79,8 @@ def _load_class(target: str) -> type[Source]:
 @cache
 def registry() -> dict[str, type[Source]]:
     """Every available source class by name: built-ins first, then plugins."""
+    from .base import Source
+
     found: dict[str, type[Source]] = {}
     for name, target in BUILTIN.items():
         try:
@@ -65,6 +88,8 @@ def registry() -> dict[str, type[Source]]:
         except ModuleNotFoundError as err:
             if err.name != target.partition(":")[0]:
                 raise
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in found:
             warnings.warn(f"source plugin {ep.name!r} ({ep.value}) shadows a source already registered; ignored",

@@ -16,25 +16,21 @@ import sys
 from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import orjson
-import pandas as pd
-import pyarrow as pa
-
-from .. import __version__, list_sources, load, read_messages
-from ..analysis import metrics, reports
-from ..core import cache
+from ..analysis.kinds import BREAKDOWN_KINDS, KINDS, WEEKDAYS
 from ..core.paths import user_path
-from ..corpus import Corpus, read_parquet
+from ..core.version import __version__
 from ..errors import MurmurAnalysisError
-from ..export import export
-from ..export.layout import Output
-from ..load.progress import ProgressBar
-from ..sources.murmur.source import NO_SESSION_TRACES
-from ..tables.columns import to_pandas
-from .render import QUERY, csv_text, render, terminal_width
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..analysis.reports import Report
+    from ..corpus import Corpus
+
+# Each command imports what it needs when it runs: ``--help`` and ``page`` load no pandas.
 
 __all__ = ["main"]
 
@@ -47,6 +43,8 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}|\d{8}")
 @contextlib.contextmanager
 def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     """The load arguments common to every command that reads sources, with one progress bar."""
+    from ..loading.progress import ProgressBar
+
     options: dict[str, dict[str, Any]] = {}
     if getattr(args, "sessions", None):
         options["murmur"] = {"sessions": args.sessions}
@@ -60,6 +58,8 @@ def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
 
 
 def _load(args: argparse.Namespace) -> Corpus:
+    from ..corpus import load
+
     with _reading(args) as how:
         return load(*args.paths, **how)
 
@@ -76,15 +76,22 @@ def _strict(args: argparse.Namespace, corpus: Corpus | int) -> int:
 
 def _notes(corpus: Corpus) -> None:
     """One line on stderr for each murmur home whose records loaded without a session trace."""
+    from ..sources.murmur.source import NO_SESSION_TRACES
+
     diag = corpus.diagnostics
     for path in diag.loc[diag["kind"] == NO_SESSION_TRACES, "path"]:
         print(f"murmur-analysis: note: {path}: no session traces found, and murmur keeps token usage in them "
               "(outside ~/.murmur): pass --sessions DIR (a session work dir)", file=sys.stderr)
 
 
-def _emit(report: reports.Report, args: argparse.Namespace, empty: str | None = None,
+def _emit(report: Report, args: argparse.Namespace, empty: str | None = None,
           **more: Any) -> None:
     """Print ``report`` as JSON, CSV or a table fitted to the terminal (``empty``: a table's text for no rows)."""
+    import orjson
+
+    from ..analysis import reports
+    from .render import csv_text, render, terminal_width
+
     if args.json:
         doc = reports.json_document(report) | more
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -100,13 +107,15 @@ def _emit(report: reports.Report, args: argparse.Namespace, empty: str | None = 
                   "(--wide shows them)", file=sys.stderr)
 
 
-def _report_notes(report: reports.Report) -> None:
+def _report_notes(report: Report) -> None:
     for note in report.diagnostics:
         print(f"murmur-analysis: note: {note.detail}", file=sys.stderr)
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
     """Print what a set of sources holds."""
+    from ..analysis import reports
+
     corpus = _load(args)
     diag = corpus.tables["diagnostics"].num_rows
     report = reports.summary(corpus)
@@ -136,8 +145,10 @@ def _zone(text: str) -> str:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Print one report."""
-    if args.breakdown and args.kind not in reports.BREAKDOWN_KINDS:
-        args.parser.error(f"--breakdown splits spend per model in the {', '.join(reports.BREAKDOWN_KINDS)} "
+    from ..analysis import reports
+
+    if args.breakdown and args.kind not in BREAKDOWN_KINDS:
+        args.parser.error(f"--breakdown splits spend per model in the {', '.join(BREAKDOWN_KINDS)} "
                           f"reports; the {args.kind} report has none")
     if args.start_of_week is not None and args.kind != "weekly":
         args.parser.error(f"--start-of-week is for the weekly report, not {args.kind}")
@@ -154,6 +165,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_diagnostics(args: argparse.Namespace) -> int:
     """Print every diagnostics row."""
+    from ..analysis import metrics, reports
+
     corpus = _load(args)
     rows = metrics.arrow_frame(corpus.diagnostics[["source", "kind", "path", "line", "detail"]])
     _emit(reports.Report("diagnostics", rows, {}, ["source", "kind"]), args, "no diagnostics: everything was read")
@@ -169,6 +182,8 @@ def _folder(text: str) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Export every table as Parquet, a batch of conversations at a time, switched in whole."""
+    from ..export import export
+
     with _reading(args) as how:
         result = export(*args.paths, out=args.out, incremental=not args.full, **how)
     for name, path in result.paths().items():
@@ -189,6 +204,9 @@ _LOAD_ONLY = {"source": "--source", "sessions": "--sessions", "prices": "--price
 
 def _sql_corpus(args: argparse.Namespace) -> Corpus:
     """The corpus SRC... names: an export folder read back (``read_parquet``), else the sources loaded."""
+    from ..corpus import read_parquet
+    from ..export.layout import Output
+
     exports = [p for p in args.paths if p and Output(p).is_export()]
     if not exports:
         return _load(args)
@@ -205,6 +223,8 @@ def _sql_corpus(args: argparse.Namespace) -> Corpus:
 
 def _text(value: Any) -> str:
     """A value of a query's result with no form of its own in a table or JSON, as text."""
+    import pyarrow as pa
+
     if isinstance(value, pa.MonthDayNano):  # an INTERVAL, as DuckDB writes one
         parts = [f"{value.months} months"] * bool(value.months) + [f"{value.days} days"] * bool(value.days)
         if value.nanoseconds or not parts:
@@ -226,6 +246,9 @@ def _json_value(value: Any) -> Any:
 
 def _printable(result: pa.Table) -> pa.Table:
     """The result with each column pandas has no dtype for (an INTERVAL, a UNION) as text."""
+    import pandas as pd
+    import pyarrow as pa
+
     for i, f in enumerate(result.schema):
         try:
             pd.ArrowDtype(f.type).type  # noqa: B018 - raises for a type pandas cannot hold
@@ -237,6 +260,12 @@ def _printable(result: pa.Table) -> pa.Table:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     """Run a SQL query over the tables of a corpus or of an export and print its result."""
+    import orjson
+
+    from ..analysis import reports
+    from ..tables.columns import to_pandas
+    from .render import QUERY
+
     corpus = _sql_corpus(args)
     result = corpus.sql_arrow(args.query)
     if args.json:
@@ -254,6 +283,10 @@ _PAGE_NOTES = 20
 
 def cmd_page(args: argparse.Namespace) -> int:
     """Print one page of a murmur record, newest first."""
+    import orjson
+
+    from ..sources.murmur import read_messages
+
     page = read_messages(args.record, args.cursor, args.limit)
     if args.json:
         doc = {
@@ -283,6 +316,8 @@ def cmd_page(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """Show or clear the cache folder."""
+    from ..core import cache
+
     if args.action == "path":
         print(cache.cache_dir())
     elif args.action == "info":
@@ -298,6 +333,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 def cmd_sources(args: argparse.Namespace) -> int:
     """List the registered sources."""
+    from .. import list_sources
+
     for name, description in list_sources().items():
         print(f"{name:10} {description}")
     return 0
@@ -387,10 +424,10 @@ def _add_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``report`` command and its arguments."""
-    p = sub.add_parser("report", help=f"print a ccusage-style report: {', '.join(reports.KINDS)}",
+    p = sub.add_parser("report", help=f"print a ccusage-style report: {', '.join(KINDS)}",
                        description="Load SRC... and print one report with totals; costs in USD. " + _FITTING,
                        epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error")
-    p.add_argument("kind", choices=reports.KINDS, metavar="KIND", help=f"one of: {', '.join(reports.KINDS)}")
+    p.add_argument("kind", choices=KINDS, metavar="KIND", help=f"one of: {', '.join(KINDS)}")
     _add_load_args(p)
     p.add_argument("-s", "--since", type=_date, metavar="DATE",
                    help="first day kept (inclusive): YYYY-MM-DD or YYYYMMDD")
@@ -400,11 +437,11 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="time zone that days, weeks and months are cut in and times are shown in; the "
                         "headers name it (default UTC)")
     p.add_argument("-b", "--breakdown", action="store_true",
-                   help=f"split each row's spend per model ({', '.join(reports.BREAKDOWN_KINDS)}; the other "
+                   help=f"split each row's spend per model ({', '.join(BREAKDOWN_KINDS)}; the other "
                         "reports refuse it)")
     p.add_argument("-o", "--order", choices=["asc", "desc"], default="asc",
                    help="asc: oldest first (default), desc: newest first (the other reports: by name)")
-    p.add_argument("-w", "--start-of-week", choices=metrics.WEEKDAYS, metavar="DAY",
+    p.add_argument("-w", "--start-of-week", choices=WEEKDAYS, metavar="DAY",
                    help="the day the weekly report's weeks start on (default sunday, as ccusage's)")
     _add_output_args(p, fitting=True)
     p.set_defaults(func=cmd_report, parser=p)

@@ -15,7 +15,24 @@ canonical home (``murmur_analysis.sources.murmur.walk``); ``murmur_analysis`` re
 as ``ma.walk`` and so on, the spelling the notebooks use.
 """
 
-from .reader import RecordReader, read_messages, walk
-from .source import MurmurSource
+from __future__ import annotations
+
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from .reader import RecordReader, read_messages, walk
+    from .source import MurmurSource
 
 __all__ = ["MurmurSource", "RecordReader", "read_messages", "walk"]
+
+#: Where each name lives, imported when first used: paging a record loads the reader alone.
+_NAMES = {"MurmurSource": ".source", "RecordReader": ".reader", "read_messages": ".reader", "walk": ".reader"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: object = getattr(_importlib.import_module(_NAMES[name], __name__), name)
+    globals()[name] = value
+    return value

@@ -4,7 +4,7 @@
 :func:`iter_batches` and the Parquet export run the same plan and take the builder's rows
 every few conversations, so memory holds one batch, never the whole corpus.
 
-The plan finds the sources of each path through :class:`~murmur_analysis.load.discovery.Discovery`
+The plan finds the sources of each path through :class:`~murmur_analysis.loading.discovery.Discovery`
 (or takes the one forced with ``source=``), which admits each conversation once. Each conversation's rows go through
 :class:`~murmur_analysis.tables.frames.FrameBuilder`; the diagnostics its decoding reported are told
 apart from those of the source as a whole (discovery, retention), so a consumer can keep them

@@ -2,7 +2,7 @@
 
 The bar counts each conversation's own input: the file it is read from (or the folder, for a
 git repository), once however many conversations it holds. Its total is the size of exactly
-those inputs, found before the load by the load's own plan (:class:`~murmur_analysis.load.plan.LoadPlan`)
+those inputs, found before the load by the load's own plan (:class:`~murmur_analysis.loading.plan.LoadPlan`)
 run with every conversation skipped, so it knows what the load will read, and nothing else
 under the paths counts (a big file no source reads, a folder no source enters). The bar
 advances by a conversation's input once that conversation is built. A bar that is not shown
