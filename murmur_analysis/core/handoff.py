@@ -1,7 +1,8 @@
 """The hand-off: what a source gives the frame builder, and nothing else.
 
 A source decodes; the frame builder assembles tables. Between them travel only the values
-declared here, below both sides and read-only once handed over:
+declared here, below both sides and frozen once handed over (a loader that needs another value
+makes a copy):
 
 - :class:`Conversation`: one conversation as its source decoded it: who it is, where it was
   read, its entries (or the engine's column chunks) and the facts known before they are read.
