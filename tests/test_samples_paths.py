@@ -9,7 +9,7 @@ import pytest
 
 import murmur_analysis as ma
 from murmur_analysis.errors import NoSourceError
-from murmur_analysis.load import samples as samples_module
+from murmur_analysis.loading import samples as samples_module
 
 
 def test_the_default_is_the_bundled_samples_whatever_the_working_folder(
