@@ -13,6 +13,7 @@ with the conversation.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
@@ -110,8 +111,14 @@ class LoadEvent:
         rows: rows the conversation added to each table, a source's own tables included
             (``conversation`` only).
         diagnostics: for ``conversation``, the rows its decoding reported (not yet in the
-            builder); for ``target``, the source's rows that belong to no conversation.
+            builder); for ``skipped``, the rows its source reported of it while finding it;
+            for ``target``, the source's rows that belong to no conversation.
         all_diagnostics: for ``target``, every row of that path in the order reported.
+        reported_at: for ``target``, when each row of ``all_diagnostics`` was reported, counted
+            in the path's conversations: ``2n - 2`` while its source was finding the n-th one,
+            ``2n - 1`` while the n-th was admitted (a ``duplicate_id``), ``2n`` once the n-th
+            was handed over (read or skipped). A conversation decoded elsewhere places its rows
+            by it.
         extra_tables: for ``target``, the rows of the path no conversation holds (the
             :class:`~murmur_analysis.core.handoff.TableRows` its source yielded), as tables.
     """
@@ -124,6 +131,7 @@ class LoadEvent:
     rows: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     all_diagnostics: list[Diagnostic] = field(default_factory=list)
+    reported_at: list[int] = field(default_factory=list)
     extra_tables: Mapping[str, pa.Table] = field(default_factory=dict)
 
 
@@ -217,11 +225,14 @@ class LoadPlan:
             # rows of the conversations being read beside them.
             table_rows: list[TableRows] = []
             since = 0  # rows before it were reported for what came before this conversation
+            # How many rows had been reported when each conversation was found, and handed over.
+            steps: list[int] = []
             for item in src.open(target, diags, ctx):
                 if isinstance(item, TableRows):
                     if discovery.admit_rows(src.name, item):
                         table_rows.append(item)
                     continue
+                at = len(diags.rows)
                 conv = discovery.admit(item, diags)
                 if conv is None:
                     continue
@@ -230,9 +241,11 @@ class LoadPlan:
                 early = [i for i in range(since, len(diags.rows)) if diags.rows[i].path == conv.path]
                 owned.update(early)
                 since = len(diags.rows)
+                steps += (at, since)
                 verdict = keep(src, conv) if keep is not None else True
                 if verdict is False:
-                    yield LoadEvent("skipped", src, target, conv, conv.conversation_id)
+                    mine = self._fresh(diags.rows, early, kept)
+                    yield LoadEvent("skipped", src, target, conv, conv.conversation_id, diagnostics=mine)
                     continue
                 if isinstance(verdict, Conversation):  # read by the consumer: under the name it was admitted with
                     conv = replace(verdict, conversation_id=conv.conversation_id, path=conv.path)
@@ -258,10 +271,12 @@ class LoadPlan:
             if self.source is not None and not found and not diags.rows:
                 raise nothing_found(self.source, target, self.options)
             rest = self._fresh(diags.rows, (i for i in range(len(diags.rows)) if i not in owned), kept)
+            order = sorted(kept)
             yield LoadEvent(
                 "target", src, target,
                 diagnostics=rest,
-                all_diagnostics=[kept[i] for i in sorted(kept)],
+                all_diagnostics=[kept[i] for i in order],
+                reported_at=[bisect.bisect_right(steps, i) for i in order],
                 extra_tables=_row_tables(table_rows, src.name),
             )
 
