@@ -138,6 +138,8 @@ def build(data: list[str], out: Path, notebooks: list[Path], sessions: list[str]
             try:
                 client.execute(env=env)
             finally:
+                if client.kc is not None:  # given our kernel manager, nbclient leaves its client's channels open
+                    client.kc.stop_channels()
                 if kernel.has_kernel:
                     kernel.shutdown_kernel(now=True)
             _static(nb)

@@ -103,6 +103,8 @@ class Oracle:
         if self._proc.stdin is not None:
             self._proc.stdin.close()
         self._proc.wait(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
 
 @dataclass

@@ -1,14 +1,10 @@
-"""Every engine the benchmarks compare must read a murmur record correctly, row for row.
+"""The toolkit reads the benchmarks' tricky murmur record correctly, row for row.
 
 On a short record made of tricky rows (backslashes, tabs, quotes, control characters, astral
-and RTL unicode, tool bodies that are sometimes a block list and sometimes a bare string) each
-engine's output is compared with a reference ``orjson`` parse of every line: role, id,
-tool_call_id, is_error and the content (the text). A fast engine that silently mangles rows is
-no baseline, and neither is a toolkit that does.
-
-polars is expected to fail here: declared a string, nested ``content`` is re-serialized without
-escaping backslashes or control characters (pola-rs/polars#26574); that test is an xfail that
-records how many rows were wrong.
+and RTL unicode, tool bodies that are sometimes a block list and sometimes a bare string) the
+toolkit's tables and its walk are compared with a reference ``orjson`` parse of every line: role,
+id, tool_call_id, is_error and the content (the text). A fast toolkit that silently mangles rows
+is no win.
 """
 
 from __future__ import annotations
@@ -21,6 +17,8 @@ from typing import Any
 
 import orjson
 import pytest
+
+import murmur_analysis as ma
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 FIELDS = ("role", "id", "tool_call_id", "is_error")
@@ -60,77 +58,17 @@ def test_the_record_is_tricky(reference: list[dict[str, Any]]) -> None:
     assert any(r.get("is_error") is True for r in reference)
 
 
-def _mismatches(rows: list[dict[str, Any]], reference: list[dict[str, Any]], content_as_text: bool) -> list[str]:
-    """Rows whose fields or content differ from the reference.
-
-    With ``content_as_text`` each row's content is the engine's JSON text of it, parsed before
-    comparing; otherwise it is the parsed value itself.
-    """
+def _mismatches(rows: list[dict[str, Any]], reference: list[dict[str, Any]]) -> list[str]:
+    """Rows whose fields or content differ from the reference."""
     assert len(rows) == len(reference), f"{len(rows)} rows, expected {len(reference)}"
     bad: list[str] = []
     for i, (got, want) in enumerate(zip(rows, reference, strict=True)):
         for name in FIELDS:
             if got.get(name) != want.get(name):
                 bad.append(f"row {i}: {name} {got.get(name)!r} != {want.get(name)!r}")
-        content = got.get("content")
-        try:
-            value = orjson.loads(content) if content_as_text else content
-        except orjson.JSONDecodeError:
-            bad.append(f"row {i}: content is not valid JSON: {content[:60]!r}")
-            continue
-        if value != want["content"]:
-            bad.append(f"row {i}: content differs: {str(content)[:60]!r}")
+        if got.get("content") != want["content"]:
+            bad.append(f"row {i}: content differs: {str(got.get('content'))[:60]!r}")
     return bad
-
-
-def _literal(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
-def _duckdb_rows(sql: str) -> list[dict[str, Any]]:
-    duckdb = pytest.importorskip("duckdb")
-    relation = duckdb.connect().sql(sql)
-    table = relation.to_arrow_table() if hasattr(relation, "to_arrow_table") else relation.arrow()
-    rows: list[dict[str, Any]] = table.to_pylist()
-    return rows
-
-
-def test_duckdb_declared_columns_match_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    columns = ("{'role': 'VARCHAR', 'id': 'VARCHAR', 'content': 'JSON', 'tool_call_id': 'VARCHAR', "
-               "'is_error': 'BOOLEAN'}")
-    rows = _duckdb_rows(f"SELECT * FROM read_ndjson({_literal(record)}, columns={columns})")
-    assert _mismatches(rows, reference, content_as_text=True) == []
-
-
-def test_duckdb_read_json_auto_matches_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    rows = _duckdb_rows("SELECT role, id, content::JSON::VARCHAR AS content, tool_call_id, is_error "
-                        f"FROM read_json_auto({_literal(record)})")
-    assert _mismatches(rows, reference, content_as_text=True) == []
-
-
-def test_orjson_loop_is_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    import json
-
-    # Split on b"\n" only: str.splitlines() would also cut at U+2028 inside a string.
-    rows = [json.loads(line) for line in record.read_bytes().split(b"\n") if line.strip()]
-    assert _mismatches(rows, reference, content_as_text=False) == []
-
-
-@pytest.mark.xfail(reason="polars re-serializes nested content without escaping (pola-rs/polars#26574)",
-                   strict=False)
-def test_polars_read_ndjson_matches_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    pl = pytest.importorskip("polars")
-    frame = pl.read_ndjson(record, schema_overrides={"content": pl.String}, infer_schema_length=None)
-    bad = _mismatches(frame.to_dicts(), reference, content_as_text=True)
-    assert bad == [], f"polars: {len(bad)} of {len(reference)} rows wrong, e.g. {bad[:3]}"
-
-
-def _toolkit() -> Any:
-    if importlib.util.find_spec("murmur_analysis.sources.murmur") is None:
-        pytest.skip("the murmur source (murmur_analysis.sources.murmur) is not in this checkout yet")
-    import murmur_analysis as ma
-
-    return ma
 
 
 def _text_chars(content: Any) -> int:
@@ -140,7 +78,6 @@ def _text_chars(content: Any) -> int:
 
 
 def test_toolkit_tables_match_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    ma = _toolkit()
     corpus = ma.load(record.parents[2])
     messages = corpus.tables["messages"].sort_by("seq").to_pylist()
     assert len(messages) == len(reference)
@@ -158,7 +95,6 @@ def test_toolkit_tables_match_the_reference(record: Path, reference: list[dict[s
 
 
 def test_toolkit_walk_matches_the_reference(record: Path, reference: list[dict[str, Any]]) -> None:
-    ma = _toolkit()
     rows = []
     for message in reversed(list(ma.walk(record))):
         content = orjson.loads(message.content)
@@ -167,4 +103,4 @@ def test_toolkit_walk_matches_the_reference(record: Path, reference: list[dict[s
             assert content["__murmur_tool_msg__"] is True
             row.update(tool_call_id=content["tool_call_id"], is_error=content["is_error"], content=content["body"])
         rows.append(row)
-    assert _mismatches(rows, reference, content_as_text=False) == []
+    assert _mismatches(rows, reference) == []

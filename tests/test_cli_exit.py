@@ -55,14 +55,14 @@ def test_a_reader_that_stops_after_one_line_ends_quietly_with_141(tmp_path: Path
                 for i in range(100)]
     path = record(tmp_path, "bot", "ctx", [header(), *messages])
     for _ in range(3):
-        proc = subprocess.Popen([*CLI, "page", str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=_env())
-        assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stdout.readline().strip() == "{"
-        proc.stdout.close()
-        stderr = proc.stderr.read()
-        _quiet(stderr)
-        assert stderr == "" and proc.wait() == EXIT_BROKEN_PIPE
+        with subprocess.Popen([*CLI, "page", str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=_env()) as proc:  # its pipes closed at the end
+            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout.readline().strip() == "{"
+            proc.stdout.close()
+            stderr = proc.stderr.read()
+            _quiet(stderr)
+            assert stderr == "" and proc.wait() == EXIT_BROKEN_PIPE
 
 
 def test_ctrl_c_during_a_load_exits_130_without_a_traceback(tmp_path: Path) -> None:
