@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
+import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from murmur_analysis import assemble, pair_tools, transcript
-from murmur_analysis.algorithms.pairing import Pairer
+from murmur_analysis.algorithms.pairing import Pairer, PairState
 from murmur_analysis.core.model import Block, Entry, Text, ToolResult, ToolUse
 
 ids = st.sampled_from(["a", "b", "c", "d", "e"])
@@ -95,3 +98,79 @@ def test_tool_events_as_columns_pair_as_the_entries_do(specs: list[tuple[int, st
     rows, dropped = pair_events([entries[i].position for i in events.row], [runs[i] for i in events.row], events)
     assert rows == pair_tools(entries)
     assert dropped == assemble(entries).dropped_orphans
+
+
+sides = st.sampled_from(["user", "assistant", "tool", "", "système"])
+
+
+@given(st.lists(sides, max_size=30), st.integers(0, 30))
+def test_the_native_and_the_python_message_run_rules_agree(given: list[str], cut: int) -> None:
+    from murmur_analysis.algorithms.pairing import MessageRuns
+    from murmur_analysis.engine import _native
+
+    runs = MessageRuns()
+    whole = [runs.next(side) for side in given]
+    assert _native.message_runs(given, -1, None) == whole
+    assert MessageRuns().of_sides(pa.array(given, pa.string())).tolist() == whole
+    # going on from the state after a cut, each from the other's
+    cut = min(cut, len(given))
+    first = _native.message_runs(given[:cut], -1, None)
+    before = MessageRuns(first[-1], given[cut - 1]) if cut else MessageRuns()
+    assert first + [before.next(side) for side in given[cut:]] == whole
+    python = MessageRuns()
+    head = [python.next(side) for side in given[:cut]]
+    assert head + _native.message_runs(given[cut:], python.index, python.side) == whole
+
+
+@given(st.lists(entry_spec, max_size=25), st.integers(0, 25), st.booleans())
+def test_a_walk_saved_and_resumed_pairs_as_the_whole_walk(
+    specs: list[tuple[int, str, list[Block]]], cut: int, through_bytes: bool
+) -> None:
+    entries = sorted(build(specs), key=lambda e: e.position)
+    cut = min(cut, len(entries))
+    whole = pair_tools(entries)
+    first = Pairer()
+    for entry in entries[:cut]:
+        first.feed(entry)
+    rows = first.finish()
+    state = first.save()
+    if through_bytes:
+        state = PairState.from_bytes(state.to_bytes())
+    assert state.rows == len(rows)
+    second = Pairer(state=state)
+    for entry in entries[cut:]:
+        second.feed(entry)
+    more = second.finish()
+    own = len(more) - len(second.answered)
+    for row, answer in zip(second.answered, more[own:], strict=True):  # a result for an earlier call
+        assert rows[row].status == "unanswered" and rows[row].call_id == answer.call_id
+        rows[row] = replace(rows[row], result_seq=answer.result_seq, result_message=answer.result_message,
+                            status=answer.status, is_error=answer.is_error, result_chars=answer.result_chars,
+                            result_text=answer.result_text)
+    if second.exact:
+        assert rows + more[:own] == whole
+    # Not exact only where the state cannot tell: a result for an id called before the cut (known
+    # by its hash), or a message going on across the cut.
+    called = {b.id for e in entries[:cut] for b in e.blocks if isinstance(b, ToolUse)}
+    answered_later = {b.tool_use_id for e in entries[cut:] for b in e.blocks if isinstance(b, ToolResult)}
+    if (cut in (0, len(entries)) or entries[cut - 1].side != entries[cut].side) and not called & answered_later:
+        assert second.exact
+
+
+def test_a_pairing_state_is_read_back_only_whole_and_of_its_version() -> None:
+    pairer = Pairer()
+    for entry in build([(0, "assistant", [ToolUse("a", "bash", {}), ToolUse("b", "bash", {})]),
+                        (1, "tool", [ToolResult("a", (Text("r"),), False)])]):
+        pairer.feed(entry)
+    pairer.finish()
+    data = pairer.save().to_bytes()
+    state = PairState.from_bytes(data)
+    assert state.to_bytes() == data and state.rows == 2 and state.runs == (1, "tool")
+    assert PairState().rows == 0 and PairState().runs == (-1, None)
+    other_version = data[:4] + bytes([data[4] + 1]) + data[5:]
+    for bad in [data[:n] for n in range(len(data))] + [data + b"\0", b"XXXX" + data[4:], other_version]:
+        with pytest.raises(ValueError):
+            PairState.from_bytes(bad)
+    Pairer(state=state)  # a walk takes the state over: it serves once
+    with pytest.raises(ValueError, match="taken"):
+        state.to_bytes()

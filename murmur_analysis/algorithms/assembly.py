@@ -94,8 +94,9 @@ def drop_orphans(messages: Sequence[Message]) -> tuple[list[Message], list[str]]
         if blocks:
             kept.append(Message(message.role, tuple(blocks)))
     grouped: list[Message] = []
+    runs = MessageRuns()  # neighbours that now share a side join, as entries do
     for message in kept:
-        if grouped and grouped[-1].role == message.role:
+        if runs.next(message.role) < len(grouped):
             grouped[-1] = Message(message.role, grouped[-1].blocks + message.blocks)
         else:
             grouped.append(message)

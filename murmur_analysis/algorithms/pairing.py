@@ -15,10 +15,9 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..core.blocks import message_text, text_chars
-from ..core.handoff import ToolEvents, ToolKind
+from ..core.handoff import PAIRED, Pairing, ToolEvents, ToolKind
 from ..core.model import Entry, ServerToolResult, ServerToolUse, ToolResult, ToolUse, sorted_entries
 from ..core.serde import serde_text
 from ..engine import _native
@@ -26,6 +25,7 @@ from ..engine import _native
 __all__ = [
     "CallEvent",
     "MessageRuns",
+    "PairState",
     "PairSummary",
     "Pairer",
     "ResultEvent",
@@ -39,6 +39,12 @@ __all__ = [
     "tool_event_columns",
     "tool_events",
 ]
+
+#: What a finished pairing walk leaves for a walk of the entries after it (:meth:`Pairer.save`):
+#: ``PairState()`` is the state before any entry; ``to_bytes``/``from_bytes`` persist it in a
+#: versioned format (``from_bytes`` raises ``ValueError`` for another version). A walk given
+#: one takes it over: it serves once.
+PairState = _native.PairState
 
 ToolStatus = Literal["ok", "error", "unanswered", "orphan_result", "duplicate_result"]
 
@@ -215,38 +221,46 @@ def _append(out: ToolEvents, row: int, event: ToolEvent) -> None:
 
 
 class MessageRuns:
-    """Which message each entry belongs to, entry after entry: the one home of that rule.
+    """Which message each entry belongs to, entry after entry: the message-run rule.
 
     Consecutive entries of one side are one message; a new message starts at every change of
-    side. Assembly groups entries by it, and the pairing walk counts calls and results by it,
-    one entry at a time (:meth:`next`) or a column chunk at a time (:meth:`of_sides`).
+    side. :meth:`next` is the rule's one home in Python (the native engine's is
+    ``pair::MessageRuns``, and a test holds the two to the same answers): assembly groups
+    entries by it, the pairing walk counts calls and results by it, and a cut of a record looks
+    for a new run by it.
+
+    Args:
+        index: the message index of the last entry seen (-1 before any).
+        side: the side of the last entry seen (``None`` before any).
 
     Attributes:
         index: the 0-based message index of the last entry seen (-1 before any).
+        side: the side of the last entry seen.
     """
 
-    def __init__(self) -> None:
-        self.index = -1
-        self._side: str | None = None
+    def __init__(self, index: int = -1, side: str | None = None) -> None:
+        self.index = index
+        self.side = side
 
     def next(self, side: str) -> int:
         """The message index of the next entry, of ``side``."""
-        if side != self._side:
+        if side != self.side:
             self.index += 1
-            self._side = side
+            self.side = side
         return self.index
 
     def of_sides(self, sides: pa.Array) -> np.ndarray:
-        """The message index of each of the next entries, given their sides (a non-empty string column)."""
-        n = len(sides)
-        starts = np.zeros(n, dtype=np.int64)
-        starts[0] = sides[0].as_py() != self._side
-        if n > 1:
-            starts[1:] = pc.not_equal(sides[1:], sides[:-1]).to_numpy(zero_copy_only=False)
-        runs: np.ndarray = np.cumsum(starts) + self.index
-        self.index = int(runs[-1])
-        self._side = sides[-1].as_py()
-        return runs
+        """The message index of each of the next entries, given their sides (a string column)."""
+        step = self.next
+        return np.fromiter((step(side) for side in sides.to_pylist()), dtype=np.int64, count=len(sides))
+
+
+#: The pairing columns of :meth:`Pairer.finish_columns` (the :class:`ToolCall` fields).
+_Field = Literal["call_id", "tool_name", "kind", "called_seq", "result_seq", "called_message", "result_message",
+                 "status", "is_error", "input", "result_chars", "input_bytes", "input_text", "result_text"]
+_FIELDS: tuple[_Field, ...] = ("call_id", "tool_name", "kind", "called_seq", "result_seq", "called_message",
+                               "result_message", "status", "is_error", "input", "result_chars", "input_bytes",
+                               "input_text", "result_text")
 
 
 class Pairer:
@@ -258,18 +272,35 @@ class Pairer:
     whole list of entries; a decoder that already has each entry's tool events and message
     (run) index feeds :meth:`feed_columns`. Every path reaches the same walk.
 
+    A walk can go on from where an earlier one stopped (:meth:`save`, then ``state=``): fed
+    the entries after the earlier walk's, it makes the rows a walk of all of them makes after
+    the earlier walk's rows, with one more row at the end per result that answers one of the
+    earlier walk's calls (:attr:`answered` names that call's row). Its rows are those of a
+    whole walk exactly when :attr:`exact` says so (see ``Pairer::exact`` in ``pair.rs``).
+
     Args:
         keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
             long conversation does not hold every input until its end).
+        state: what an earlier walk left (:meth:`save`), taken over by this walk.
+
+    Attributes:
+        runs: the message-run state of the entries fed one at a time (:meth:`feed`), going on
+            from ``state``'s; a caller of :meth:`feed_columns` that indexes messages with it
+            keeps it for :meth:`save`.
+        answered: after :meth:`finish_columns`, the row (of the whole walk) each answer row
+            answers, for the last ``len(answered)`` rows.
+        exact: after :meth:`finish_columns`, whether the rows are exactly a whole walk's.
     """
 
-    def __init__(self, keep_inputs: bool = True) -> None:
+    def __init__(self, keep_inputs: bool = True, state: _native.PairState | None = None) -> None:
         self.keep_inputs = keep_inputs
-        self._walk = _native.Pairer()
+        self.runs = MessageRuns(*state.runs) if state is not None else MessageRuns()
+        self._walk = _native.Pairer(state)
         self._inputs: list[object] = []
         self._summary = PairSummary(0, 0, [])
-        self._runs = MessageRuns()
         self._last: int | None = None
+        self.answered: list[int] = []
+        self.exact = True
 
     def feed(self, entry: Entry) -> None:
         """Take the next entry.
@@ -280,7 +311,7 @@ class Pairer:
         if self._last is not None and entry.position < self._last:
             raise ValueError("entries must be fed in ascending position order")
         self._last = entry.position
-        message = self._runs.next(entry.side)
+        message = self.runs.next(entry.side)
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
                 self.feed_events(entry.position, message, tool_events(entry, self.keep_inputs))
@@ -320,8 +351,7 @@ class Pairer:
         The runs before the last are final; the last run is still open (a later entry of it
         may call a result met earlier in it), so its orphans are worked out without closing it.
         """
-        dropped: list[str] = self._walk.dropped_orphans()
-        return dropped
+        return self._walk.dropped_orphans()
 
     def finish(self) -> list[ToolCall]:
         """Close the last run and return every row, in the order calls and orphans were met."""
@@ -335,12 +365,23 @@ class Pairer:
 
     def finish_columns(self) -> dict[str, list[Any]]:
         """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
-        columns: dict[str, list[Any]] = self._walk.finish()
-        made, errors, dropped = columns.pop("summary")
-        self._summary = PairSummary(made, errors, dropped)
+        done = self._walk.finish()
+        self._summary = PairSummary(*done["summary"])
+        self.answered, self.exact = done["answered"], done["exact"]
+        columns: dict[str, list[Any]] = {name: done[name] for name in _FIELDS}
         kept = self._inputs
-        columns["input"] = [None if i is None else kept[i] for i in columns["input"]]
+        columns["input"] = [None if i is None else kept[i] for i in done["input"]]
         return columns
+
+    def pairing(self) -> Pairing:
+        """Close the last run: the rows as :data:`~murmur_analysis.handoff.PAIRED` columns, and the counts."""
+        columns = self.finish_columns()
+        rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
+        return Pairing(rows, *self.summary())
+
+    def save(self) -> _native.PairState:
+        """After :meth:`finish_columns`: what a walk of the entries after these needs (``state=``)."""
+        return self._walk.save(self.runs.index, self.runs.side)
 
 
 def pair_tools(entries: Iterable[Entry]) -> list[ToolCall]:

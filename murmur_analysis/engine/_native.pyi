@@ -38,6 +38,7 @@ class Scanned(TypedDict):
     ev_error: IntColumn
     ev_chars: IntColumn
     ev_bytes: IntColumn
+    ev_text_at: bytes
     diagnostics: list[tuple[int, int]]
     title: str | None
     header: bytes | None
@@ -54,6 +55,28 @@ class Scanned(TypedDict):
     pair_input_bytes: IntColumn
     pair_input_text: StrColumn
     pair_result_text: StrColumn
+    pair_state: PairState
+
+class PairColumns(TypedDict):
+    """:meth:`Pairer.finish`: the rows (then one per answer to a row before a resumed walk) and counts."""
+
+    call_id: list[str]
+    tool_name: list[str | None]
+    kind: list[Literal["client", "server"]]
+    called_seq: list[int | None]
+    result_seq: list[int | None]
+    called_message: list[int | None]
+    result_message: list[int | None]
+    status: list[Literal["ok", "error", "unanswered", "orphan_result", "duplicate_result"]]
+    is_error: list[bool | None]
+    input: list[int | None]
+    result_chars: list[int | None]
+    input_bytes: list[int | None]
+    input_text: list[str | None]
+    result_text: list[str | None]
+    summary: tuple[int, int, list[str]]
+    answered: list[int]
+    exact: bool
 
 BLOCK: int
 
@@ -70,9 +93,20 @@ def scan_records(
 def messages(data: bytes, first: bool) -> tuple[list[tuple[int, Any]], list[tuple[int, int]]]: ...
 def to_json(value: Any) -> str: ...
 def lower_value(value: dict[str, Any]) -> tuple[str, str, str | None, str | None]: ...
+def message_runs(sides: list[str], index: int, side: str | None) -> list[int]: ...
+
+class PairState:
+    def __init__(self) -> None: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> PairState: ...
+    def to_bytes(self) -> bytes: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def runs(self) -> tuple[int, str | None]: ...
 
 class Pairer:
-    def __init__(self) -> None: ...
+    def __init__(self, state: PairState | None = None) -> None: ...
     def feed(
         self,
         positions: list[int],
@@ -88,7 +122,8 @@ class Pairer:
         texts: list[str | None] | None,
     ) -> None: ...
     def dropped_orphans(self) -> list[str]: ...
-    def finish(self) -> dict[str, Any]: ...
+    def finish(self) -> PairColumns: ...
+    def save(self, index: int, side: str | None) -> PairState: ...
 
 def index_lines(
     data: bytes, limit: int, base: int, first: bool

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..algorithms.pairing import MessageRuns, Pairer, tool_event_columns
 from ..core.blocks import block_kind, message_text, reasoning_text, text_chars
-from ..core.handoff import PAIRED, Conversation, EntryColumns, Pairing, Reading, Summary
+from ..core.handoff import Conversation, EntryColumns, Pairing, Reading, Summary
 from ..core.model import Entry, sorted_entries
 from .columns import BATCH_ROWS, arrow_array
 from .rows import EntryTimes
@@ -139,9 +139,7 @@ class PairedChunks:
                           pa.concat_arrays([t.cast(_TIMESTAMP) for _, t in self._times]))
 
     def pairing(self) -> Pairing:
-        """The pairing walk's rows (:meth:`Pairer.finish_columns`, as :data:`PAIRED`) and counts."""
+        """The pairing walk's rows (:meth:`Pairer.pairing`) and counts."""
         if self._known is not None:
             return self._known
-        columns = self._pairer.finish_columns()
-        rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
-        return Pairing(rows, *self._pairer.summary())
+        return self._pairer.pairing()

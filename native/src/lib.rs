@@ -12,6 +12,7 @@ mod pair;
 mod scan;
 mod uuid7;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use pyo3::exceptions::PyValueError;
@@ -269,7 +270,7 @@ fn bools<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
     (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, &bitmap(&values)))
 }
 
-fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
+fn columns_dict<'py>(py: Python<'py>, c: &mut Columns) -> PyResult<&'py PyDict> {
     let d = PyDict::new(py);
     d.set_item("rows", c.line_no.len())?;
     d.set_item("lines", c.lines)?;
@@ -295,6 +296,7 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     d.set_item("ev_error", ints(py, &c.ev_error))?;
     d.set_item("ev_chars", ints(py, &c.ev_chars))?;
     d.set_item("ev_bytes", ints(py, &c.ev_bytes))?;
+    d.set_item("ev_text_at", PyBytes::new(py, bytes_of(&c.ev_text_at)))?;
     d.set_item("diagnostics", c.diags.clone())?;
     d.set_item("title", c.title.clone())?;
     d.set_item("header", c.header.as_ref().map(|h| PyBytes::new(py, h)))?;
@@ -330,6 +332,7 @@ fn columns_dict<'py>(py: Python<'py>, c: &Columns) -> PyResult<&'py PyDict> {
     d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
     d.set_item("pair_input_text", strings(py, &input_text))?;
     d.set_item("pair_result_text", strings(py, &result_text))?;
+    d.set_item("pair_state", Py::new(py, PyPairState { inner: c.pair_state.take() })?)?;
     Ok(d)
 }
 
@@ -345,7 +348,7 @@ fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs, text: bool) -
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
     let out: Vec<Columns> =
         py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p)).collect()));
-    out.iter().map(|c| columns_dict(py, c).map(|d| d.into_py(py))).collect()
+    out.into_iter().map(|mut c| columns_dict(py, &mut c).map(|d| d.into_py(py))).collect()
 }
 
 /// messages(data, first) -> (list[(line, value)], list[(line, code)]): the message lines of
@@ -391,6 +394,64 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
     (values, diags)
 }
 
+/// message_runs(sides, index, side) -> list[int]: the message index of each entry of `sides`
+/// (the message-run rule, `pair::MessageRuns`), going on from the last entry's `index` and
+/// `side` (-1 and None before any).
+#[pyfunction]
+fn message_runs(sides: Vec<&str>, index: i64, side: Option<String>) -> Vec<i64> {
+    let mut runs = pair::MessageRuns { index, side };
+    sides.into_iter().map(|s| runs.next(s)).collect()
+}
+
+/// What a finished pairing walk leaves for a walk of the entries after it (`pair::Saved`).
+/// A walk resumed from it takes it over: it can be used once.
+#[pyclass(name = "PairState")]
+struct PyPairState {
+    inner: Option<pair::Saved>,
+}
+
+impl PyPairState {
+    fn held(&self) -> PyResult<&pair::Saved> {
+        self.inner.as_ref().ok_or_else(|| PyValueError::new_err("this pairing state was taken by a walk"))
+    }
+}
+
+#[pymethods]
+impl PyPairState {
+    /// The state before any entry.
+    #[new]
+    fn new() -> Self {
+        PyPairState { inner: Some(pair::Pairer::new().save(pair::MessageRuns::default())) }
+    }
+
+    /// to_bytes() -> bytes: the state in its versioned format.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<&'py PyBytes> {
+        Ok(PyBytes::new(py, &self.held()?.to_bytes()))
+    }
+
+    /// from_bytes(data) -> PairState: a state `to_bytes` wrote.
+    ///
+    /// Raises:
+    ///     ValueError: not a state of the version this build reads.
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        pair::Saved::from_bytes(data).map(|s| PyPairState { inner: Some(s) }).map_err(PyValueError::new_err)
+    }
+
+    /// The pairing rows made before it.
+    #[getter]
+    fn rows(&self) -> PyResult<usize> {
+        Ok(self.held()?.rows)
+    }
+
+    /// The message-run state after the last entry: (message index, side), (-1, None) before any.
+    #[getter]
+    fn runs(&self) -> PyResult<(i64, Option<String>)> {
+        let runs = &self.held()?.runs;
+        Ok((runs.index, runs.side.clone()))
+    }
+}
+
 /// The pairing walk of the assembly core, fed tool events as columns (see `pair.rs`).
 #[pyclass(name = "Pairer")]
 struct PyPairer {
@@ -401,9 +462,17 @@ struct PyPairer {
 
 #[pymethods]
 impl PyPairer {
+    /// A walk from the first entry, or going on from `state` (which it takes over).
     #[new]
-    fn new() -> Self {
-        PyPairer { inner: pair::Pairer::new(), texts: Vec::new() }
+    fn new(state: Option<PyRefMut<'_, PyPairState>>) -> PyResult<Self> {
+        let inner = match state {
+            None => pair::Pairer::new(),
+            Some(mut state) => {
+                state.held()?;
+                pair::Pairer::resume(state.inner.take().expect("held")).0
+            }
+        };
+        Ok(PyPairer { inner, texts: Vec::new() })
     }
 
     /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs, texts):
@@ -462,11 +531,20 @@ impl PyPairer {
         self.inner.dropped_orphans()
     }
 
-    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields).
+    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields), then
+    /// one row per result answering a call of the rows before a resumed walk (`answered`
+    /// names those calls' rows), the counts (`summary`) and whether the walk is `exact`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         self.inner.finish();
         let summary = self.inner.summary();
-        let rows = &self.inner.rows;
+        // the answers after the rows (copied only when there are any: a resumed walk)
+        let rows: Cow<'_, pair::Rows> = if self.inner.answers.len() == 0 {
+            Cow::Borrowed(&self.inner.rows)
+        } else {
+            let mut all = self.inner.rows.clone();
+            all.extend(&self.inner.answers);
+            Cow::Owned(all)
+        };
         let d = PyDict::new(py);
         d.set_item("call_id", &rows.call_id)?;
         d.set_item("tool_name", &rows.name)?;
@@ -486,7 +564,15 @@ impl PyPairer {
         d.set_item("input_text", rows.input_text.iter().map(text).collect::<Vec<_>>())?;
         d.set_item("result_text", rows.result_text.iter().map(text).collect::<Vec<_>>())?;
         d.set_item("summary", summary)?;
+        d.set_item("answered", &self.inner.answered)?;
+        d.set_item("exact", self.inner.exact())?;
         Ok(d.into_py(py))
+    }
+
+    /// save(index, side) -> PairState: after `finish`, what a walk of the entries after these
+    /// needs, with the message-run state after the last entry (`index`, `side`).
+    fn save(&self, index: i64, side: Option<String>) -> PyPairState {
+        PyPairState { inner: Some(self.inner.save(pair::MessageRuns { index, side })) }
     }
 }
 
@@ -502,7 +588,9 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lower_value, m)?)?;
     m.add_function(wrap_pyfunction!(scan_records, m)?)?;
     m.add_function(wrap_pyfunction!(messages, m)?)?;
+    m.add_function(wrap_pyfunction!(message_runs, m)?)?;
     m.add_class::<PyPairer>()?;
+    m.add_class::<PyPairState>()?;
     m.add("BLOCK", scan::BLOCK)?;
     Ok(())
 }

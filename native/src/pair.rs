@@ -1,16 +1,24 @@
 //! The pairing walk of the assembly core (litany's `drop_orphans` rule), over tool events.
 //!
-//! Entries come in position order, grouped into runs of the same side (one run per message).
-//! When a run closes, its calls open first (a message's own calls count before its results),
-//! then each result answers the oldest open call with its id, or is a `duplicate_result` (the
-//! id was called and already answered) or an `orphan_result` (never called before): the
-//! orphans assembly drops. Rows come in the order calls and orphan results are met.
+//! Entries come in position order, grouped into runs of the same side (one run per message,
+//! [`MessageRuns`]). When a run closes, its calls open first (a message's own calls count
+//! before its results), then each result answers the oldest open call with its id, or is a
+//! `duplicate_result` (the id was called and already answered) or an `orphan_result` (never
+//! called before): the orphans assembly drops. Rows come in the order calls and orphan results
+//! are met.
 //!
 //! A provider-run (server) call needs no result item of its own: OpenAI's web search writes
 //! none, and Google's grounding writes one `ws_output` for every search of the turn
 //! (inference-go `groundingToWebSearchOutputs`). So a server call starts `ok`, not
 //! `unanswered`, and a server result naming no open call answers the calls of its message that
 //! have no result yet; `error` comes only from a result's own error flag.
+//!
+//! A walk can stop and go on later ([`Saved`]): a record that grew is walked on from the state
+//! its earlier read left, over the appended entries alone, and gives the rows a walk of the
+//! whole record gives. The state keeps the calls still open exactly (ids and rows) and every id
+//! called as a 64-bit hash, so it stays small; a result whose id only the hashes may know, and
+//! a run going on across the stop in a way the closed part cannot be walked on from, make the
+//! walk [`Pairer::exact`] false (the caller then walks the whole record).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -21,6 +29,39 @@ const ERROR: u8 = 1;
 const UNANSWERED: u8 = 2;
 const ORPHAN: u8 = 3;
 const DUPLICATE: u8 = 4;
+
+/// The message-run rule: consecutive entries of one side are one message, and a new message
+/// starts at every change of side. Every grouping of entries into messages calls [`MessageRuns::next`].
+#[derive(Clone, Debug)]
+pub struct MessageRuns {
+    /// the 0-based message index of the last entry seen (-1 before any)
+    pub index: i64,
+    /// the side of the last entry seen
+    pub side: Option<String>,
+}
+
+impl Default for MessageRuns {
+    fn default() -> Self {
+        MessageRuns { index: -1, side: None }
+    }
+}
+
+impl MessageRuns {
+    /// The message index of the next entry, of `side`.
+    pub fn next(&mut self, side: &str) -> i64 {
+        if self.side.as_deref() != Some(side) {
+            self.index += 1;
+            match &mut self.side {
+                Some(last) => {
+                    last.clear();
+                    last.push_str(side);
+                }
+                None => self.side = Some(side.to_owned()),
+            }
+        }
+        self.index
+    }
+}
 
 /// One tool event of an entry.
 #[derive(Clone, Debug)]
@@ -66,23 +107,282 @@ impl Rows {
     pub fn len(&self) -> usize {
         self.call_id.len()
     }
+
+    /// A row for a result that no call of these rows takes: an orphan or duplicate, or the
+    /// answer to a call of the rows before a restored walk (`status` then `ok` or `error`).
+    fn push_result(&mut self, e: Event, message: i64, status: u8) {
+        self.call_id.push(e.id);
+        self.name.push(None);
+        self.kind.push(e.kind);
+        self.called_seq.push(None);
+        self.result_seq.push(Some(e.position));
+        self.called_message.push(None);
+        self.result_message.push(Some(message));
+        self.status.push(status);
+        self.is_error.push(e.is_error);
+        self.input.push(None);
+        self.result_chars.push(e.chars);
+        self.input_bytes.push(None);
+        self.input_text.push(None);
+        self.result_text.push(e.text);
+    }
+
+    /// Append `other`'s rows.
+    pub fn extend(&mut self, other: &Rows) {
+        self.call_id.extend_from_slice(&other.call_id);
+        self.name.extend_from_slice(&other.name);
+        self.kind.extend_from_slice(&other.kind);
+        self.called_seq.extend_from_slice(&other.called_seq);
+        self.result_seq.extend_from_slice(&other.result_seq);
+        self.called_message.extend_from_slice(&other.called_message);
+        self.result_message.extend_from_slice(&other.result_message);
+        self.status.extend_from_slice(&other.status);
+        self.is_error.extend_from_slice(&other.is_error);
+        self.input.extend_from_slice(&other.input);
+        self.result_chars.extend_from_slice(&other.result_chars);
+        self.input_bytes.extend_from_slice(&other.input_bytes);
+        self.input_text.extend_from_slice(&other.input_text);
+        self.result_text.extend_from_slice(&other.result_text);
+    }
+}
+
+fn result_status(is_error: Option<bool>) -> u8 {
+    if is_error == Some(true) {
+        ERROR
+    } else {
+        OK
+    }
+}
+
+type Key = (u8, String);
+
+/// The 64-bit hash a saved state files a called id under (FNV-1a over the kind and the id's
+/// bytes: the same on every machine and in every version of this format).
+fn id_hash(key: &Key) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in std::iter::once(key.0).chain(key.1.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// What a finished walk leaves for a walk of the entries after it (see [`Pairer::resume`]).
+#[derive(Clone, Debug, Default)]
+pub struct Saved {
+    /// the message-run state after the last entry
+    pub runs: MessageRuns,
+    /// pairing rows made so far
+    pub rows: usize,
+    /// the calls not yet answered, by id: their rows, oldest first
+    open: Vec<(Key, Vec<usize>)>,
+    /// every id called, as [`id_hash`]es
+    called: HashSet<u64>,
+    /// the message of the last run closed (-1: none), whether a result of it was left with no
+    /// call, and whether it had server events
+    closed: i64,
+    loose: bool,
+    server: bool,
+}
+
+/// The version of [`Saved::to_bytes`]' format (a state of another version is not read).
+const SAVED_VERSION: u8 = 1;
+const MAGIC: &[u8; 4] = b"MAPW";
+
+struct Reader<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.data.len()).ok_or("a pairing state cut short")?;
+        let out = &self.data[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+    fn u64(&mut self) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    fn text(&mut self) -> Result<String, String> {
+        let n = self.u64()? as usize;
+        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| "a pairing state holds an id that is not UTF-8".to_owned())
+    }
+    fn count(&mut self, each: usize) -> Result<usize, String> {
+        let n = self.u64()? as usize;
+        // every item takes at least `each` bytes: a count the data cannot hold is refused before allocating
+        if n.saturating_mul(each) > self.data.len() - self.at {
+            return Err("a pairing state cut short".to_owned());
+        }
+        Ok(n)
+    }
+}
+
+impl Saved {
+    /// The state as bytes: version, counters, open calls (exact), called ids (hashes, sorted).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + 8 * self.called.len());
+        let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+        out.extend_from_slice(MAGIC);
+        out.push(SAVED_VERSION);
+        u64s(&mut out, self.runs.index as u64);
+        match &self.runs.side {
+            Some(side) => {
+                out.push(1);
+                u64s(&mut out, side.len() as u64);
+                out.extend_from_slice(side.as_bytes());
+            }
+            None => out.push(0),
+        }
+        u64s(&mut out, self.rows as u64);
+        u64s(&mut out, self.closed as u64);
+        out.push(u8::from(self.loose) | (u8::from(self.server) << 1));
+        u64s(&mut out, self.open.len() as u64);
+        for ((kind, id), rows) in &self.open {
+            out.push(*kind);
+            u64s(&mut out, id.len() as u64);
+            out.extend_from_slice(id.as_bytes());
+            u64s(&mut out, rows.len() as u64);
+            for &r in rows {
+                u64s(&mut out, r as u64);
+            }
+        }
+        let mut called: Vec<u64> = self.called.iter().copied().collect();
+        called.sort_unstable();
+        u64s(&mut out, called.len() as u64);
+        for h in called {
+            u64s(&mut out, h);
+        }
+        out
+    }
+
+    /// A state [`Saved::to_bytes`] wrote (`Err`: not one this version reads).
+    pub fn from_bytes(data: &[u8]) -> Result<Saved, String> {
+        let mut r = Reader { data, at: 0 };
+        if r.take(4)? != MAGIC {
+            return Err("not a pairing state".to_owned());
+        }
+        let version = r.u8()?;
+        if version != SAVED_VERSION {
+            return Err(format!("a pairing state of version {version} (this version reads {SAVED_VERSION})"));
+        }
+        let index = r.u64()? as i64;
+        let side = match r.u8()? {
+            0 => None,
+            1 => Some(r.text()?),
+            _ => return Err("a pairing state with a bad side".to_owned()),
+        };
+        let rows = r.u64()? as usize;
+        let closed = r.u64()? as i64;
+        let flags = r.u8()?;
+        let n = r.count(25)?;
+        let mut open = Vec::with_capacity(n);
+        for _ in 0..n {
+            let kind = r.u8()?;
+            let id = r.text()?;
+            let n = r.count(8)?;
+            let waiting = (0..n).map(|_| r.u64().map(|v| v as usize)).collect::<Result<Vec<_>, _>>()?;
+            if waiting.is_empty() || waiting.iter().any(|&w| w >= rows) {
+                return Err("a pairing state with an open call past its rows".to_owned());
+            }
+            open.push(((kind, id), waiting));
+        }
+        let n = r.count(8)?;
+        let called = (0..n).map(|_| r.u64()).collect::<Result<HashSet<_>, _>>()?;
+        if r.at != data.len() {
+            return Err("a pairing state with bytes after its end".to_owned());
+        }
+        Ok(Saved { runs: MessageRuns { index, side }, rows, open, called, closed, loose: flags & 1 != 0, server: flags & 2 != 0 })
+    }
 }
 
 /// The streaming pairing walk: fed events with their run (message) index, in order.
-#[derive(Default)]
 pub struct Pairer {
+    /// the rows made by this walk (the first is row `base` of the conversation)
     pub rows: Rows,
-    open: HashMap<(u8, String), VecDeque<usize>>,
-    called: HashSet<(u8, String)>,
+    /// one row per result that answers a call of the rows before `base`: its result fields
+    pub answers: Rows,
+    /// the row (of the conversation) each of `answers` answers
+    pub answered: Vec<usize>,
+    base: usize,
+    open: HashMap<Key, VecDeque<usize>>,
+    called: HashSet<Key>,
+    /// the ids called before `base`, as hashes
+    called_before: HashSet<u64>,
     run: Vec<Event>,
     message: i64,
     started: bool,
     dropped: Vec<String>,
+    closed: i64,
+    loose: bool,
+    server: bool,
+    exact: bool,
+}
+
+impl Default for Pairer {
+    fn default() -> Self {
+        Pairer::resume(Saved { closed: -1, ..Saved::default() }).0
+    }
 }
 
 impl Pairer {
     pub fn new() -> Self {
-        Pairer { message: -1, ..Pairer::default() }
+        Pairer::default()
+    }
+
+    /// A walk going on from `saved`, and the message-run state to index its entries with.
+    pub fn resume(saved: Saved) -> (Pairer, MessageRuns) {
+        let open = saved.open.into_iter().map(|(k, rows)| (k, rows.into_iter().collect())).collect();
+        let walk = Pairer {
+            rows: Rows::default(),
+            answers: Rows::default(),
+            answered: Vec::new(),
+            base: saved.rows,
+            open,
+            called: HashSet::new(),
+            called_before: saved.called,
+            run: Vec::new(),
+            message: saved.closed,
+            started: false,
+            dropped: Vec::new(),
+            closed: saved.closed,
+            loose: saved.loose,
+            server: saved.server,
+            exact: true,
+        };
+        (walk, saved.runs)
+    }
+
+    /// What a walk of the entries after the ones fed needs; call after [`Pairer::finish`].
+    pub fn save(&self, runs: MessageRuns) -> Saved {
+        let mut open: Vec<(Key, Vec<usize>)> =
+            self.open.iter().map(|(k, rows)| (k.clone(), rows.iter().copied().collect())).collect();
+        open.sort_by_key(|(_, rows)| rows[0]);
+        let mut called = self.called_before.clone();
+        called.extend(self.called.iter().map(id_hash));
+        Saved {
+            runs,
+            rows: self.base + self.rows.len(),
+            open,
+            called,
+            closed: self.closed,
+            loose: self.loose,
+            server: self.server,
+        }
+    }
+
+    /// Whether the rows are the ones a walk of every entry from the first would make: always
+    /// for a walk that was not resumed. A resumed walk is not exact when a result names no open
+    /// call and its id may have been called before (only its hash is known), or when the run
+    /// closed last before the state was saved goes on with events the closed part cannot be
+    /// walked on from: calls after one of its results was left with no call (the run's calls
+    /// open before its results), or any event when it had server events (a server result
+    /// answers the calls of its whole message).
+    pub fn exact(&self) -> bool {
+        self.exact
     }
 
     /// Take one event of the entry at `position` in run `message` (runs ascending).
@@ -97,14 +397,27 @@ impl Pairer {
         self.run.push(event);
     }
 
+    /// Whether `key` was called: `Some(true)`, `Some(false)`, or `None` when only a hash says it may have been.
+    fn was_called(&self, key: &Key) -> Option<bool> {
+        if self.called.contains(key) {
+            Some(true)
+        } else if !self.called_before.is_empty() && self.called_before.contains(&id_hash(key)) {
+            None
+        } else {
+            Some(false)
+        }
+    }
+
     /// Ids `assemble` would drop from what was fed so far, in the order met (the open run's
-    /// orphans worked out without closing it).
+    /// orphans worked out without closing it). An id a resumed walk's hashes may know counts
+    /// as called.
     pub fn dropped_orphans(&self) -> Vec<String> {
         let own: HashSet<&str> =
             self.run.iter().filter(|e| e.call && e.kind == 0).map(|e| e.id.as_str()).collect();
         let mut out = self.dropped.clone();
         for e in &self.run {
-            if !e.call && e.kind == 0 && !own.contains(e.id.as_str()) && !self.called.contains(&(0, e.id.clone())) {
+            if !e.call && e.kind == 0 && !own.contains(e.id.as_str()) && self.was_called(&(0, e.id.clone())) == Some(false)
+            {
                 out.push(e.id.clone());
             }
         }
@@ -136,10 +449,18 @@ impl Pairer {
         }
         let message = self.message;
         let run = std::mem::take(&mut self.run);
-        let rows = &mut self.rows;
+        // A run closed before the walk was saved, going on now (see `exact`).
+        let again = message == self.closed;
+        let calls = run.iter().any(|e| e.call);
+        if again && (self.server || (self.loose && calls)) {
+            self.exact = false;
+        }
+        let mut loose = again && self.loose;
+        let server = run.iter().any(|e| e.kind == 1) || (again && self.server);
         for e in run.iter().filter(|e| e.call) {
             let key = (e.kind, e.id.clone());
-            self.open.entry(key.clone()).or_default().push_back(rows.len());
+            let rows = &mut self.rows;
+            self.open.entry(key.clone()).or_default().push_back(self.base + rows.len());
             self.called.insert(key);
             rows.call_id.push(e.id.clone());
             rows.name.push(e.name.clone());
@@ -157,48 +478,52 @@ impl Pairer {
             rows.result_text.push(None);
         }
         for e in run.into_iter().filter(|e| !e.call) {
-            let key = (e.kind, e.id);
-            let rows = &mut self.rows;
+            let key = (e.kind, e.id.clone());
             if let Some(waiting) = self.open.get_mut(&key) {
                 let row = waiting.pop_front().expect("an open call");
                 if waiting.is_empty() {
                     self.open.remove(&key);
                 }
+                if row < self.base {
+                    let status = result_status(e.is_error);
+                    self.answers.push_result(e, message, status);
+                    self.answered.push(row);
+                    continue;
+                }
+                let (rows, row) = (&mut self.rows, row - self.base);
                 rows.result_seq[row] = Some(e.position);
                 rows.result_message[row] = Some(message);
                 rows.is_error[row] = e.is_error;
                 rows.result_chars[row] = e.chars;
                 rows.result_text[row] = e.text;
-                rows.status[row] = if e.is_error == Some(true) { ERROR } else { OK };
+                rows.status[row] = result_status(e.is_error);
                 continue;
             }
             if key.0 == 1 && self.answer_turn(message, e.position, e.is_error) {
                 continue;
             }
-            let rows = &mut self.rows;
-            let status = if self.called.contains(&key) { DUPLICATE } else { ORPHAN };
+            let status = match self.was_called(&key) {
+                Some(true) => DUPLICATE,
+                Some(false) => ORPHAN,
+                None => {
+                    self.exact = false;
+                    DUPLICATE
+                }
+            };
             if status == ORPHAN && key.0 == 0 {
                 self.dropped.push(key.1.clone());
             }
-            rows.call_id.push(key.1);
-            rows.name.push(None);
-            rows.kind.push(key.0);
-            rows.called_seq.push(None);
-            rows.result_seq.push(Some(e.position));
-            rows.called_message.push(None);
-            rows.result_message.push(Some(message));
-            rows.status.push(status);
-            rows.is_error.push(e.is_error);
-            rows.input.push(None);
-            rows.result_chars.push(e.chars);
-            rows.input_bytes.push(None);
-            rows.input_text.push(None);
-            rows.result_text.push(e.text);
+            loose = true;
+            self.rows.push_result(e, message, status);
         }
+        self.closed = message;
+        self.loose = loose;
+        self.server = server;
     }
 
     /// A server result naming no open call: it answers the server calls of `message` that have
-    /// no result yet. Whether there were any.
+    /// no result yet (of this walk's rows: a resumed walk that goes on a run with server events
+    /// is not exact). Whether there were any.
     fn answer_turn(&mut self, message: i64, position: i64, is_error: Option<bool>) -> bool {
         let rows = &mut self.rows;
         let waiting: Vec<usize> = (0..rows.len())
@@ -213,10 +538,11 @@ impl Pairer {
             rows.result_seq[i] = Some(position);
             rows.result_message[i] = Some(message);
             rows.is_error[i] = is_error;
-            rows.status[i] = if is_error == Some(true) { ERROR } else { OK };
+            rows.status[i] = result_status(is_error);
             let key = (1u8, rows.call_id[i].clone());
             if let Some(open) = self.open.get_mut(&key) {
-                open.retain(|&row| row != i);
+                let row = self.base + i;
+                open.retain(|&r| r != row);
                 if open.is_empty() {
                     self.open.remove(&key);
                 }

@@ -59,6 +59,11 @@ pub struct Columns {
     pub pairs: pair::Rows,
     /// calls made, calls in error, client orphans dropped (`pair::Pairer::summary`)
     pub pair_summary: (usize, usize, Vec<String>),
+    /// what the walk leaves for a walk of lines appended later
+    pub pair_state: Option<pair::Saved>,
+    /// where each event's kept text is among the pairing's texts: row `r`'s input is `r`, its
+    /// result text `pairs + r` (-1: none)
+    pub ev_text_at: Vec<i64>,
 }
 
 impl Columns {
@@ -104,22 +109,14 @@ impl Columns {
     }
 
     /// Walk the record's tool events through the pairing core: a message (run) is a stretch
-    /// of rows of the same role, and a row's position is its index.
+    /// of rows of the same role ([`pair::MessageRuns`]), and a row's position is its index.
+    /// The walk's state is kept for a walk of what is appended to the record later.
     fn pair(&mut self) {
         let roles = &self.role;
-        let role = |i: usize| &roles.data[roles.offsets[i] as usize..roles.offsets[i + 1] as usize];
-        let mut runs = Vec::with_capacity(self.rows());
-        let mut run = -1i64;
-        for i in 0..self.rows() {
-            if i == 0 || role(i) != role(i - 1) {
-                run += 1;
-            }
-            runs.push(run);
-        }
+        let mut runs = pair::MessageRuns::default();
+        let messages: Vec<i64> = (0..self.rows()).map(|i| runs.next(roles.get(i).unwrap_or_default())).collect();
         let mut walk = pair::Pairer::new();
-        let text = |col: &Strings, i: usize| {
-            std::str::from_utf8(&col.data[col.offsets[i] as usize..col.offsets[i + 1] as usize]).unwrap().to_owned()
-        };
+        let text = |col: &Strings, i: usize| col.get(i).unwrap_or_default().to_owned();
         for (i, &row) in self.ev_row.iter().enumerate() {
             let call = self.ev_call[i] == 1;
             let event = pair::Event {
@@ -134,11 +131,24 @@ impl Columns {
                 input: None,
                 text: self.ev_text.valid[i].then_some(i as i64),
             };
-            walk.feed(runs[row as usize], event);
+            walk.feed(messages[row as usize], event);
         }
         walk.finish();
         self.pair_summary = walk.summary();
+        self.pair_state = Some(walk.save(runs));
         self.pairs = std::mem::take(&mut walk.rows);
+        // Each event's text went to one row (a call's input, a result's text): where, so a walk
+        // resumed over these events later finds them without a second copy of every text.
+        let p = &self.pairs;
+        self.ev_text_at = vec![-1; self.ev_row.len()];
+        for r in 0..p.len() {
+            if let Some(j) = p.input_text[r] {
+                self.ev_text_at[j as usize] = r as i64;
+            }
+            if let Some(j) = p.result_text[r] {
+                self.ev_text_at[j as usize] = (p.len() + r) as i64;
+            }
+        }
     }
 
     /// One message line's row and events.
