@@ -23,6 +23,8 @@ makes a copy):
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +33,7 @@ from typing import Any, Generic, Literal, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from ..engine import _native
 from .identity import Known, known_doc, known_file
 from .model import Entry, Usage
 from .providers import Family, ProviderSource
@@ -271,46 +274,54 @@ class ResumePoint:
         messages: messages before the point (the next one's position).
         lines: lines before the point (line numbers go on from it).
         chars: text characters of the messages before it (growth's ``chars`` go on from it).
-        side: the side of the last message before it (``None``: there was none).
-        run_loose: whether the last run of one side before it may hold results the pairing
-            walk left with no call (a later call of that run would answer them, so what
-            follows cannot be walked on its own if it goes on that run with calls).
+        walk: the state the pairing walk of the messages before it left (the calls still open,
+            the ids called, the message-run state: ``algorithms.pairing.PairState``), which
+            the walk of the messages after it goes on from; ``None``: the walk from the first
+            message (the point before a file's first byte). A walk takes the state over, so a
+            point serves one read.
         at: the file's identity where the point ends (``None``: not tied to a file yet).
     """
 
     messages: int = 0
     lines: int = 0
     chars: int = 0
-    side: str | None = None
-    run_loose: bool = False
+    walk: _native.PairState | None = field(default=None, compare=False)
     at: Known | None = None
 
     def to_doc(self) -> dict[str, JSON]:
-        """The point as JSON values (an export's state keeps it): the counts beside the file's identity."""
+        """The point as JSON values (an export's state keeps it): the counts, the walk's state, the file's identity.
+
+        The walk's state is the base64 text of its versioned bytes (``pairing``).
+        """
+        walk = self.walk if self.walk is not None else _native.PairState()
         doc: dict[str, JSON] = {"messages": self.messages, "lines": self.lines, "chars": self.chars,
-                                "side": self.side, "run_loose": self.run_loose}
+                                "pairing": base64.b64encode(walk.to_bytes()).decode("ascii")}
         if self.at is not None:
             doc.update(known_doc(self.at))
         return doc
 
     @classmethod
     def from_doc(cls, doc: JSON) -> ResumePoint | None:
-        """The point :meth:`to_doc` wrote; ``None`` when ``doc`` is none or not one.
+        """The point :meth:`to_doc` wrote; ``None`` when ``doc`` is none or not one this version reads.
 
-        A point an earlier version wrote without ``run_loose`` says only whether the run had
-        tool events (``run_events``), and is read as "it may hold loose results".
+        A point an earlier version wrote holds no walk state (it kept the last run's side and
+        whether that run had loose results), and neither does one whose state's format is of
+        another version: the file is then read whole once, which leaves a point of this one.
         """
         if not isinstance(doc, dict):
             return None
         counts = [doc.get(k) for k in ("messages", "lines", "chars")]
-        side = doc.get("side")
         if any(not isinstance(c, int) or isinstance(c, bool) for c in counts):
             return None
-        if side is not None and not isinstance(side, str):
-            return None
         messages, lines, chars = (int(c) for c in counts if isinstance(c, int))
-        loose = doc.get("run_loose", doc.get("run_events", True))
-        return cls(messages, lines, chars, side, bool(loose), known_file(doc) if "size" in doc else None)
+        text = doc.get("pairing")
+        if not isinstance(text, str):
+            return None
+        try:
+            walk = _native.PairState.from_bytes(base64.b64decode(text, validate=True))
+        except (ValueError, binascii.Error):
+            return None
+        return cls(messages, lines, chars, walk, known_file(doc) if "size" in doc else None)
 
 
 @dataclass(frozen=True)

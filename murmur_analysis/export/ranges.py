@@ -5,10 +5,10 @@ length is cut at line starts where the source says (murmur: where a new run of o
 when one is near, inside a run otherwise), and each range is decoded and written
 on its own, continued from the ranges before it as an appended tail is continued from an
 earlier export (:func:`~murmur_analysis.export.resume.continue_rows`): positions, growth counts
-and characters go on, the pairing walk's open calls carry over (an earlier range's
-``tool_calls`` file is written again when a later result answers one of its calls), and the
-``conversations`` row is written once, at the end. Where a range cannot be continued exactly,
-what was written of the record is taken back and the record is read whole.
+and characters go on, the pairing walk goes on from the state the range before left (an
+earlier range's ``tool_calls`` file is written again when a later result answers one of its
+calls), and the ``conversations`` row is written once, at the end. Where a range cannot be
+continued exactly, what was written of the record is taken back and the record is read whole.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ..core.files import open_regular
 from ..core.handoff import Conversation, ResumePoint
 from ..sources.resume import START, Resumable, identity_at
 from ..tables.schema import schema
-from .resume import Walk, answer, continue_rows
+from .resume import answer, continue_rows
 from .writer import BatchWriter
 
 __all__ = ["export_ranges"]
@@ -59,18 +59,16 @@ def export_ranges(source: Resumable, conv: Conversation, unit: str, writer: Batc
 def _write(source: Resumable, conv: Conversation, unit: str, writer: BatchWriter, build: Build, scratch: Path,
            limit: int, fd: int, size: int, text: bool) -> tuple[bool, ResumePoint | None]:
     point = START
-    walk = Walk()
     before: dict[str, Any] | None = None
     written: list[str] = []
     calls: list[tuple[str, int, int]] = []  # this record's tool_calls files: (path, first row, rows)
+    first = 0  # the file's tool_calls rows written before this range
     start = 0
     while start < size:
         end = size if size - start <= limit * 3 // 2 else (source.cut(fd, start + limit, size, limit // 64) or size)
         diagnostics = Diagnostics(conv.source)
         tail = source.read_range(conv, fd, start, end, point, diagnostics, text, scratch)
-        first = walk.rows
-        grown = None if tail is None else continue_rows(tail, point, build(tail.conversation, diagnostics),
-                                                        walk, before)
+        grown = None if tail is None else continue_rows(tail, point, build(tail.conversation, diagnostics), before)
         if tail is None or tail.point is None or grown is None:
             writer.discard(written)
             return False, None
@@ -83,6 +81,7 @@ def _write(source: Resumable, conv: Conversation, unit: str, writer: BatchWriter
         written += files
         calls += [(p, first, rows["tool_calls"].num_rows) for p in files
                   if writer.state.files[p]["table"] == "tool_calls"]
+        first += grown.tables["tool_calls"].num_rows
         point, start = tail.point, end
     assert before is not None
     written += writer.write({"conversations": pa.Table.from_pylist([before], schema=schema("conversations"))},

@@ -5,8 +5,10 @@ The state file of a generation (``state.json``) holds:
 ``units``
     One entry per conversation, keyed ``source <US> conversation_id <US> repr(key)``: its
     ``fingerprint`` (``Source.fingerprint``: file identities, branch tips) and, for a record
-    that can be read on from where this export stopped, its ``resume`` point (see
-    :mod:`murmur_analysis.sources.murmur.append`).
+    that can be read on from where this export stopped, its ``resume`` point
+    (:meth:`~murmur_analysis.core.handoff.ResumePoint.to_doc`): the counts read, the file's identity, and
+    the state the pairing walk saved (``pairing``: base64 of its versioned bytes; a point
+    without one this version reads has its record read whole once).
 ``files``
     One entry per Parquet file of a conversation batch, by its path in the generation: its
     ``table``, its ``source`` and its ``units`` in order, each with how many rows it has in

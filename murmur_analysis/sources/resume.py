@@ -13,7 +13,12 @@ implementing :class:`Resumable`; the exporter never names a source, it asks the 
   the source's :meth:`Resumable.cut` says.
 
 The point's counts are what the rows after it go on from: message positions, growth counts and
-characters, and what the pairing walk needs to know of the last run of one side.
+characters; and the state the pairing walk saved
+(:data:`~murmur_analysis.algorithms.pairing.PairState`): the tail's pairing is the same walk,
+resumed from it over the tail's tool events, so its rows are the rows a walk of the whole file
+makes after the earlier ones, and it names the earlier calls its results answer
+(:attr:`Tail.answered`). Where the resumed walk is not exact (``Pairer::exact`` in
+``native/src/pair.rs``), the bytes are not read on their own.
 """
 
 from __future__ import annotations
@@ -24,13 +29,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from ..algorithms.pairing import MessageRuns, pair_tools
+from ..algorithms.pairing import Pairer
 from ..core.blocks import text_chars
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular
 from ..core.handoff import Conversation, ResumePoint, Summary
 from ..core.identity import Known, classify, probe, same_file, stat_fields
-from ..core.model import Entry
+from ..core.model import Entry, sorted_entries
 from ..core.values import JSON
 from .base import Source
 
@@ -45,6 +50,7 @@ __all__ = [
     "grew",
     "identity_at",
     "read_on",
+    "resumed",
 ]
 
 #: The point before a file's first byte.
@@ -57,17 +63,23 @@ class Tail:
 
     Attributes:
         conversation: those messages as a conversation (positions from 0, line numbers going
-            on from the point's).
+            on from the point's). Its pairing (``summary.paired``) is the walk resumed from
+            the point's state: the rows a walk of the whole file makes after the earlier rows,
+            then one row per result that answers an earlier call.
         point: the resume point after them, not yet tied to the file (``None``: the next read
             is whole).
-        first_side: the side of the first message read (``None`` when there was none).
-        first_run_calls: whether the run of that side it begins has tool calls.
+        answered: the earlier ``tool_calls`` row (of the conversation) each of those last
+            ``len(answered)`` rows of the pairing answers.
     """
 
     conversation: Conversation
     point: ResumePoint | None
-    first_side: str | None
-    first_run_calls: bool
+    answered: list[int]
+
+
+def resumed(point: ResumePoint) -> Pairer:
+    """The pairing walk going on from ``point``'s state (taking it over), texts kept, inputs not."""
+    return Pairer(keep_inputs=False, state=point.walk)
 
 
 @runtime_checkable
@@ -214,7 +226,7 @@ class AppendOnlyLines:
     * on each whole read, the conversation's ``resume`` point: :meth:`whole_point`.
 
     The counts a point carries are worked out from the entries with the rules the tables are
-    built by (:class:`~murmur_analysis.algorithms.pairing.MessageRuns`, the pairing walk and
+    built by (the pairing walk, whose saved state the point holds, and
     :func:`~murmur_analysis.core.blocks.text_chars`), so the rows read on equal a whole read's.
     """
 
@@ -230,8 +242,12 @@ class AppendOnlyLines:
     @staticmethod
     def whole_point(entries: Sequence[Entry], lines: int) -> ResumePoint:
         """The point after a whole read of ``lines`` lines that gave ``entries``."""
-        point, _, _ = _point_after(START, entries, lines)
-        return point
+        walk = resumed(START)
+        for entry in sorted_entries(entries):
+            walk.feed(entry)
+        walk.finish_columns()
+        return ResumePoint(messages=len(entries), lines=lines, chars=sum(text_chars(e.blocks) for e in entries),
+                           walk=walk.save())
 
     def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
         """A conversation read from its own file, whose fingerprint names nothing else that changed."""
@@ -252,11 +268,18 @@ class AppendOnlyLines:
         if entries is None:
             return None
         lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
-        new, first_side, first_run_calls = _point_after(point, entries, lines)
+        walk = resumed(point)
+        for entry in sorted_entries(entries):
+            walk.feed(entry)
+        paired = walk.pairing()
+        if not walk.exact:
+            return None
+        new = ResumePoint(messages=point.messages + len(entries), lines=point.lines + lines,
+                          chars=point.chars + sum(text_chars(e.blocks) for e in entries), walk=walk.save())
         # What is known of the conversation before reading it stays (its title); nothing it learned by reading.
-        known = Summary(title=conv.summary.title) if conv.summary is not None else None
+        known = Summary(title=conv.summary.title if conv.summary is not None else None, paired=paired)
         read = replace(conv, entries=entries, resume=None, summary=known, columns=None)
-        return Tail(read, new, first_side, first_run_calls)
+        return Tail(read, new, walk.answered)
 
     def cut(self, fd: int, target: int, end: int, window: int) -> int | None:
         """The first line start after ``target`` (before ``end``)."""
@@ -279,34 +302,6 @@ def next_line(fd: int, offset: int, end: int, step: int = 64 << 10) -> int | Non
             return offset + nl + 1 if offset + nl + 1 < end else None
         offset += len(data)
     return None
-
-
-_LOOSE = frozenset(("orphan_result", "duplicate_result"))
-
-
-def _point_after(point: ResumePoint, entries: Sequence[Entry], lines: int) -> tuple[ResumePoint, str | None, bool]:
-    """The point after ``entries`` (read after ``point``), the side of the first, and whether its run has calls."""
-    if not entries:
-        return replace(point, lines=point.lines + lines, at=None), None, False
-    runs = MessageRuns()
-    message = [runs.next(e.side) for e in entries]
-    last_run = message.index(message[-1])  # where the last run of one side begins
-    first_run_end = message.index(1) if message[-1] >= 1 else len(entries)
-    pairs = pair_tools(entries)
-    positions = [e.position for e in entries]
-    loose = any(p.status in _LOOSE and p.result_seq is not None and p.result_seq >= positions[last_run] for p in pairs)
-    calls = any(p.called_seq is not None and p.called_seq < (positions[first_run_end] if first_run_end < len(entries)
-                                                             else positions[-1] + 1) for p in pairs)
-    side = entries[-1].side
-    combined = side == point.side and last_run == 0  # the entries are one run, going on the point's
-    new = ResumePoint(
-        messages=point.messages + len(entries),
-        lines=point.lines + lines,
-        chars=point.chars + sum(text_chars(e.blocks) for e in entries),
-        side=side,
-        run_loose=loose or (combined and point.run_loose),
-    )
-    return new, entries[0].side, calls
 
 
 def _without(fingerprint: JSON, path: str) -> JSON:

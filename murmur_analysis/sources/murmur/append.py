@@ -3,11 +3,11 @@
 murmur only appends to a record (and replaces it whole only by a rename), so the murmur source
 is :class:`~murmur_analysis.sources.resume.Resumable`. A read of a whole record leaves a
 :class:`~murmur_analysis.core.handoff.ResumePoint` (:func:`resume_point`): how many lines,
-messages and text characters it held, the side of its last message and whether that last run
-of one side holds results the pairing walk left with no call. The bytes after a point are
-decoded by the same native scan (:func:`scan_range`), into a conversation of the appended
-messages whose line numbers go on from the point's (positions, counts and characters are
-continued by the consumer, from the same point), and :func:`tail_of` gives the point after them.
+messages and text characters it held, and the state its pairing walk (the scan's) saved. The
+bytes after a point are decoded by the same native scan (:func:`scan_range`), into a
+conversation of the appended messages whose line numbers go on from the point's (positions,
+counts and characters are continued by the consumer, from the same point); :func:`tail_of`
+walks their tool events on from the point's walk state and gives the point after them.
 
 No tail is read, and the record must be read whole, when:
 
@@ -15,7 +15,9 @@ No tail is read, and the record must be read whole, when:
 * the record is joined to session traces (the join's state spans the whole record);
 * the appended bytes' first line is one that only line 1 can be (the ``murmur.record``
   header): read alone it would be taken for the header;
-* a line of the appended bytes is not UTF-8 (murmur then reads nothing of the record).
+* a line of the appended bytes is not UTF-8 (murmur then reads nothing of the record);
+* the walk resumed over the appended tool events is not exact (``Pairer::exact`` in
+  ``native/src/pair.rs``).
 """
 
 from __future__ import annotations
@@ -23,16 +25,16 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from ...algorithms.pairing import MessageRuns
 from ...core.handoff import Conversation, ResumePoint
-from ..resume import Tail
-from .engine import ints, strings
+from ..resume import Tail, resumed
+from .engine import strings, tool_events
 from .record import LineKind, decide, parse, scan_records
 
 if TYPE_CHECKING:
@@ -41,40 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["cut", "resume_point", "scan_range", "tail_of", "traces_unchanged"]
 
 
-def _runs(scanned: Scanned) -> tuple[str | None, int, int]:
-    """The side of the last message, where its run begins, and where the first run ends."""
-    n = scanned["rows"]
-    if not n:
-        return None, 0, 0
-    roles = strings(scanned, "role").to_pylist()
-    side = roles[-1]
-    start = n - 1
-    while start > 0 and roles[start - 1] == side:
-        start -= 1
-    end = 1
-    while end < n and roles[end] == roles[0]:
-        end += 1
-    return side, start, end
-
-
-_LOOSE = pa.array(["orphan_result", "duplicate_result"])
-
-
-def _loose_since(scanned: Scanned, row: int) -> bool:
-    """Whether a result at or after message row ``row`` was left with no call by the scan's pairing walk."""
-    n = scanned["pairs"]
-    if not n:
-        return False
-    loose = pc.and_(pc.is_in(strings(scanned, "pair_status", n), _LOOSE),
-                    pc.greater_equal(ints(scanned, "pair_result_seq", n), row))
-    return bool(pc.any(loose).as_py())
-
-
-def _calls_before(scanned: Scanned, row: int) -> bool:
-    """Whether a message row before ``row`` holds a tool call."""
-    rows = np.frombuffer(scanned["ev_row"], np.int64)
-    calls = np.frombuffer(scanned["ev_call"], np.uint8)
-    return bool(((rows < row) & (calls == 1)).any())
+def _counts(scanned: Scanned) -> tuple[int, int, int]:
+    """The messages, lines and text characters a scan read."""
+    return scanned["rows"], scanned["lines"], int(np.frombuffer(scanned["text_chars"], np.int64).sum())
 
 
 def resume_point(scanned: Scanned) -> ResumePoint | None:
@@ -85,14 +56,8 @@ def resume_point(scanned: Scanned) -> ResumePoint | None:
     """
     if scanned["error"] is not None:
         return None
-    side, start, _ = _runs(scanned)
-    return ResumePoint(
-        messages=scanned["rows"],
-        lines=scanned["lines"],
-        chars=int(np.frombuffer(scanned["text_chars"], np.int64).sum()),
-        side=side,
-        run_loose=side is not None and _loose_since(scanned, start),
-    )
+    messages, lines, chars = _counts(scanned)
+    return ResumePoint(messages=messages, lines=lines, chars=chars, walk=scanned["pair_state"])
 
 
 def traces_unchanged(before: Any, now: Any) -> bool:
@@ -140,35 +105,36 @@ def scan_range(
     return scanned
 
 
-def tail_of(read: Conversation, scanned: Scanned, point: ResumePoint) -> Tail:
-    """The :class:`~murmur_analysis.sources.resume.Tail` of the messages ``scanned`` after ``point``.
+def tail_of(read: Conversation, scanned: Scanned, point: ResumePoint) -> Tail | None:
+    """The :class:`~murmur_analysis.sources.resume.Tail` of the messages ``scanned`` after ``point``, if exact.
 
-    ``read`` is the conversation the source made of them.
+    ``read`` is the conversation the source made of them. Their tool events are walked on from
+    the point's walk state (taken over); ``None`` when that walk is not exact.
     """
-    side, begins, ends = _runs(scanned)
-    here = resume_point(scanned)
-    assert here is not None
-    combined = side == point.side and begins == 0  # the bytes are one run, going on the point's
-    new = ResumePoint(
-        messages=point.messages + here.messages,
-        lines=point.lines + here.lines,
-        chars=point.chars + here.chars,
-        side=side if side is not None else point.side,
-        run_loose=(here.run_loose or (combined and point.run_loose)) if side is not None else point.run_loose,
-    )
-    first_side = strings(scanned, "role")[0].as_py() if scanned["rows"] else None
-    return Tail(read, new, first_side, _calls_before(scanned, ends))
+    walk = resumed(point)
+    events = tool_events(scanned)
+    messages = walk.runs.of_sides(strings(scanned, "role"))
+    walk.feed_columns(events.row, messages[events.row].tolist(), events)
+    paired = walk.pairing()
+    if not walk.exact:
+        return None
+    assert read.summary is not None
+    messages_read, lines, chars = _counts(scanned)
+    new = ResumePoint(messages=point.messages + messages_read, lines=point.lines + lines, chars=point.chars + chars,
+                      walk=walk.save())
+    return Tail(replace(read, summary=replace(read.summary, paired=paired)), new, walk.answered)
 
 
 def cut(fd: int, target: int, end: int, window: int) -> int | None:
     """A line start after ``target`` (before ``end``), where a new run of one side begins if one is near.
 
-    A range that starts where a new run begins starts a run of its own, and its pairing walk
-    goes on from the ranges before it whatever they hold. One is looked for in the ``window``
-    bytes after the first line start; without one, the range starts at that line, inside a run
-    (walked on exactly unless that run has both a result the walk left with no call before the
-    cut and calls after it: :func:`run_loose`). So a range is never much longer than asked, even
-    in a record that is one run of one side.
+    A range that starts where a new run begins (:class:`~murmur_analysis.algorithms.pairing.MessageRuns`)
+    starts a run of its own, and its pairing walk goes on from the ranges before it whatever
+    they hold. One is looked for in the ``window`` bytes after the first line start; without
+    one, the range starts at that line, inside a run (walked on exactly unless the walk says
+    otherwise, see ``Pairer::exact`` in ``native/src/pair.rs``: e.g. that run has both a result
+    the walk left with no call before the cut and calls after it). So a range is never much
+    longer than asked, even in a record that is one run of one side.
 
     Returns:
         The offset, or ``None`` when no line starts between ``target`` and ``end``.
@@ -178,14 +144,11 @@ def cut(fd: int, target: int, end: int, window: int) -> int | None:
         return None
     data = os.pread(fd, min(window, end - first), first)
     at = 0
-    previous: str | None = None
+    runs = MessageRuns()
     while (nl := data.find(b"\n", at)) >= 0:
         line = data[at:nl].removesuffix(b"\r")
-        if decide(line) == LineKind.MESSAGE:
-            role = parse(line)["role"]
-            if previous is not None and role != previous:
-                return first + at
-            previous = role
+        if decide(line) == LineKind.MESSAGE and runs.next(parse(line)["role"]) > 0:
+            return first + at
         at = nl + 1
     return first
 

@@ -17,7 +17,7 @@ from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
 if TYPE_CHECKING:
     from ...engine._native import IntKey, Scanned, StrKey
 
-__all__ = ["ints", "pairing", "scanned_columns", "strings"]
+__all__ = ["ints", "pairing", "scanned_columns", "strings", "tool_events"]
 
 _STR = pa.string()
 _I64 = pa.int64()
@@ -84,4 +84,27 @@ def scanned_columns(scanned: Scanned, model: pa.Array, usage: list[Any] | None) 
         reasoning_text=strings(scanned, "reasoning_text"),
         usage=usage,
         events=ToolEvents(),  # already paired by the scan: see pairing()
+    )
+
+
+def tool_events(scanned: Scanned) -> ToolEvents:
+    """The record's tool events as the pairing walk reads them (row ``i`` being message row ``i``), texts kept.
+
+    The scan pairs them itself; these are for a walk that goes on from an earlier one's state
+    (:class:`~murmur_analysis.algorithms.pairing.Pairer`), over the lines appended to a record.
+    """
+    n, rows = scanned["events"], scanned["pairs"]
+    # each event's text is where the scan's own walk put it: a row's input, or its result text
+    texts = pa.concat_arrays([strings(scanned, "pair_input_text", rows), strings(scanned, "pair_result_text", rows)])
+    at = np.frombuffer(scanned["ev_text_at"], np.int64)
+    return ToolEvents(
+        row=np.frombuffer(scanned["ev_row"], np.int64).tolist(),
+        call=(np.frombuffer(scanned["ev_call"], np.uint8) == 1).tolist(),
+        kind=["client"] * n,  # murmur's dialect has client tools only
+        call_id=strings(scanned, "ev_id", n).to_pylist(),
+        name=strings(scanned, "ev_name", n).to_pylist(),
+        is_error=ints(scanned, "ev_error", n).cast(pa.bool_()).to_pylist(),
+        chars=ints(scanned, "ev_chars", n).to_pylist(),
+        input_bytes=ints(scanned, "ev_bytes", n).to_pylist(),
+        texts=texts.take(pa.array(at, mask=at < 0)).to_pylist(),
     )

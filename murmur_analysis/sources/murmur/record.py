@@ -150,7 +150,8 @@ def scan_records(paths: list[str], text: bool = True) -> list[Scanned]:
     (row, id, name, error flag, text characters, input size), the lines skipped, the first user
     text (for the title), the header line and an open or read error; with ``text``, each
     message's text and reasoning text and each event's input or result text as well (null
-    columns without).
+    columns without); and the pairing walk of its tool events, with the state it leaves for a
+    walk of lines appended later.
     """
     scanned: list[Scanned] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(),
                                                          text)
