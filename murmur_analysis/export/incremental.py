@@ -41,7 +41,7 @@ from ..sources.base import Source
 from ..sources.resume import Resumable, anchor, appendable, grew, read_on
 from .layout import Generation
 from .ranges import export_ranges
-from .resume import Appended, appended_to_previous
+from .resume import GrownRows, appended_to_previous
 from .state import ExportState, as_json, unit_id
 from .writer import BatchWriter, Rows, units_of
 
@@ -60,7 +60,7 @@ class _Decided:
 
     decision: Decision
     fingerprint: JSON
-    grown: Appended | None = None
+    grown: GrownRows | None = None
 
 
 @dataclass
@@ -92,7 +92,7 @@ class ExportRun:
     text: bool
     keep: set[str] = field(default_factory=set)
     seen: set[str] = field(default_factory=set)
-    appended: dict[str, Appended] = field(default_factory=dict)
+    appended: dict[str, GrownRows] = field(default_factory=dict)
     read: int = 0
     _fingerprints: dict[Hashable, JSON] = field(default_factory=dict)  # by key: the event's conversation may be a copy
     _counts: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -183,12 +183,12 @@ class ExportRun:
                 return self._reread(src, conv, decided.fingerprint) if asked else self._read_whole(src, conv, None)
             self.seen.add(unit)
             self.read += 1
-            grown = Appended({}, point=point)
+            grown = GrownRows({}, point=point)
         self.writer.state.units[unit] = {"fingerprint": decided.fingerprint,
                                          "resume": grown.point.to_doc() if grown.point else None}
         return False
 
-    def _read_on(self, src: Resumable, conv: Conversation, unit: str, fp: JSON) -> Appended | None:
+    def _read_on(self, src: Resumable, conv: Conversation, unit: str, fp: JSON) -> GrownRows | None:
         point = appendable(src, conv, self.previous.units.get(unit), fp)
         if point is None or self.current is None:
             return None

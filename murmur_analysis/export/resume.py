@@ -36,11 +36,11 @@ from ..tables.schema import schema
 from .layout import Generation
 from .state import ExportState
 
-__all__ = ["Appended", "answer", "appended_to_previous", "continue_rows", "unit_rows"]
+__all__ = ["GrownRows", "answer", "appended_to_previous", "continue_rows", "unit_rows"]
 
 
 @dataclass
-class Appended:
+class GrownRows:
     """What to write for a conversation whose record grew.
 
     Attributes:
@@ -91,7 +91,7 @@ def _sum(a: Any, b: Any) -> Any:
 
 def continue_rows(
     tail: Tail, point: ResumePoint, tables: dict[str, pa.Table], before: dict[str, Any] | None,
-) -> Appended | None:
+) -> GrownRows | None:
     """The rows of a file's messages after ``point``, from their own ``tables``; ``None``: read it whole.
 
     Args:
@@ -103,7 +103,7 @@ def continue_rows(
 
     Returns:
         Their rows: ``tool_calls`` holds the appended rows only; the earlier rows they
-        answer are in :attr:`Appended.answered`.
+        answer are in :attr:`GrownRows.answered`.
     """
     if tables["usage"].num_rows or tables["steps"].num_rows:
         return None
@@ -141,7 +141,7 @@ def continue_rows(
         )
     row["tool_errors"] += sum(c["status"] == "error" for c in answered.values())
     out["conversations"] = pa.Table.from_pylist([row], schema=schema("conversations"))
-    return Appended(out, {"conversations"}, tail.point, answered)
+    return GrownRows(out, {"conversations"}, tail.point, answered)
 
 
 def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | None:
@@ -169,7 +169,7 @@ def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | No
 def appended_to_previous(
     tail: Tail, point: ResumePoint, tables: dict[str, pa.Table], previous: ExportState, generation: Generation,
     unit: str,
-) -> Appended | None:
+) -> GrownRows | None:
     """:func:`continue_rows` after the rows ``unit`` has in the previous export; ``None``: read it whole.
 
     An earlier call an appended result answers has its row rewritten: then all of the
