@@ -33,7 +33,7 @@ import numpy as np
 
 from ...algorithms.pairing import MessageRuns
 from ...core.handoff import Conversation, ResumePoint
-from ..resume import Tail, resumed
+from ..resume import Tail, next_line, resumed
 from .engine import strings, tool_events
 from .record import LineKind, decide, parse, scan_records
 
@@ -139,7 +139,7 @@ def cut(fd: int, target: int, end: int, window: int) -> int | None:
     Returns:
         The offset, or ``None`` when no line starts between ``target`` and ``end``.
     """
-    first = _next_line(fd, target, end)
+    first = next_line(fd, target, end)
     if first is None:
         return None
     data = os.pread(fd, min(window, end - first), first)
@@ -151,16 +151,3 @@ def cut(fd: int, target: int, end: int, window: int) -> int | None:
             return first + at
         at = nl + 1
     return first
-
-
-def _next_line(fd: int, offset: int, end: int, step: int = 64 << 10) -> int | None:
-    """Where the first line after ``offset`` begins (before ``end``), or ``None``."""
-    while offset < end:
-        data = os.pread(fd, min(step, end - offset), offset)
-        if not data:
-            return None
-        nl = data.find(b"\n")
-        if nl >= 0:
-            return offset + nl + 1 if offset + nl + 1 < end else None
-        offset += len(data)
-    return None
