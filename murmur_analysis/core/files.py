@@ -21,7 +21,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from ..core.diagnostics import Diagnostics
@@ -45,6 +47,8 @@ __all__ = [
     "read_file",
     "read_regular",
     "report_kind",
+    "settled",
+    "steady",
 ]
 
 UNREADABLE_FOLDER = "unreadable_folder"
@@ -246,3 +250,27 @@ def _bytes(text: str) -> bytes:
     except UnicodeEncodeError:  # a surrogate no file name decodes to: kept as its UTF-8 form
         return text.encode("utf-8", "surrogatepass")
 
+
+def settled(path: Path, settle_seconds: float) -> bool:
+    """Whether ``path`` has been unchanged for ``settle_seconds`` (a file that is gone has)."""
+    try:
+        return time.time() - path.stat().st_mtime >= settle_seconds
+    except OSError:
+        return True
+
+
+def steady(path: Path, settle_seconds: float) -> bool:
+    """Whether settling can no longer change what ``path`` reads as: it ends at a line's end, or has settled.
+
+    Only an unterminated last line waits for its file to settle, so a file that ends with a
+    newline (or is empty) reads the same before and after: an export's fingerprint of it does
+    not change when it settles, and an unchanged re-export keeps its rows.
+    """
+    try:
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0 or os.pread(f.fileno(), 1, size - 1) == b"\n":
+                return True
+    except OSError:
+        pass
+    return settled(path, settle_seconds)

@@ -343,7 +343,7 @@ pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
     out
 }
 
-fn reason(err: &std::io::Error) -> String {
+pub(crate) fn reason(err: &std::io::Error) -> String {
     let text = err.to_string();
     match text.find(" (os error") {
         Some(i) => text[..i].to_owned(),

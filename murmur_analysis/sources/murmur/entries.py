@@ -9,13 +9,11 @@ What the stream learns on the way (the joined usage and compaction rows, the tit
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
-from ...core.files import open_regular
+from ...core.files import open_regular, settled
 from ...core.handoff import Summary
 from ...core.model import Entry, Text, ToolResult
 from ...core.values import held, ms_of_datetime, uuid7_datetime
@@ -24,7 +22,7 @@ from ..base import Diagnostics
 from .join import Join, learned
 from .record import message_values, unreadable
 
-__all__ = ["TITLE_CHARS", "report_skipped", "settled", "stream", "title_of"]
+__all__ = ["TITLE_CHARS", "report_skipped", "stream", "title_of"]
 
 TITLE_CHARS = 80
 
@@ -32,31 +30,6 @@ TITLE_CHARS = 80
 def title_of(text: str) -> str:
     """A conversation's title from its first user text that is not blank."""
     return text.strip().splitlines()[0][:TITLE_CHARS]
-
-
-def settled(path: Path, settle_seconds: float) -> bool:
-    """Whether ``path`` has been unchanged for ``settle_seconds`` (a file that is gone has)."""
-    try:
-        return time.time() - path.stat().st_mtime >= settle_seconds
-    except OSError:
-        return True
-
-
-def steady(path: Path, settle_seconds: float) -> bool:
-    """Whether settling can no longer change what ``path`` reads as: it ends at a line's end, or has settled.
-
-    Only an unterminated last line waits for its file to settle, so a file that ends with a
-    newline (or is empty) reads the same before and after: an export's fingerprint of it does
-    not change when it settles, and an unchanged re-export keeps its rows.
-    """
-    try:
-        with open_regular(path) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0 or os.pread(f.fileno(), 1, size - 1) == b"\n":
-                return True
-    except OSError:
-        pass
-    return settled(path, settle_seconds)
 
 
 def report_skipped(path: Path, skipped: list[tuple[int, str, str]], is_settled: bool, diagnostics: Diagnostics) -> None:

@@ -41,7 +41,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular
+from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular, settled, steady
 from ...core.handoff import Conversation, EntryColumns, ResumePoint, Summary, TableRows, ToolMeta
 from ...core.identity import file_identity
 from ...core.paths import user_path
@@ -51,7 +51,7 @@ from ..resume import Tail
 from .append import cut as line_cut
 from .append import resume_point, scan_range, tail_of, traces_unchanged
 from .engine import ints, pairing, scanned_columns, strings
-from .entries import report_skipped, settled, steady, stream, title_of
+from .entries import report_skipped, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
 from .record import header_of, scan_records, skipped_detail, truncation, unreadable
 from .sessions import discover, trace_files

@@ -1,0 +1,16 @@
+//! The line-delimited formats the engine reads, each a declaration of its columns and of what
+//! one line puts into them ([`crate::lines::Format`]).
+
+pub mod claude;
+pub mod codex;
+
+use crate::lines::Format;
+
+/// The format named `name` (`claude_code`, `codex`).
+pub fn by_name(name: &str) -> Option<&'static dyn Format> {
+    match name {
+        "claude_code" => Some(&claude::ClaudeCode),
+        "codex" => Some(&codex::Codex),
+        _ => None,
+    }
+}

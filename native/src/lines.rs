@@ -1,0 +1,367 @@
+//! The one engine for line-delimited formats: a file read in blocks from a point, its lines
+//! split on `\n` and decided in parallel by serde_json, and every line a format keeps turned
+//! into one row of the columns that format declares.
+//!
+//! A format is a declaration ([`Format`]): the names of its integer and string columns, and
+//! what one parsed line puts into them (a row, its block kinds, its tool events). Everything
+//! else is this engine's: reading, the line rule, order, diagnostics, where a later read goes on
+//! from. A new JSONL runtime is a new `impl Format`, not a second scanner.
+//!
+//! The line rule of these formats: a line is split on `\n` alone (a raw U+2028 inside a string
+//! is part of the line), a blank line (`str::trim` empty) is skipped, and a line is read iff
+//! serde_json parses it into an object. A line that is not UTF-8, does not parse, or is not an
+//! object is reported (a diagnostic code of [`crate::scan`]), never guessed at.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+
+use rayon::prelude::*;
+
+use crate::columns::{Ints, Strings};
+use crate::json::{Json, View};
+use crate::line::spans;
+use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, BLOCK, NOT_MESSAGE, PARTIAL_LINE};
+
+/// One tool event of a row: a call (`call`) or a result, in block order.
+#[derive(Clone, Debug, Default)]
+pub struct Event {
+    pub call: bool,
+    /// 0: a client tool (its call and result are separate blocks), 1: a server tool
+    pub kind: u8,
+    pub id: String,
+    pub name: Option<String>,
+    pub is_error: Option<bool>,
+    pub chars: Option<i64>,
+    pub input_bytes: Option<i64>,
+    /// a call's input as text, a result's text (when texts are kept)
+    pub text: Option<String>,
+}
+
+/// What a format puts into one row, column by column in the order it declared them.
+pub struct Row<'a> {
+    pub ints: Vec<Option<i64>>,
+    pub strs: Vec<Option<Cow<'a, str>>>,
+    pub kinds: Vec<Cow<'a, str>>,
+    pub events: Vec<Event>,
+}
+
+/// A line-delimited format: its columns, and how one parsed line fills them.
+pub trait Format: Sync {
+    /// The integer columns' names (a boolean is an integer 0/1).
+    fn ints(&self) -> &'static [&'static str];
+    /// The string columns' names.
+    fn strs(&self) -> &'static [&'static str];
+    /// The row of one line that parsed into an object (`None`: the line makes no row). `text`
+    /// says whether texts are kept (a lean read leaves text columns and event texts null).
+    fn row<'a>(&self, line: &'a Json<'a>, text: bool) -> Option<Row<'a>>;
+}
+
+impl<'a> Row<'a> {
+    /// An empty row of `format`'s shape.
+    pub fn of(format: &dyn Format) -> Row<'a> {
+        Row {
+            ints: vec![None; format.ints().len()],
+            strs: vec![None; format.strs().len()],
+            kinds: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// A file's rows, columnar, in line order.
+#[derive(Default)]
+pub struct Rows {
+    /// lines read (blank and reported ones included), counted from the first line read
+    pub lines: i64,
+    pub line_no: Vec<i64>,
+    pub ints: Vec<Ints>,
+    pub strs: Vec<Strings>,
+    pub kinds_offsets: Vec<i32>,
+    pub kinds: Strings,
+    pub ev_row: Vec<i64>,
+    pub ev_call: Vec<u8>,
+    pub ev_kind: Vec<u8>,
+    pub ev_id: Strings,
+    pub ev_name: Strings,
+    pub ev_error: Ints,
+    pub ev_chars: Ints,
+    pub ev_bytes: Ints,
+    pub ev_text: Strings,
+    /// `(line, code)` of every line reported
+    pub diags: Vec<(i64, u8)>,
+    /// the byte offset after the last line that will not be read again: a torn last line (no
+    /// `\n`, not an object) ends before it, so a later read from here reads it whole
+    pub end: u64,
+    /// bytes in the file when it was read
+    pub size: u64,
+    pub error: Option<String>,
+}
+
+impl Rows {
+    fn new(format: &dyn Format) -> Rows {
+        Rows {
+            ints: (0..format.ints().len()).map(|_| Ints::default()).collect(),
+            strs: (0..format.strs().len()).map(|_| Strings::default()).collect(),
+            kinds_offsets: vec![0],
+            ..Rows::default()
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.line_no.len()
+    }
+
+    fn push(&mut self, row: Row<'_>, line_no: i64) {
+        let at = self.rows() as i64;
+        self.line_no.push(line_no);
+        for (col, value) in self.ints.iter_mut().zip(row.ints) {
+            col.push(value);
+        }
+        for (col, value) in self.strs.iter_mut().zip(row.strs) {
+            col.push(value.as_deref());
+        }
+        for kind in &row.kinds {
+            self.kinds.push(Some(kind));
+        }
+        self.kinds_offsets.push(self.kinds.len() as i32);
+        for ev in row.events {
+            self.ev_row.push(at);
+            self.ev_call.push(u8::from(ev.call));
+            self.ev_kind.push(ev.kind);
+            self.ev_id.push(Some(&ev.id));
+            self.ev_name.push(ev.name.as_deref());
+            self.ev_error.push(ev.is_error.map(i64::from));
+            self.ev_chars.push(ev.chars);
+            self.ev_bytes.push(ev.input_bytes);
+            self.ev_text.push(ev.text.as_deref());
+        }
+    }
+
+    /// Append the rows of the piece that follows this one.
+    fn join(&mut self, other: Rows) {
+        let rows = self.rows() as i64;
+        let lines = self.lines;
+        self.lines += other.lines;
+        self.line_no.extend(other.line_no.iter().map(|n| n + lines));
+        for (mine, theirs) in self.ints.iter_mut().zip(other.ints) {
+            mine.extend(theirs);
+        }
+        for (mine, theirs) in self.strs.iter_mut().zip(other.strs) {
+            mine.extend(theirs);
+        }
+        let base = *self.kinds_offsets.last().unwrap_or(&0);
+        self.kinds_offsets.extend(other.kinds_offsets.iter().skip(1).map(|o| o + base));
+        self.kinds.extend(other.kinds);
+        self.ev_row.extend(other.ev_row.iter().map(|r| r + rows));
+        self.ev_call.extend(other.ev_call);
+        self.ev_kind.extend(other.ev_kind);
+        self.ev_id.extend(other.ev_id);
+        self.ev_name.extend(other.ev_name);
+        self.ev_error.extend(other.ev_error);
+        self.ev_chars.extend(other.ev_chars);
+        self.ev_bytes.extend(other.ev_bytes);
+        self.ev_text.extend(other.ev_text);
+        self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
+    }
+}
+
+/// Decide every line of `buf` (whole lines; the last is unterminated only at the end of the
+/// file) into a piece of rows. Returns the piece and the length of a torn last line (0: none).
+fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
+    let mut out = Rows::new(format);
+    let mut torn = 0;
+    for span in spans(buf) {
+        out.lines += 1;
+        let n = out.lines;
+        let line = &buf[span.start..span.end];
+        let s = match std::str::from_utf8(line) {
+            Ok(s) => s,
+            Err(_) => {
+                out.diags.push((n, if span.terminated { BAD_UTF8 } else { BAD_UTF8_PARTIAL }));
+                torn = if span.terminated { 0 } else { buf.len() - span.start };
+                continue;
+            }
+        };
+        if s.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Json>(s) {
+            Ok(value) if value.is_object() => {
+                if let Some(row) = format.row(&value, text) {
+                    out.push(row, n);
+                }
+            }
+            _ => {
+                out.diags.push((n, if span.terminated { NOT_MESSAGE } else { PARTIAL_LINE }));
+                torn = if span.terminated { 0 } else { buf.len() - span.start };
+            }
+        }
+    }
+    (out, torn)
+}
+
+/// One file read from byte `start` (a line's start) to its size now, in blocks, each block's
+/// lines decided on every core. Line numbers count from `first_line` (the number of `start`'s
+/// line). A file that cannot be opened or read gives its `error`.
+pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line: i64, text: bool) -> Rows {
+    let mut out = Rows::new(format);
+    out.end = start;
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(err) => {
+            out.error = Some(format!("could not open: {}", crate::scan::reason(&err)));
+            return out;
+        }
+    };
+    out.size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if start > 0 {
+        if let Err(err) = file.seek(SeekFrom::Start(start)) {
+            out.error = Some(format!("read failed: {}", crate::scan::reason(&err)));
+            return out;
+        }
+    }
+    // Read up to the size seen now: a file the runtime appends to meanwhile is read as it was.
+    let mut remaining = out.size.saturating_sub(start) as usize;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut eof = remaining == 0;
+    while !eof {
+        let have = buf.len();
+        buf.resize(have + remaining.min(BLOCK), 0);
+        let mut filled = have;
+        while filled < buf.len() {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(err) => {
+                    out.error = Some(format!("read failed: {}", crate::scan::reason(&err)));
+                    eof = true;
+                    break;
+                }
+            }
+        }
+        remaining -= filled - have;
+        if filled < buf.len() || remaining == 0 {
+            eof = true;
+        }
+        buf.truncate(filled);
+        let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
+        let pieces = cut(&buf, len);
+        let decided: Vec<(Rows, usize)> =
+            pieces.par_iter().map(|&(s, e)| piece(format, &buf[s..e], text)).collect();
+        let mut torn = 0;
+        for (part, t) in decided {
+            out.join(part);
+            torn = t;
+        }
+        out.end += (len - torn) as u64;
+        buf.drain(..len);
+    }
+    for n in out.line_no.iter_mut() {
+        *n += first_line - 1;
+    }
+    for (n, _) in out.diags.iter_mut() {
+        *n += first_line - 1;
+    }
+    out
+}
+
+/// A string field of an object (`None` when absent or not a string).
+pub fn text<'a>(value: &'a Json<'a>, key: &str) -> Option<Cow<'a, str>> {
+    value.field(key).and_then(View::text).map(Cow::Borrowed)
+}
+
+/// An integer field that a signed 64-bit column holds (`None` when absent, not an integer, or
+/// out of `0..=i64::MAX` for `counter`).
+pub fn int(value: &Json<'_>, key: &str) -> Option<i64> {
+    match value.field(key) {
+        Some(Json::Number(n)) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// A boolean field as 0/1.
+pub fn flag(value: &Json<'_>, key: &str) -> Option<i64> {
+    value.field(key).and_then(Json::as_bool).map(i64::from)
+}
+
+/// The path `keys` into nested objects.
+pub fn at<'a>(value: &'a Json<'a>, keys: &[&str]) -> Option<&'a Json<'a>> {
+    keys.iter().try_fold(value, |v, k| v.field(k))
+}
+
+/// Microseconds since the epoch (UTC) of an RFC 3339 time (`2026-07-01T10:00:01.000Z`,
+/// `…+02:00`, up to nine fraction digits, truncated to microseconds); `None` for anything else.
+pub fn iso_us(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(r)?;
+        part.iter().all(u8::is_ascii_digit).then(|| part.iter().fold(0i64, |a, d| a * 10 + i64::from(d - b'0')))
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d, h, mi, sec) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || d < 1 || d > days_in(y, mo) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut micros = 0i64;
+    if b[i] == b'.' {
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        let frac = num(i + 1..i + 1 + digits)?;
+        micros = if digits >= 6 { frac / 10i64.pow(digits as u32 - 6) } else { frac * 10i64.pow(6 - digits as u32) };
+        i += 1 + digits;
+    }
+    let offset = match b.get(i..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (oh, om) = (num(i + 1..i + 3)?, num(i + 4..i + 6)?);
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            (oh * 60 + om) * 60 * if *sign == b'-' { -1 } else { 1 }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(y, mo, d);
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) - offset) * 1_000_000 + micros)
+}
+
+fn days_in(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::iso_us;
+
+    #[test]
+    fn times() {
+        assert_eq!(iso_us("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(iso_us("1970-01-01T00:00:01.5Z"), Some(1_500_000));
+        assert_eq!(iso_us("2026-07-01T10:00:01.000Z"), Some(1_782_900_001_000_000));
+        assert_eq!(iso_us("2026-07-01T12:00:01.000+02:00"), Some(1_782_900_001_000_000));
+        assert_eq!(iso_us("2026-02-30T00:00:00Z"), None);
+        assert_eq!(iso_us("2026-07-01T10:00:01"), None);
+    }
+}
