@@ -345,6 +345,9 @@ class Conversation:
             source that can read on from there (:class:`~murmur_analysis.sources.resume.Resumable`).
         versions: what the source's fingerprint names of the input besides its files (litany:
             the tip commit of each ref read).
+        parent_conversation_id: the conversation that spawned or forked this one (a subagent's
+            session, a fork's thread), when the runtime records it.
+        parent_call_id: the parent's tool call that spawned it, when known.
         conversation_id_bytes: the id's exact bytes where it is not valid UTF-8 as found (set
             by the loader; the ``conversations`` table keeps them).
         path_bytes: the path's exact bytes where it is not valid UTF-8 (set by the loader).
@@ -372,6 +375,8 @@ class Conversation:
     summary: Summary | None = None
     resume: ResumePoint | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
+    parent_conversation_id: str | None = None
+    parent_call_id: str | None = None
     conversation_id_bytes: bytes | None = None
     path_bytes: bytes | None = None
 

@@ -209,6 +209,8 @@ class FrameBuilder:
             tokens=tokens,
             unreported_responses=unreported,
             truncated_dropped=conv.truncated_dropped,
+            parent_conversation_id=conv.parent_conversation_id,
+            parent_call_id=conv.parent_call_id,
             conversation_id_bytes=conv.conversation_id_bytes,
             path_bytes=conv.path_bytes,
         )

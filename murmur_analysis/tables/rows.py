@@ -104,6 +104,8 @@ class ConversationRow:
     tokens: int | None
     unreported_responses: int
     truncated_dropped: int | None
+    parent_conversation_id: str | None
+    parent_call_id: str | None
     conversation_id_bytes: bytes | None
     path_bytes: bytes | None
 

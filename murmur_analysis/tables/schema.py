@@ -262,6 +262,9 @@ CONVERSATIONS: tuple[Column[ConversationRow], ...] = (
     Column("unreported_responses", _I64, "responses whose spend no counter reports (usage rows with none, "
                                          "assistant messages with no usage), so not in tokens"),
     Column("truncated_dropped", _I64, "messages the runtime's retention dropped before this record"),
+    Column("parent_conversation_id", _STR, "the conversation of the same source that spawned or forked this one "
+                                           "(a subagent's session, a forked thread), when recorded"),
+    Column("parent_call_id", _STR, "the parent's tool call that spawned it, when known"),
     _cost("cost_usd", "the sum of its responses' known costs; null when none is known"),
     Column("unpriced_responses", _I64, "usage rows with a null cost_usd (non-zero: cost_usd is a lower bound)",
            filled_by="pricing"),
