@@ -19,11 +19,15 @@ A state costs what it appends: the sums and the pairing walk carry forward, so a
 of small appends is linear, and a reset costs the entries it holds.
 
 The per-message path of the frame builder streams chunks of columns through
-:meth:`History.append_columns`, one state per entry, without building entries.
+:meth:`History.append_columns`, one state per entry, without building entries. A history whose
+points mostly leave it alone (a litany branch's commits, most of which touch no entry) is told
+only the events that change it; :class:`Timeline` spreads their states over every point, as
+columns.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -35,7 +39,8 @@ from ..core.model import Entry, Usage, sorted_entries
 from ..core.values import counter_sum
 from .pairing import Pairer
 
-__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "context_tokens", "replay", "running_context"]
+__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "Timeline", "context_tokens", "replay",
+           "running_context"]
 
 _I64 = pa.int64()
 
@@ -234,3 +239,39 @@ def replay(events: Iterable[Event], usage: Callable[[Entry], Usage | None] | Non
     history = History(usage)
     for event in events:
         yield history.tell(event)
+
+
+#: The state before any event.
+_EMPTY = State(0, 0, None, ())
+
+
+class Timeline:
+    """A history's state at each of its points, where only some points hold an event.
+
+    Args:
+        states: the state each event left (:func:`replay`), in order.
+        at: the point of each event (ascending); a point with no event keeps the state before
+            it, and the points before the first event hold the empty state.
+        points: how many points the history has.
+    """
+
+    def __init__(self, states: Sequence[State], at: Sequence[int], points: int) -> None:
+        self.states = states
+        self.at = at
+        self.points = points
+
+    def state(self, point: int) -> State:
+        """The state at ``point``."""
+        k = bisect.bisect_right(self.at, point) - 1
+        return self.states[k] if k >= 0 else _EMPTY
+
+    def columns(self) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
+        """Entries held, their characters, the tokens in context and the orphans dropped at each point (int64)."""
+        owner = np.full(self.points, -1, dtype=np.int64)
+        owner[np.asarray(self.at, dtype=np.int64)] = np.arange(len(self.at), dtype=np.int64)
+        take = pa.array(np.maximum.accumulate(owner) + 1)
+        states = [_EMPTY, *self.states]
+        return (pa.array([s.messages for s in states], _I64).take(take),
+                pa.array([s.chars for s in states], _I64).take(take),
+                pa.array([s.context_tokens for s in states], _I64).take(take),
+                pa.array([len(s.dropped) for s in states], _I64).take(take))

@@ -45,6 +45,7 @@ __all__ = [
     "EntryColumns",
     "FoundBy",
     "FoundIn",
+    "GrowthColumns",
     "GrowthEvent",
     "GrowthRow",
     "OrphanRow",
@@ -121,6 +122,28 @@ class GrowthRow:
     tokens_before: int | None = None
     tokens_after: int | None = None
     summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GrowthColumns:
+    """Growth rows as columns, one Arrow array per ``growth`` column (by name).
+
+    The rows of a chunk of messages, or a source's own timeline (a litany branch's commits). A column left ``None`` is null on every row; ``source`` and ``conversation_id`` are given
+    by the frame builder.
+    """
+
+    rows: int
+    position: pa.Array
+    at: pa.Array
+    event: pa.Array
+    messages: pa.Array
+    chars: pa.Array
+    context_tokens: pa.Array
+    commit: pa.Array | None = None
+    orphans: pa.Array | None = None
+    tokens_before: pa.Array | None = None
+    tokens_after: pa.Array | None = None
+    summary: pa.Array | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,8 +411,9 @@ class Summary:
     Attributes:
         usage: usage rows the runtime recorded outside the entries. ``None`` means "take the
             usage on the entries"; a tuple replaces it (so nothing is counted twice).
-        growth: growth rows; ``None`` means one row per entry, derived by the frame builder.
-            Rows holding only ``compaction`` events add them to the derived rows.
+        growth: growth rows, or the same as columns; ``None`` means one row per entry, derived
+            by the frame builder. Rows holding only ``compaction`` events add them to the
+            derived rows.
         title: a title or display name, when the runtime keeps one.
         paired: the conversation's tool pairing when the assembly core's pairing walk already
             ran over its events (the native scan runs it while it reads a record).
@@ -406,7 +430,7 @@ class Summary:
     """
 
     usage: tuple[UsageRow, ...] | None = None
-    growth: tuple[GrowthRow, ...] | None = None
+    growth: tuple[GrowthRow, ...] | GrowthColumns | None = None
     title: str | None = None
     paired: Pairing | None = None
     assembly_orphans: tuple[OrphanRow, ...] | None = None

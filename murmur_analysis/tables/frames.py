@@ -21,6 +21,7 @@ from ..core.diagnostics import Diagnostic
 from ..core.handoff import (
     Conversation,
     EntryColumns,
+    GrowthColumns,
     OrphanRow,
     Pairing,
     Reading,
@@ -32,7 +33,7 @@ from ..core.handoff import (
 from ..core.values import counter_sum
 from .chunks import PairedChunks, conversation_chunks, entry_chunks
 from .columns import TableBuilder, to_pandas, usage_table
-from .rows import CallColumns, ConversationRow, EntryTimes, GrowthColumns
+from .rows import CallColumns, ConversationRow, EntryTimes
 from .schema import TABLES
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas", "usage_table"]
@@ -72,7 +73,8 @@ def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | No
 def _derive_growth(summary: Summary) -> bool:
     # Compaction rows are events on the message timeline, not a replacement of it: the
     # per-message rows are derived unless the source gave rows of its own timeline.
-    return summary.growth is None or all(g.event == "compaction" for g in summary.growth)
+    given = summary.growth
+    return given is None or (not isinstance(given, GrowthColumns) and all(g.event == "compaction" for g in given))
 
 
 def _settled(conv: Conversation, summary: Summary | None) -> Summary:
@@ -191,7 +193,9 @@ class FrameBuilder:
         n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
         for orphan in orphan_rows:
             self.builders["orphans"].add(orphan, given)
-        for g in summary.growth or ():
+        if isinstance(summary.growth, GrowthColumns):  # a source's own timeline, as columns
+            growth.add_columns(summary.growth, summary.growth.rows, given)
+        for g in summary.growth if isinstance(summary.growth, tuple) else ():
             if g.chars is None and g.event == "compaction":  # the size of the conversation where it stands
                 g = replace(g, chars=_chars_at(gathered.sizes, g.position))
             growth.add(g, given)

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..core.handoff import ToolMeta
 
-__all__ = ["CallColumns", "ConversationRow", "EntryTimes", "GrowthColumns"]
+__all__ = ["CallColumns", "ConversationRow", "EntryTimes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,25 +108,3 @@ class ConversationRow:
     parent_call_id: str | None
     conversation_id_bytes: bytes | None
     path_bytes: bytes | None
-
-
-@dataclass(frozen=True, slots=True)
-class GrowthColumns:
-    """Growth rows of a chunk of messages, one Arrow array per ``growth`` column (by name).
-
-    A column left ``None`` is null on every row; ``source`` and ``conversation_id`` are given
-    by the frame builder.
-    """
-
-    rows: int
-    position: pa.Array
-    at: pa.Array
-    event: pa.Array
-    messages: pa.Array
-    chars: pa.Array
-    context_tokens: pa.Array
-    commit: pa.Array | None = None
-    orphans: pa.Array | None = None
-    tokens_before: pa.Array | None = None
-    tokens_after: pa.Array | None = None
-    summary: pa.Array | None = None

@@ -4,15 +4,17 @@ Each commit of the branch (first-parent, oldest first) is one state of the trans
 decoder reads what the commit changed in ``messages/`` and tells the history core
 (:mod:`murmur_analysis.algorithms.history`) what happened, without counting anything itself:
 
-* a commit that does not touch ``messages/``, or touches only files that are no entries:
-  nothing appended, the state stands;
+* a commit that does not touch ``messages/``: no event at all, the state stands (the history
+  core's :class:`~murmur_analysis.algorithms.history.Timeline` spreads the states over every commit);
+* a commit that touches only files that are no entries: nothing appended, the state stands;
 * a commit that adds entries after the last one (litany's usual commit):
   :class:`~murmur_analysis.algorithms.history.Appended` with the entries it adds;
 * any other change (a deletion, a rewrite, an entry sorting earlier, as compaction makes):
   :class:`~murmur_analysis.algorithms.history.Reset` to the new state's entries.
 
 The decoding cost grows with the entries each commit adds, not with the commits that leave
-them alone nor with the length of the transcript.
+them alone nor with the length of the transcript: only the commits that changed ``messages/``
+are visited.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...algorithms.history import Appended, Event, History, Reset, State
+from ...algorithms.history import Appended, Event, History, Reset, Timeline
 from ...core.files import display
 from ...core.model import Entry
 from ...core.providers import resolve
 from ...errors import GitError
 from .entries import entry_name
-from .gitlog import Commit
+from .gitlog import BranchLog
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex
 
@@ -46,27 +48,30 @@ class Decoded:
     """A branch's history, decoded.
 
     Attributes:
-        events: one history event per commit of the branch, oldest first.
+        events: one history event per commit of the branch that changed ``messages/``, oldest first.
+        at: the index of each event's commit on the branch.
         entries: the head's entries in order.
         added_at: the index of the commit adding each of the head's entries, by entry id.
     """
 
     events: list[Event]
+    at: list[int]
     entries: list[Entry]
     added_at: dict[str, int]
 
 
-def message_files(log: list[Commit]) -> Iterator[tuple[str, str, str, str]]:
+def message_files(log: BranchLog) -> Iterator[tuple[str, str, str, str]]:
     """``(name, blob id, mode, commit)`` of every file added or changed in ``messages/``."""
-    for c in log:
-        for ch in c.changes:
+    shas = log.shas
+    for i, changes in log.changes.items():
+        for ch in changes:
             name = ch.path[len(MESSAGES) :]
             if ch.status != "D" and ch.path.startswith(MESSAGES) and "/" not in name:
-                yield name, ch.blob, ch.mode, c.sha
+                yield name, ch.blob, ch.mode, shas[i]
 
 
-def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: frozenset[str]) -> Decoded:
-    """Each commit of ``log`` as the history event it makes.
+def decode(replayer: Replayer, log: BranchLog, steps: StepIndex, shallow: frozenset[str]) -> Decoded:
+    """Each commit of ``log`` that changed ``messages/`` as the history event it makes.
 
     Args:
         replayer: the repository's decoder (its blobs read beforehand, or read on demand).
@@ -78,6 +83,7 @@ def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: fro
     made: dict[_Item, Entry | None] = {}
     nested: set[str] = set()
     events: list[Event] = []
+    shas = log.shas
     held: list[Entry] = []
     last: tuple[int, bytes] | None = None  # the sort key of the last entry name held
 
@@ -89,14 +95,14 @@ def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: fro
             rec = steps.of(added)
             api = resolve(rec.provider, parsed.origin if parsed else None) if rec and rec.provider else None
             # A shallow clone's boundary commit holds, as if it added them, entries written before it.
-            at = None if log[added].sha in shallow else log[added].at
-            made[item] = replayer.entry(name, oid, mode, log[added].sha, at, api)
+            at = None if shas[added] in shallow else log.at(added)
+            made[item] = replayer.entry(name, oid, mode, shas[added], at, api)
         return made[item]
 
-    for i, commit in enumerate(log):
+    for i, changes in log.changes.items():
         appended: list[tuple[tuple[int, bytes], str]] = []
         rebuild = False
-        for ch in commit.changes:
+        for ch in changes:
             if not ch.path.startswith(MESSAGES):
                 continue
             name = ch.path[len(MESSAGES) :]
@@ -104,7 +110,7 @@ def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: fro
                 top = name.split("/", 1)[0]
                 if entry_name(top) is not None and top not in nested:
                     nested.add(top)
-                    replayer.diags.report(replayer.where(commit.sha, top), "not_a_file",
+                    replayer.diags.report(replayer.where(shas[i], top), "not_a_file",
                                           "an entry name that is a folder cannot be read")
                 continue
             key = _sort_key(name)
@@ -134,11 +140,11 @@ def decode(replayer: Replayer, log: list[Commit], steps: StepIndex, shallow: fro
         else:
             events.append(Appended(()))
     added_at = {display(name): added for name, (_oid, _mode, added) in state.items()}  # keyed as entry ids
-    return Decoded(events, held, added_at)
+    return Decoded(events, list(log.changes), held, added_at)
 
 
 def dropped_at(
-    replayer: Replayer, commit: str, index_of: dict[str, int], states: list[State]
+    replayer: Replayer, commit: str, index_of: dict[str, int], timeline: Timeline
 ) -> tuple[str, ...] | None:
     """The orphans assembly drops from the tree of ``commit`` (``None``: no such commit).
 
@@ -147,7 +153,7 @@ def dropped_at(
     """
     index = index_of.get(commit)
     if index is not None:
-        return states[index].dropped
+        return timeline.state(index).dropped
     try:
         _sha, entries = replayer.entries_at(commit)
     except GitError as err:

@@ -15,8 +15,8 @@ A repository is untrusted data. Every git process started here
 
 The cost model: one ``git log --raw`` for the whole repository lists every commit reachable
 from the branches read, each with the blobs it changed under the paths asked for
-(:meth:`GitRepo.walk`, parsed by :mod:`murmur_analysis.sources.litany.gitlog`); each branch is then its
-first-parent chain through that map (:func:`murmur_analysis.sources.litany.gitlog.first_parent`). One
+(:meth:`GitRepo.walk_columns`, parsed by :mod:`murmur_analysis.sources.litany.gitlog` into columns); each
+branch is then its first-parent chain through it (:meth:`murmur_analysis.sources.litany.gitlog.Walk.chain`). One
 ``git cat-file --batch`` per repository reads every blob not read before. Blobs are cached by
 object id, so a blob shared by a thousand commits is read once.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ...core.files import file_kind, listing
 from ...errors import GitError
-from .gitlog import LOG_ARGS, Commit, LogParser, parse_log
+from .gitlog import LOG_ARGS, Commit, LogParser, Walk, parse_log
 
 __all__ = ["GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
 
@@ -260,20 +260,28 @@ class GitRepo:
         empty tree), as :meth:`log` gives them. With ``paths`` (folders such as
         ``"messages/"``), only changes under them are listed, but every commit still is (no
         history simplification), so a commit that changes nothing there costs one log line.
-        Follow a branch with :func:`first_parent`.
+        Follow a branch with :func:`first_parent`; :meth:`walk_columns` is the same walk as columns.
+
+        Raises:
+            GitError: a head is not a full object id, or git failed (e.g. a missing object).
+        """
+        return {c.sha: c for c in self.walk_columns(heads, paths).commits()}
+
+    def walk_columns(self, heads: Iterable[str], paths: Sequence[str] = ()) -> Walk:
+        """The walk of :meth:`walk` as columns (follow a branch with :meth:`Walk.chain`).
 
         Raises:
             GitError: a head is not a full object id, or git failed (e.g. a missing object).
         """
         wanted = list(dict.fromkeys(heads))
+        parser = LogParser()
         if not wanted:
-            return {}
+            return parser.finish_walk()
         if not all(_HEX.match(h) for h in wanted):
             raise GitError("a head to walk is not an object id")
         limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
-        parser = LogParser()
         self.stream("log", "--stdin", *LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
-        return {c.sha: c for c in parser.finish()}
+        return parser.finish_walk()
 
     def ls_tree(self, rev: str, path: str) -> list[TreeItem]:
         """The entries directly inside the folder ``path`` of commit ``rev``, in tree order.

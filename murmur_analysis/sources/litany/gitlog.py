@@ -1,19 +1,26 @@
-"""git history as data: the ``git log -z --raw`` output parsed into commits and their changes.
+"""git history as data: the ``git log -z --raw`` output parsed into columns of commits and their changes.
 
 :class:`LogParser` reads what ``git log`` writes with :data:`LOG_ARGS`, in pieces of any size
-(a walk streams it); :func:`first_parent` follows one branch through the commits a walk found.
-Running git safely is :mod:`murmur_analysis.sources.litany.git`'s business; this module only parses.
+(a walk streams it), into a :class:`Walk`: every commit's id, committer time and parents as
+columns, and the changes of the commits that have any. :meth:`Walk.chain` follows one branch
+through it; :class:`Commit` objects are made only for callers that ask for them
+(:meth:`Walk.commits`). Running git safely is :mod:`murmur_analysis.sources.litany.git`'s
+business; this module only parses.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from ...core.values import BadTime, datetime_of_seconds
+import numpy as np
+import pyarrow as pa
+
+from ...core.values import EPOCH, BadTime, datetime_of_seconds
 from ...errors import GitError
 
-__all__ = ["LOG_ARGS", "Change", "Commit", "LogParser", "first_parent", "parse_log"]
+__all__ = ["LOG_ARGS", "BranchLog", "Change", "Commit", "LogParser", "Walk", "first_parent", "parse_log"]
 
 _HEADER = "commit "
 #: The ``git log`` options whose output :class:`LogParser` reads.
@@ -22,6 +29,10 @@ LOG_ARGS = (
     "--no-color", "--no-decorate", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap",
     f"--format=tformat:{_HEADER}%H %ct %P",
 )
+#: One record of the output: a commit's header, a ``--raw`` line with the path after it, or anything else.
+_TOKEN = re.compile(rb"\n*(commit [^\0]*)\0|\n*(:[^\0]*)\0([^\0]*)\0|\n*([^\0]*)\0")
+#: Unix seconds a timestamp holds (years 1..9999, as :func:`datetime_of_seconds` decides).
+_FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +58,121 @@ class Commit:
     def at(self) -> datetime | None:
         """The committer time, ``None`` when no timestamp holds it (its reader reports that)."""
         return self.time if isinstance(self.time, datetime) else None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Walk:
+    """The commits of one ``git log`` listing as columns, in git's order.
+
+    Attributes:
+        shas: each commit's id.
+        times: each commit's committer time in Unix seconds, as written.
+        seconds: the same as int64 (a time past int64 held as one past what a timestamp holds).
+        parents: each commit's parents.
+        changes: the changes of each commit that changed a path listed, by index.
+        index: the index of each commit, by id.
+        changed: whether each commit changed a path listed.
+    """
+
+    shas: list[str]
+    times: list[int]
+    seconds: np.ndarray
+    parents: list[tuple[str, ...]]
+    changes: dict[int, tuple[Change, ...]]
+    index: dict[str, int]
+    changed: np.ndarray  #: whether each commit has changes (bool)
+
+    def commits(self) -> list[Commit]:
+        """Every commit as a :class:`Commit`, in git's order."""
+        changes = self.changes
+        return [Commit(sha, datetime_of_seconds(int(s)), p, changes.get(i, ()))
+                for i, (sha, s, p) in enumerate(zip(self.shas, self.times, self.parents, strict=True))]
+
+    def chain(self, head: str) -> list[int]:
+        """The indexes of ``head``'s first-parent history, oldest first.
+
+        Raises:
+            GitError: a commit of the chain is not in the walk, or the chain loops.
+        """
+        index, parents = self.index, self.parents
+        chain: list[int] = []
+        sha = head
+        while sha:
+            i = index.get(sha)
+            if i is None:
+                raise GitError(f"commit {sha} is not in the walk")
+            if len(chain) > len(index):
+                raise GitError(f"the first-parent history of {head} loops")
+            chain.append(i)
+            sha = parents[i][0] if parents[i] else ""
+        chain.reverse()
+        return chain
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BranchLog:
+    """One branch's first-parent history as columns, oldest first.
+
+    Attributes:
+        shas: each commit's id.
+        seconds: each commit's committer time in Unix seconds (int64, as :attr:`Walk.seconds`).
+        changes: the changes of each commit that has any, by position on the branch (ascending).
+        unheld: the committer time of each commit whose time no timestamp holds, as written, by position.
+    """
+
+    shas: list[str]
+    seconds: np.ndarray
+    changes: dict[int, tuple[Change, ...]]
+    unheld: dict[int, int]
+
+    def __len__(self) -> int:
+        return len(self.shas)
+
+    @classmethod
+    def of_walk(cls, walk: Walk, head: str) -> BranchLog:
+        """``head``'s first-parent history through a walk.
+
+        Raises:
+            GitError: a commit of the chain is not in the walk, or the chain loops.
+        """
+        chain = walk.chain(head)
+        seconds = walk.seconds[np.asarray(chain, dtype=np.int64)]
+        changes = walk.changes
+        changed = np.flatnonzero(walk.changed[chain]).tolist()
+        bad = np.flatnonzero(~_held(seconds)).tolist()
+        return cls([walk.shas[i] for i in chain], seconds, {p: changes[chain[p]] for p in changed},
+                   {p: walk.times[chain[p]] for p in bad})
+
+    @classmethod
+    def of_commits(cls, commits: list[Commit]) -> BranchLog:
+        """The history :meth:`GitRepo.log` gives, as columns."""
+        times = [_written(c.time) for c in commits]
+        seconds = _int64(times)
+        return cls([c.sha for c in commits], seconds, {p: c.changes for p, c in enumerate(commits) if c.changes},
+                   {p: times[p] for p in np.flatnonzero(~_held(seconds)).tolist()})
+
+    def at(self, position: int) -> datetime | None:
+        """The committer time of the commit at ``position``, ``None`` when no timestamp holds it."""
+        if position in self.unheld:
+            return None
+        return EPOCH + timedelta(seconds=int(self.seconds[position]))
+
+    def timestamps(self) -> pa.Array:
+        """Each commit's committer time as ``timestamp[us, UTC]``, null where no timestamp holds it."""
+        micros = pa.array(self.seconds * 1_000_000, mask=~_held(self.seconds))
+        return micros.cast(pa.timestamp("us", tz="UTC"))
+
+
+def _held(seconds: np.ndarray) -> np.ndarray:
+    """Whether a timestamp holds each of ``seconds`` (:func:`datetime_of_seconds` gives no :class:`BadTime`)."""
+    return (seconds >= _FIRST_SECOND) & (seconds <= _LAST_SECOND)
+
+
+def _written(time: datetime | BadTime) -> int:
+    """The Unix seconds a commit's time was read from."""
+    if isinstance(time, datetime):
+        return (time - EPOCH) // timedelta(seconds=1)
+    return int(time.written)
 
 
 def first_parent(commits: dict[str, Commit], head: str) -> list[Commit]:
@@ -77,65 +203,60 @@ def parse_log(out: bytes) -> list[Commit]:
 
 
 class LogParser:
-    """Commits from the ``-z --raw`` output of ``git log``, fed in pieces of any size."""
+    """The ``-z --raw`` output of ``git log``, fed in pieces of any size, parsed whole at the end."""
 
     def __init__(self) -> None:
-        self.commits: list[Commit] = []
-        self._head: list[str] | None = None  # the open commit's header fields: sha, time, parents
-        self._changes: list[Change] = []
-        self._raw: bytes | None = None  # a --raw line waiting for its path
-        self._rest = b""  # an unfinished token
+        self._pieces: list[bytes] = []
 
     def feed(self, data: bytes) -> None:
-        """Parse the next piece of output.
-
-        Raises:
-            GitError: the output is not what ``git log -z --raw`` writes.
-        """
-        tokens = (self._rest + data).split(b"\0") if self._rest else data.split(b"\0")
-        self._rest = tokens.pop()
-        raw = self._raw
-        for token in tokens:
-            if raw is not None:
-                _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
-                self._changes.append(Change(token.decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
-                raw = None
-            elif token[:7] == b"commit ":
-                self._close()
-                self._head = token[7:].decode().split(" ")
-            elif token:
-                token = token.lstrip(b"\n")
-                if token[:1] == b":" and self._head is not None:
-                    raw = token
-                elif token[:7] == b"commit ":
-                    self._close()
-                    self._head = token[7:].decode().split(" ")
-                elif token:
-                    raise GitError(f"unexpected git log output: {token[:80]!r}")
-        self._raw = raw
+        """Take the next piece of output."""
+        self._pieces.append(data)
 
     def finish(self) -> list[Commit]:
         """Every commit parsed, in git's order.
 
         Raises:
-            GitError: the output ended inside a record.
+            GitError: the output is not what ``git log -z --raw`` writes, or it ended inside a record.
         """
-        rest, self._rest = self._rest, b""
-        if rest:
-            self.feed(rest + b"\0")
-        if self._raw is not None:
-            raise GitError("git log output ended inside a change")
-        self._close()
-        return self.commits
+        return self.finish_walk().commits()
 
-    def _close(self) -> None:
-        head = self._head
-        if head is None:
-            return
-        if len(head) < 2 or not head[1].isdigit():
-            raise GitError(f"unexpected git log header: {' '.join(head)[:80]!r}")
-        self.commits.append(Commit(head[0], datetime_of_seconds(int(head[1])),
-                                   tuple(p for p in head[2:] if p), tuple(self._changes) if self._changes else ()))
-        self._head = None
-        if self._changes:
-            self._changes = []
+    def finish_walk(self) -> Walk:
+        """Every commit parsed, as columns (see :meth:`finish`)."""
+        out = b"".join(self._pieces)
+        self._pieces = []
+        if out and not out.endswith(b"\0"):
+            out += b"\0"  # the last record's end
+        shas: list[str] = []
+        seconds: list[int] = []
+        parents: list[tuple[str, ...]] = []
+        changes: dict[int, list[Change]] = {}
+        for head, raw, path, other in _TOKEN.findall(out):
+            if head:
+                fields = head[7:].decode().split(" ")
+                if len(fields) < 2 or not fields[1].isdigit():
+                    raise GitError(f"unexpected git log header: {' '.join(fields)[:80]!r}")
+                shas.append(fields[0])
+                seconds.append(int(fields[1]))
+                parents.append(tuple(p for p in fields[2:] if p))
+            elif raw:
+                if not shas:
+                    raise GitError(f"unexpected git log output: {raw[:80]!r}")
+                _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
+                changes.setdefault(len(shas) - 1, []).append(
+                    Change(path.decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
+            elif other[:1] == b":":
+                raise GitError("git log output ended inside a change")
+            elif other:
+                raise GitError(f"unexpected git log output: {other[:80]!r}")
+        changed = np.zeros(len(shas), dtype=bool)
+        changed[list(changes)] = True
+        return Walk(shas, seconds, _int64(seconds), parents, {i: tuple(c) for i, c in changes.items()},
+                    dict(zip(shas, range(len(shas)), strict=True)), changed)
+
+
+def _int64(seconds: list[int]) -> np.ndarray:
+    """Unix seconds as int64, a time past int64 held as one past what a timestamp holds."""
+    try:
+        return np.array(seconds, dtype=np.int64)
+    except OverflowError:
+        return np.array([min(s, _LAST_SECOND + 1) for s in seconds], dtype=np.int64)

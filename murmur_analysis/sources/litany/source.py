@@ -44,20 +44,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import pyarrow as pa
+
 from ...algorithms.assembly import Assembled, assemble
-from ...algorithms.history import replay
+from ...algorithms.history import Timeline, replay
 from ...core.diagnostics import Diagnostic
 from ...core.files import display, entry_is_dir, is_dir, listing
-from ...core.handoff import Conversation, GrowthRow, OrphanRow, Summary
+from ...core.handoff import Conversation, GrowthColumns, OrphanRow, Summary, repeated
 from ...core.identity import file_identity
 from ...core.model import Entry
 from ...core.paths import user_path
-from ...core.values import held
+from ...core.values import datetime_of_seconds, held
 from ...errors import GitError
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .branch import decode, dropped_at, message_files
 from .git import GitRepo, find_git_dir
-from .gitlog import Commit, first_parent
+from .gitlog import BranchLog, Walk
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex, settle
 from .steps import StepRecord, read_steps
@@ -159,8 +162,8 @@ class _Workspace:
         self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
         self._walked = False
-        self._commits: dict[str, Commit] | None = None
-        self._logs: dict[str, list[Commit] | GitError] = {}
+        self._walk: Walk | None = None
+        self._logs: dict[str, BranchLog | GitError] = {}
         self._order = {a: i for i, a in enumerate(wanted)}
         self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
         self._last: str | None = None
@@ -215,7 +218,7 @@ class _Workspace:
         return Conversation(source="litany", conversation_id=agent, entries=self._read(agent), key=(
             git_dir, steps_dir, agent), path=git_dir, part=agent, versions=dict(sorted(tips.items())))
 
-    def log(self, agent: str) -> list[Commit]:
+    def log(self, agent: str) -> BranchLog:
         """The branch's first-parent history, oldest first (the first call walks every branch).
 
         The walk is one ``git log`` of every wanted branch, listing only ``messages/`` changes;
@@ -228,14 +231,14 @@ class _Workspace:
         if not self._walked:
             self._walked = True
             try:
-                self._commits = self.repo.walk((head for _ref, head in self.wanted.values()), [MESSAGES])
+                self._walk = self.repo.walk_columns((head for _ref, head in self.wanted.values()), [MESSAGES])
             except GitError:
-                self._commits = None
+                self._walk = None
         if agent not in self._logs:
             head = self.wanted[agent][1]
             try:
-                self._logs[agent] = first_parent(self._commits, head) if self._commits is not None else self.repo.log(
-                    head)
+                self._logs[agent] = (BranchLog.of_walk(self._walk, head) if self._walk is not None
+                                     else BranchLog.of_commits(self.repo.log(head)))
             except GitError as err:
                 self._logs[agent] = err
         found = self._logs[agent]
@@ -258,7 +261,7 @@ class _Workspace:
             self._read_ahead = min(_MOST_AHEAD, max(1, 2 * self._read_ahead))
         following = itertools.islice(self.wanted, self._order[agent] + 1, None)
         later = (a for a in following if a not in self._handed and a not in self._ready)
-        batch: dict[str, list[Commit]] = {}
+        batch: dict[str, BranchLog] = {}
         for other in [agent, *itertools.islice(later, self._read_ahead)]:
             try:
                 batch[other] = self.log(other)
@@ -286,12 +289,12 @@ class _Workspace:
         self._started.add(agent)
         records, reported, title = self._ready.pop(agent)
         self.diags.extend(reported)
-        for commit in log:  # a committer time no timestamp holds: reported, and the commit's time is null
-            held(commit.time, self.diags, f"{self.repo.git_dir}@{commit.sha}", "committer time")
+        for i, seconds in log.unheld.items():  # a committer time no timestamp holds: reported, and it is null
+            held(datetime_of_seconds(seconds), self.diags, f"{self.repo.git_dir}@{log.shas[i]}", "committer time")
         inherited: set[str] = set()
         for other in self._ancestors(agent):
             try:
-                inherited |= {c.sha for c in self.log(other)}
+                inherited.update(self.log(other).shas)
             except GitError:
                 continue  # reported when that branch is read
         entries, summary = _replay(self.replayer, agent, head, log, records, inherited, self.shallow,
@@ -309,24 +312,26 @@ def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[S
 
 
 def _replay(
-    replayer: Replayer, agent: str, head: str, log: list[Commit], records: list[StepRecord], inherited: set[str],
+    replayer: Replayer, agent: str, head: str, log: BranchLog, records: list[StepRecord], inherited: set[str],
     shallow: frozenset[str], title: str | None,
 ) -> tuple[list[Entry], Summary]:
     """One branch read: its entries (in order) and its summary.
 
     The commits are decoded into history events (:func:`.branch.decode`), the steps' spend is
-    settled (:func:`.spend.settle`), and the history core counts each commit's state.
+    settled (:func:`.spend.settle`), and the history core counts the state each event leaves and
+    spreads them over every commit, as the growth columns.
     """
-    index_of = {c.sha: i for i, c in enumerate(log)}
+    n = len(log)
+    index_of = dict(zip(log.shas, range(n), strict=True))
     steps = StepIndex(records, index_of)
     decoded = decode(replayer, log, steps, shallow)
-    theirs = {name for name, added in decoded.added_at.items() if log[added].sha in inherited}
+    theirs = {name for name, added in decoded.added_at.items() if log.shas[added] in inherited}
     spend = settle(decoded.entries, records, steps, decoded.added_at, theirs)
-    states = list(replay(decoded.events, spend.usage_of))
-    growth = tuple(GrowthRow(position=i, event="commit", messages=s.messages, chars=s.chars,
-                             context_tokens=s.context_tokens, orphans=s.orphans, at=c.at, commit=c.sha)
-                   for i, (c, s) in enumerate(zip(log, states, strict=True)))
-    assembly = [OrphanRow(t, "assembly", None, head) for t in (states[-1].dropped if states else ())]
+    timeline = Timeline(list(replay(decoded.events, spend.usage_of)), decoded.at, n)
+    messages, chars, context, orphans = timeline.columns()
+    growth = GrowthColumns(n, pa.array(np.arange(n, dtype=np.int64)), log.timestamps(), repeated("commit", n),
+                           messages, chars, context, commit=pa.array(log.shas, pa.string()), orphans=orphans)
+    assembly = [OrphanRow(t, "assembly", None, head) for t in timeline.state(n - 1).dropped]
     recorded: list[dict[str, Any]] = []
     steps_rows: list[dict[str, Any]] = []
     for rec in records:
@@ -341,7 +346,7 @@ def _replay(
         })
         recorded += [{"step": rec.step, "commit": rec.commit, "tool_use_id": t, "found_by": "record"}
                      for t in rec.dropped_orphans or ()]
-        dropped = dropped_at(replayer, rec.commit, index_of, states) if rec.commit else None
+        dropped = dropped_at(replayer, rec.commit, index_of, timeline) if rec.commit else None
         assembly += [OrphanRow(t, "assembly", rec.step, rec.commit) for t in dropped or ()]
     summary = Summary(usage=spend.usage, growth=growth, title=title, assembly_orphans=tuple(assembly),
                       rows={"orphans": tuple(recorded), "steps": tuple(steps_rows)})
