@@ -73,9 +73,7 @@ class StepRecord:
 
 
 def _read(path: str, diags: Diagnostics) -> bytes | None:
-    if not os.path.lexists(path):
-        return None
-    return read_regular(path, diags)
+    return read_regular(path, diags, missing_ok=True)
 
 
 def _json(path: str, diags: Diagnostics) -> Any:
