@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -30,6 +30,7 @@ from ..core.handoff import (
     UsageRow,
     repeated,
 )
+from ..core.model import Usage
 from ..core.values import counter_sum
 from .chunks import PairedChunks, conversation_chunks, entry_chunks
 from .columns import TableBuilder, to_pandas, usage_table
@@ -48,13 +49,31 @@ class _Gathered:
 
     calls: Pairing  # the pairing walk's rows and counts
     times: EntryTimes  # when the entries holding tool calls and results were written
-    usage_rows: list[UsageRow]
+    usage: list[_EntryUsage]  # the usage on the entries, turned into rows only when the source gives none
     count: int
     first_at: datetime | None
     last_at: datetime | None
     bare: list[int]  # positions of assistant entries that carry no usage
     sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
     derived: list[GrowthColumns]  # one growth row per message, per chunk (kept unless the source gives its own)
+
+
+@dataclass(frozen=True, slots=True)
+class _EntryUsage:
+    """The usage a chunk's entries carry, and the columns their usage rows name."""
+
+    usages: Sequence[Usage | None]
+    ids: pa.Array
+    positions: pa.Array
+    models: pa.Array
+    created: pa.Array
+
+    def rows(self) -> list[UsageRow]:
+        """One usage row per entry that carries usage (``found_in="entry"``)."""
+        ids, positions = self.ids.to_pylist(), self.positions.to_pylist()
+        models, times = self.models.to_pylist(), self.created.to_pylist()
+        return [UsageRow(u, ids[i], positions[i], models[i], None, times[i], found_in="entry")
+                for i, u in enumerate(self.usages) if u is not None]
 
 
 def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
@@ -130,7 +149,7 @@ class FrameBuilder:
     def _gather(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Gathered:
         key = (conv.source, conv.conversation_id)
         walking = PairedChunks(chunks, paired)
-        usage_rows: list[UsageRow] = []  # from the entries, used when the source gives none
+        usage: list[_EntryUsage] = []  # from the entries, used when the source gives none
         bare: list[int] = []
         first_at: datetime | None = None
         last_at: datetime | None = None
@@ -154,18 +173,14 @@ class FrameBuilder:
             bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
             self.builders["messages"].add_columns(chunk, n, {"source": key[0], "conversation_id": key[1]})
             if usages:
-                ids, models, times = chunk.id.to_pylist(), chunk.model.to_pylist(), created.to_pylist()
-                for i, u in enumerate(usages):
-                    if u is not None:
-                        usage_rows.append(UsageRow(u, ids[i], int(chunk.position[i].as_py()), models[i], None,
-                                                   times[i], found_in="entry"))
+                usage.append(_EntryUsage(usages, chunk.id, chunk.position, chunk.model, created))
             grown = history.append_columns(chunk.text_chars, usages)  # one state per message
             sizes.append((chunk.position, grown.chars))
             derived.append(GrowthColumns(n, chunk.position, created, repeated("message", n), grown.messages,
                                          grown.chars, grown.context_tokens))
             count += n
         calls = walking.pairing()
-        return _Gathered(calls, walking.times(), usage_rows, count, first_at, last_at, bare, sizes, derived)
+        return _Gathered(calls, walking.times(), usage, count, first_at, last_at, bare, sizes, derived)
 
     def _finish(self, conv: Conversation, gathered: _Gathered, summary: Summary) -> None:
         if not summary.readable:  # handed over unread, and then found unreadable: no rows
@@ -180,7 +195,7 @@ class FrameBuilder:
         if calls.rows.num_rows:
             self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
         # Read after the walk: a streaming source hands over its summary when its stream ends.
-        rows = gathered.usage_rows if summary.usage is None else list(summary.usage)
+        rows = [r for u in gathered.usage for r in u.rows()] if summary.usage is None else list(summary.usage)
         tokens, unreported = self._usage(given, conv.path, rows)
         linked = {r.seq for r in rows if r.seq is not None}
         unreported += sum(1 for p in gathered.bare if p not in linked)
