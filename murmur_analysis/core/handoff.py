@@ -128,8 +128,9 @@ class GrowthRow:
 class GrowthColumns:
     """Growth rows as columns, one Arrow array per ``growth`` column (by name).
 
-    The rows of a chunk of messages, or a source's own timeline (a litany branch's commits). A column left ``None`` is null on every row; ``source`` and ``conversation_id`` are given
-    by the frame builder.
+    The rows of a chunk of messages, or a source's own timeline (a litany branch's commits). A
+    column left ``None`` is null on every row; ``source`` and ``conversation_id`` are given by the
+    frame builder.
     """
 
     rows: int

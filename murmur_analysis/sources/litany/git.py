@@ -17,19 +17,24 @@ The cost model: one ``git log --raw`` for the whole repository lists every commi
 from the branches read, each with the blobs it changed under the paths asked for
 (:meth:`GitRepo.walk_columns`, parsed by :mod:`murmur_analysis.sources.litany.gitlog` into columns); each
 branch is then its first-parent chain through it (:meth:`murmur_analysis.sources.litany.gitlog.Walk.chain`). One
-``git cat-file --batch`` per repository reads every blob not read before. Blobs are cached by
-object id, so a blob shared by a thousand commits is read once.
+``git cat-file --batch`` process per repository, kept running, reads every blob not read before,
+batch after batch (:meth:`GitRepo.read`). Blobs are cached by object id, so a blob shared by a
+thousand commits is read once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import tempfile
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ...core.files import file_kind, listing
 from ...errors import GitError
@@ -112,6 +117,8 @@ class GitRepo:
         self.git = git
         self.blob_reads = 0
         self._hazards: list[str] | None = None
+        self._batch: _CatFile | None = None
+        self._closer: weakref.finalize[[], GitRepo] | None = None
 
     def hazards(self) -> list[str]:
         """Files of the repository git would block on: FIFOs, sockets and devices among its own files.
@@ -301,31 +308,121 @@ class GitRepo:
     def read(self, names: Iterable[str]) -> dict[str, bytes | None]:
         """The contents of the given blobs (``None`` for a missing object or one not a blob).
 
-        One ``git cat-file --batch`` process reads them all. A name may be an object id or
-        ``<commit>:<path>``. Nothing is cached here: callers keep what they parsed, keyed by
-        object id, and never ask twice.
+        Every read of a repository goes through one ``git cat-file --batch`` process, started
+        by the first and kept until :meth:`close`: the names are written to it and its answers
+        read back, batch after batch. A name may be an object id or ``<commit>:<path>``.
+        Nothing is cached here: callers keep what they parsed, keyed by object id, and never
+        ask twice.
+
+        Raises:
+            GitError: git could not be started or stopped answering, or the repository holds
+                a file git would block on (:meth:`hazards`).
         """
         wanted = list(dict.fromkeys(names))
-        return self._batch(wanted) if wanted else {}
-
-    def _batch(self, names: Sequence[str]) -> dict[str, bytes | None]:
-        if any("\n" in n for n in names):
+        if not wanted:
+            return {}
+        if any("\n" in n for n in wanted):
             raise GitError("an object name holds a newline")
-        out = self.run("cat-file", "--batch", stdin=("\n".join(names) + "\n").encode("utf-8", "surrogateescape"))
+        if self._batch is None:
+            self._refuse_hazards()
+            self._batch = _CatFile(self._cmd(("cat-file", "--batch")), os.fspath(self.git_dir))
+            self._closer = weakref.finalize(self, self._batch.close)
+        try:
+            found = self._batch.read(wanted)
+        except BaseException:
+            self.close()
+            raise
+        self.blob_reads += found.blobs
+        return found.contents
+
+    def close(self) -> None:
+        """Stop the ``cat-file --batch`` process of :meth:`read`, if one runs (a later read starts another)."""
+        batch, self._batch = self._batch, None
+        if self._closer is not None:
+            self._closer.detach()
+            self._closer = None
+        if batch is not None:
+            batch.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    contents: dict[str, bytes | None]
+    blobs: int
+
+
+class _CatFile:
+    """One running ``git cat-file --batch``: names written to it, objects read back in the same order."""
+
+    def __init__(self, cmd: list[str], cwd: str) -> None:
+        self._where = cwd
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (open while git runs: closed by close())
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errors,
+                                          env=safe_env(), cwd=cwd)
+        except OSError as err:
+            self._errors.close()
+            raise GitError(f"cannot run git on {cwd}: {err}", hint="is git installed?") from err
+
+    def read(self, names: Sequence[str]) -> _Found:
+        proc = self._proc
+        assert proc.stdin is not None and proc.stdout is not None
+        request = ("\n".join(names) + "\n").encode("utf-8", "surrogateescape")
+        writer = threading.Thread(target=_write, args=(proc.stdin, request), daemon=True)
+        writer.start()  # git answers while it is still being asked: neither side waits on a full pipe
+        try:
+            return self._answers(names)
+        except BaseException:
+            proc.kill()  # the writer is never left blocked on a pipe no one reads
+            raise
+        finally:
+            writer.join()
+
+    def _answers(self, names: Sequence[str]) -> _Found:
+        out = self._proc.stdout
+        assert out is not None
         found: dict[str, bytes | None] = {}
-        pos = 0
+        blobs = 0
         for name in names:
-            end = out.index(b"\n", pos)
-            header = out[pos:end].split(b" ")
-            pos = end + 1
-            if len(header) != 3 or header[-1] == b"missing":
+            header = out.readline().split(b" ")
+            if not header[-1].endswith(b"\n"):
+                raise GitError(f"git cat-file failed on {self._where}: {self._stderr()}")
+            if len(header) != 3 or header[-1] == b"missing\n":
                 found[name] = None
                 continue
             size = int(header[2])
-            found[name] = out[pos : pos + size] if header[1] == b"blob" else None
-            self.blob_reads += header[1] == b"blob"
-            pos += size + 1
-        return found
+            data = out.read(size + 1)
+            if len(data) != size + 1:
+                raise GitError(f"git cat-file failed on {self._where}: {self._stderr()}")
+            found[name] = data[:size] if header[1] == b"blob" else None
+            blobs += header[1] == b"blob"
+        return _Found(found, blobs)
+
+    def _stderr(self) -> str:
+        self._errors.seek(0)
+        detail = self._errors.read().decode("utf-8", "replace").strip().splitlines()
+        return detail[-1] if detail else "no answer"
+
+    def close(self) -> None:
+        proc = self._proc
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        self._errors.close()
+
+
+def _write(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.flush()
+    except (BrokenPipeError, ValueError):
+        pass  # git stopped reading: the reader sees why
 
 
 #: Files git opens in a git directory, when they exist.

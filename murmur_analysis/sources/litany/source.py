@@ -299,6 +299,8 @@ class _Workspace:
                 continue  # reported when that branch is read
         entries, summary = _replay(self.replayer, agent, head, log, records, inherited, self.shallow,
                                    title.decode("utf-8", "replace").strip() if title else None)
+        if all(a in self._started or isinstance(self._logs.get(a), GitError) for a in self.wanted):
+            self.repo.close()  # every branch is read: git's cat-file process is not needed any more
         yield from entries
         return summary
 
@@ -374,6 +376,9 @@ def assemble_commit(repo: str | os.PathLike[str], rev: str) -> Assembled:
     git_dir = find_git_dir(path)
     if git_dir is None:
         raise GitError(f"not a git repository or litany workspace: {path}")
-    replayer = Replayer(GitRepo(git_dir), Diagnostics("litany"))
-    _sha, entries = replayer.entries_at(rev)
+    git = GitRepo(git_dir)
+    try:
+        _sha, entries = Replayer(git, Diagnostics("litany")).entries_at(rev)
+    finally:
+        git.close()
     return assemble(entries)
