@@ -85,10 +85,17 @@ _TAGS: dict[Dialect, dict[str, type]] = {
 _TOOL_USE_TAG: dict[Dialect, str] = {"brazen": "tool_use", "murmur": "tool_call"}
 
 
-def _decode_spec(cls: type, obj: Mapping[str, object], spec: _Spec) -> Block | None:
+#: Each spec by field name: ``name -> (required, expected type)``; and each spec's required names.
+_WANTED: dict[type, dict[str, tuple[bool, type | tuple[type, ...] | None]]] = {
+    cls: {name: (required, typ) for name, required, typ in spec} for cls, spec in _SPECS.items()}
+_REQUIRED: dict[type, tuple[str, ...]] = {
+    cls: tuple(name for name, required, _typ in spec if required) for cls, spec in _SPECS.items()}
+
+
+def _decode_spec(cls: type, obj: Mapping[str, object]) -> Block | None:
     values: dict[str, object] = {}
     extra: dict[str, object] = {}
-    wanted = {name: (required, typ) for name, required, typ in spec}
+    wanted = _WANTED[cls]
     for key, value in obj.items():
         if key == "type":
             continue
@@ -100,8 +107,8 @@ def _decode_spec(cls: type, obj: Mapping[str, object], spec: _Spec) -> Block | N
         if typ is not None and not isinstance(value, typ):
             return None
         values[key] = value
-    for name, required, _ in spec:
-        if required and name not in values:
+    for name in _REQUIRED[cls]:
+        if name not in values:
             return None
     if extra:
         values["extra"] = extra
@@ -132,7 +139,7 @@ def block_from_wire(value: object, dialect: Dialect = "brazen") -> Block:
     if cls is ToolResult:
         decoded = _decode_tool_result(value, dialect)
     elif cls is not None:
-        decoded = _decode_spec(cls, value, _SPECS[cls])
+        decoded = _decode_spec(cls, value)
     elif tag.endswith("_tool_result") and dialect == "brazen":
         decoded = _decode_server_result(value)
     else:

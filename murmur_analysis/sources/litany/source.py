@@ -207,7 +207,10 @@ class _Workspace:
         return cls(repo, steps_dir, diags, wanted)
 
     def _ancestors(self, agent: str) -> list[str]:
-        return [a for a in self.wanted if agent.startswith(a + "-")]
+        """The wanted agents ``agent`` was forked from (its id extends theirs with ``-``), in ref order."""
+        parts = agent.split("-")
+        found = (a for a in ("-".join(parts[:k]) for k in range(1, len(parts))) if a in self.wanted)
+        return sorted(found, key=self._order.__getitem__)
 
     def conversation(self, agent: str) -> Conversation:
         """The conversation of branch ``agent``: nothing of it read until its entries are iterated."""

@@ -99,8 +99,13 @@ def _match_outputs(
         claimed.add(rec.step)
         return True
 
+    placed_with: dict[int, list[Entry]] = {}  # the model entries each step's commit range holds, by id(record)
+    for e in model:
+        rec = placed.get(e.id or "")
+        if rec is not None:
+            placed_with.setdefault(id(rec), []).append(e)
     for rec in records:
-        pool = [e for e in model if placed.get(e.id or "") is rec and (e.id or "") not in owner]
+        pool = [e for e in placed_with.get(id(rec), ()) if (e.id or "") not in owner]
         take(rec, pool, True)
     for rec in records:
         if rec.step not in claimed and rec.step in sealed_usage:
