@@ -10,7 +10,6 @@ business; this module only parses.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -29,8 +28,6 @@ LOG_ARGS = (
     "--no-color", "--no-decorate", "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap",
     f"--format=tformat:{_HEADER}%H %ct %P",
 )
-#: One record of the output: a commit's header, a ``--raw`` line with the path after it, or anything else.
-_TOKEN = re.compile(rb"\n*(commit [^\0]*)\0|\n*(:[^\0]*)\0([^\0]*)\0|\n*([^\0]*)\0")
 #: Unix seconds a timestamp holds (years 1..9999, as :func:`datetime_of_seconds` decides).
 _FIRST_SECOND, _LAST_SECOND = -62_135_596_800, 253_402_300_799
 
@@ -221,36 +218,46 @@ class LogParser:
         return self.finish_walk().commits()
 
     def finish_walk(self) -> Walk:
-        """Every commit parsed, as columns (see :meth:`finish`)."""
+        """Every commit parsed, as columns (see :meth:`finish`).
+
+        The output is split at its NULs once; the ``--raw`` lines are found among the records
+        (the record after each is its path, whatever it holds) and every other record is a
+        commit's header, so the work per commit is a few list comprehensions, not a loop.
+        """
         out = b"".join(self._pieces)
         self._pieces = []
-        if out and not out.endswith(b"\0"):
-            out += b"\0"  # the last record's end
-        shas: list[str] = []
-        seconds: list[int] = []
-        parents: list[tuple[str, ...]] = []
+        tokens = out.split(b"\0")
+        if not tokens[-1]:
+            tokens.pop()  # the part after the last NUL (a last record with no NUL still counts)
+        stripped = [t.lstrip(b"\n") for t in tokens]
+        raws: list[int] = []
+        for i in (i for i, t in enumerate(stripped) if t[:1] == b":"):
+            if not raws or i != raws[-1] + 1:  # the record after a --raw line is its path, whatever it holds
+                raws.append(i)
+        if raws and raws[-1] + 1 == len(tokens):
+            raise GitError("git log output ended inside a change")
+        paths = {i + 1 for i in raws}
+        heads = [i for i, t in enumerate(stripped) if t[:7] == b"commit " and i not in paths]
+        odd = next((t for i, t in enumerate(stripped) if t and t[:7] != b"commit " and t[:1] != b":"
+                    and i not in paths), None)
+        if odd is not None or (raws and (not heads or raws[0] < heads[0])):
+            raise GitError(f"unexpected git log output: {(odd if odd is not None else stripped[raws[0]])[:80]!r}")
+        fields = [stripped[i].split(b" ") for i in heads]  # b"commit", id, time, parents...
+        bad = next((f for f in fields if len(f) < 3 or not f[2].isdigit()), None)
+        if bad is not None:
+            raise GitError(f"unexpected git log header: {b' '.join(bad[1:]).decode('utf-8', 'replace')[:80]!r}")
+        shas = [f[1].decode() for f in fields]
+        times = [int(f[2]) for f in fields]
+        parents = [(f[3].decode(),) if len(f) == 4 and f[3] else tuple(p.decode() for p in f[3:] if p) for f in fields]
         changes: dict[int, list[Change]] = {}
-        for head, raw, path, other in _TOKEN.findall(out):
-            if head:
-                fields = head[7:].decode().split(" ")
-                if len(fields) < 2 or not fields[1].isdigit():
-                    raise GitError(f"unexpected git log header: {' '.join(fields)[:80]!r}")
-                shas.append(fields[0])
-                seconds.append(int(fields[1]))
-                parents.append(tuple(p for p in fields[2:] if p))
-            elif raw:
-                if not shas:
-                    raise GitError(f"unexpected git log output: {raw[:80]!r}")
-                _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
-                changes.setdefault(len(shas) - 1, []).append(
-                    Change(path.decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
-            elif other[:1] == b":":
-                raise GitError("git log output ended inside a change")
-            elif other:
-                raise GitError(f"unexpected git log output: {other[:80]!r}")
+        owners = np.searchsorted(np.asarray(heads, dtype=np.int64), np.asarray(raws, dtype=np.int64), side="right") - 1
+        for r, owner in zip(raws, owners.tolist(), strict=True):
+            _old_mode, mode, _old, blob, status = stripped[r][1:].decode().split(" ")
+            changes.setdefault(owner, []).append(
+                Change(tokens[r + 1].decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
         changed = np.zeros(len(shas), dtype=bool)
         changed[list(changes)] = True
-        return Walk(shas, seconds, _int64(seconds), parents, {i: tuple(c) for i, c in changes.items()},
+        return Walk(shas, times, _int64(times), parents, {i: tuple(c) for i, c in changes.items()},
                     dict(zip(shas, range(len(shas)), strict=True)), changed)
 
 

@@ -1,0 +1,134 @@
+"""The litany reader's columnar pieces: the walk as columns, a branch through it, the history's
+timeline, one cat-file process per repository, and the lean file read the step records use."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
+
+from murmur_analysis.algorithms.history import Appended, Event, Reset, Timeline, replay
+from murmur_analysis.core.files import read_regular
+from murmur_analysis.core.model import Entry
+from murmur_analysis.core.wire import blocks_from_wire
+from murmur_analysis.sources import Diagnostics
+from murmur_analysis.sources.litany.git import GitRepo
+from murmur_analysis.sources.litany.gitlog import BranchLog, parse_log
+
+USE = {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls"}}
+RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}]}
+ORPHAN = {"type": "tool_result", "tool_use_id": "nope", "content": [{"type": "text", "text": "?"}]}
+
+
+def forked(root: Path) -> Path:
+    repo = RepoBuilder(root / "repo.git")
+    p = Branch(repo, "p")
+    p.put(tree(("001-op.md", "go"), ("002-m.json", blocks(USE))))
+    fork = p.put(tree(("003-tool.json", blocks(RESULT))))
+    p.put({"src/a.py": "a"})
+    p.put(tree(("004-op.md", "parent goes on")))
+    c = Branch(repo, "p-c", start=T0 + 10_000, parent=fork)
+    c.put({"name": "child\n", "src/b.py": "b"})
+    c.put(tree(("004-tool.json", j({"content": [ORPHAN]}))))
+    repo.finish()
+    return root / "repo.git"
+
+
+def test_a_branch_through_the_walk_is_the_branch_its_own_log_gives(tmp_path: Path) -> None:
+    repo = GitRepo(forked(tmp_path))
+    heads = repo.refs()
+    walk = repo.walk_columns(heads.values(), ["messages/"])
+    assert len(walk.shas) == len(set(walk.shas)) == 6  # each commit once, the shared ones too
+    assert {c.sha: c for c in walk.commits()} == repo.walk(heads.values(), ["messages/"])
+    for head in heads.values():
+        alone = repo.log(head)
+        branch = BranchLog.of_walk(walk, head)
+        assert branch.shas == [c.sha for c in alone]
+        assert branch.seconds.tolist() == [int(c.time.timestamp()) for c in alone]  # type: ignore[union-attr]
+        assert [branch.at(i) for i in range(len(branch))] == [c.at for c in alone]
+        assert branch.changes == {i: tuple(ch for ch in c.changes if ch.path.startswith("messages/"))
+                                  for i, c in enumerate(alone) if any(ch.path.startswith("messages/")
+                                                                      for ch in c.changes)}
+        assert BranchLog.of_commits(alone).shas == branch.shas
+        stamps = branch.timestamps()
+        assert stamps.type == pa.timestamp("us", tz="UTC") and stamps.to_pylist() == [c.at for c in alone]
+
+
+def test_a_commit_time_no_timestamp_holds_is_null_in_every_column() -> None:
+    sha, other = "a" * 40, "b" * 40
+    out = f"commit {sha} 99999999999999 \0commit {other} 1700000000 {sha}\0".encode()
+    commits = parse_log(out)
+    branch = BranchLog.of_commits(list(reversed(commits)))
+    assert branch.unheld == {1: 99999999999999}
+    assert branch.at(1) is None and branch.at(0) == commits[1].at
+    assert branch.timestamps().to_pylist() == [commits[1].at, None]
+
+
+def test_the_timeline_spreads_each_state_over_the_points_that_leave_it_alone() -> None:
+    a = Entry(position=1, side="assistant", blocks=blocks_from_wire([USE]))
+    b = Entry(position=2, side="tool", blocks=blocks_from_wire([RESULT]))
+    c = Entry(position=3, side="tool", blocks=blocks_from_wire([ORPHAN]))
+    events: dict[int, Event] = {2: Appended((a,)), 3: Appended((b,)), 6: Appended((c,)), 8: Reset((a, c))}
+    points = 10
+    every = list(replay(events.get(i, Appended(())) for i in range(points)))  # one event per point
+    timeline = Timeline(list(replay(events.values())), list(events), points)
+    assert [timeline.state(i) for i in range(points)] == every
+    messages, chars, context, orphans = timeline.columns()
+    assert messages.to_pylist() == [s.messages for s in every] == [0, 0, 1, 2, 2, 2, 3, 3, 2, 2]
+    assert chars.to_pylist() == [s.chars for s in every]
+    assert context.to_pylist() == [s.context_tokens for s in every]
+    assert orphans.to_pylist() == [s.orphans for s in every] == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert Timeline([], [], 3).columns()[0].to_pylist() == [0, 0, 0]
+
+
+def test_every_read_of_a_repository_goes_through_one_cat_file_process(tmp_path: Path) -> None:
+    repo = GitRepo(forked(tmp_path))
+    log = repo.log(repo.refs()["refs/heads/agents/p"])
+    blobs = {ch.blob: ch.path for c in log for ch in c.changes if ch.status != "D"}
+    first = repo.read(list(blobs)[:2])
+    process = repo._batch
+    assert process is not None and all(first.values())
+    second = repo.read([*list(blobs)[2:], "0" * 40, f"{log[-1].sha}:name"])
+    assert repo._batch is process  # the same process answered the second batch
+    assert second["0" * 40] is None and second[f"{log[-1].sha}:name"] is None  # missing: None, the batch goes on
+    assert repo.read([f"{log[-1].sha}:messages/001-op.md"]) == {f"{log[-1].sha}:messages/001-op.md": b"go"}
+    assert repo.blob_reads == len(blobs) + 1
+    repo.close()
+    assert repo._batch is None and process._proc.poll() is not None  # stopped, and waited for
+    assert repo.read([f"{log[-1].sha}:messages/001-op.md"])  # a later read starts another
+    repo.close()
+
+
+def test_read_regular_reads_a_file_and_reports_what_it_cannot(tmp_path: Path) -> None:
+    diags = Diagnostics("litany")
+    (tmp_path / "f").write_bytes(b"x" * 70_000)
+    assert read_regular(tmp_path / "f", diags) == b"x" * 70_000
+    assert read_regular(tmp_path / "absent", diags, missing_ok=True) is None and not diags.rows
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("absent", "dangling", "fifo"):
+        assert read_regular(tmp_path / name, diags, missing_ok=True) is None
+    assert [os.path.basename(d.path) for d in diags.rows] == ["dangling", "fifo"]  # the FIFO was never waited on
+    assert read_regular(tmp_path / "absent", diags) is None and len(diags.rows) == 3
+
+
+@pytest.mark.parametrize("extra", [0, 30])
+def test_a_branch_load_builds_its_growth_as_columns(tmp_path: Path, extra: int) -> None:
+    import murmur_analysis as ma
+
+    repo = RepoBuilder(tmp_path / "repo.git")
+    a = Branch(repo, "a")
+    a.put(tree(("001-op.md", "go"), ("002-m.json", blocks(USE))))
+    for i in range(extra):
+        a.put({"work/counter.txt": f"{i}\n"})
+    a.put(tree(("003-tool.json", blocks(ORPHAN))))
+    repo.finish()
+    growth = ma.load(tmp_path / "repo.git").tables["growth"]
+    assert growth["position"].to_pylist() == list(range(extra + 2))
+    assert growth["messages"].to_pylist() == [2] * (extra + 1) + [3]
+    assert growth["orphans"].to_pylist() == [0] * (extra + 1) + [1]
+    assert growth["event"].to_pylist() == ["commit"] * (extra + 2)
+    assert growth["at"].to_pylist()[-1].timestamp() == T0 + 60 * (extra + 2)
