@@ -30,9 +30,11 @@ conversation's :class:`~murmur_analysis.core.handoff.Summary`.
 
 Git is read through :mod:`murmur_analysis.sources.litany.git` (plumbing only, safe on hostile repositories).
 The first branch read walks every branch of its repository in one ``git log`` listing only
-``messages/`` changes; each branch then reads, in one ``git cat-file --batch``, the blobs no
-branch read before it: every blob is parsed once per load however many commits and branches
-hold it. A commit that does not touch ``messages/`` costs one log line and one growth row.
+``messages/`` changes, parsed into columns; each batch of branches then asks the repository's
+one ``git cat-file --batch`` process for the blobs no branch read before: every blob is parsed
+once per load however many commits and branches hold it. A commit that does not touch
+``messages/`` costs one log line and no Python object of its own: the history core spreads the
+states over the commits, and the growth rows leave as columns.
 """
 
 from __future__ import annotations
