@@ -132,3 +132,20 @@ def test_a_branch_load_builds_its_growth_as_columns(tmp_path: Path, extra: int) 
     assert growth["orphans"].to_pylist() == [0] * (extra + 1) + [1]
     assert growth["event"].to_pylist() == ["commit"] * (extra + 2)
     assert growth["at"].to_pylist()[-1].timestamp() == T0 + 60 * (extra + 2)
+
+
+def test_the_log_parser_refuses_what_git_log_does_not_write() -> None:
+    from murmur_analysis.errors import GitError
+
+    raw = f":000000 100644 {'0' * 40} {'1' * 40} A".encode()
+    head = f"commit {'a' * 40} 1700000000 ".encode()
+    with pytest.raises(GitError, match="unexpected git log output"):
+        parse_log(raw + b"\0messages/001-op.md\0" + head + b"\0")  # a change before any commit
+    with pytest.raises(GitError, match="ended inside a change"):
+        parse_log(head + b"\0\n" + raw + b"\0")  # a change with no path
+    with pytest.raises(GitError, match="unexpected git log header"):
+        parse_log(f"commit {'a' * 40} soon \0".encode())
+    with pytest.raises(GitError, match="unexpected git log output"):
+        parse_log(head + b"\0something else\0")
+    pieces = parse_log(head + b"\0\n" + raw + b"\0:odd name\0")  # a path may look like a change
+    assert [ch.path for c in pieces for ch in c.changes] == [":odd name"]

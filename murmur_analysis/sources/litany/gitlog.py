@@ -200,14 +200,31 @@ def parse_log(out: bytes) -> list[Commit]:
 
 
 class LogParser:
-    """The ``-z --raw`` output of ``git log``, fed in pieces of any size, parsed whole at the end."""
+    """The ``-z --raw`` output of ``git log``, fed in pieces of any size, parsed as they arrive.
+
+    Each piece is split at its NULs once; the ``--raw`` lines are found among its records (the
+    record after each is its path, whatever it holds) and every other record is a commit's
+    header, so the work per commit is a few list comprehensions, not a loop. A record cut by
+    the end of a piece waits for the next.
+    """
 
     def __init__(self) -> None:
-        self._pieces: list[bytes] = []
+        self._shas: list[str] = []
+        self._times: list[int] = []
+        self._parents: list[tuple[str, ...]] = []
+        self._changes: dict[int, list[Change]] = {}
+        self._rest = b""  # an unfinished record
+        self._raw: bytes | None = None  # a --raw line waiting for its path
 
     def feed(self, data: bytes) -> None:
-        """Take the next piece of output."""
-        self._pieces.append(data)
+        """Parse the next piece of output.
+
+        Raises:
+            GitError: the output is not what ``git log -z --raw`` writes.
+        """
+        records = (self._rest + data).split(b"\0") if self._rest else data.split(b"\0")
+        self._rest = records.pop()
+        self._take(records)
 
     def finish(self) -> list[Commit]:
         """Every commit parsed, in git's order.
@@ -218,47 +235,57 @@ class LogParser:
         return self.finish_walk().commits()
 
     def finish_walk(self) -> Walk:
-        """Every commit parsed, as columns (see :meth:`finish`).
+        """Every commit parsed, as columns (see :meth:`finish`)."""
+        rest, self._rest = self._rest, b""
+        if rest:
+            self._take([rest])  # the last record, with no NUL after it
+        if self._raw is not None:
+            raise GitError("git log output ended inside a change")
+        shas, times = self._shas, self._times
+        changed = np.zeros(len(shas), dtype=bool)
+        changed[list(self._changes)] = True
+        return Walk(shas, times, _int64(times), self._parents, {i: tuple(c) for i, c in self._changes.items()},
+                    dict(zip(shas, range(len(shas)), strict=True)), changed)
 
-        The output is split at its NULs once; the ``--raw`` lines are found among the records
-        (the record after each is its path, whatever it holds) and every other record is a
-        commit's header, so the work per commit is a few list comprehensions, not a loop.
-        """
-        out = b"".join(self._pieces)
-        self._pieces = []
-        tokens = out.split(b"\0")
-        if not tokens[-1]:
-            tokens.pop()  # the part after the last NUL (a last record with no NUL still counts)
-        stripped = [t.lstrip(b"\n") for t in tokens]
+    def _take(self, records: list[bytes]) -> None:
+        start = 0
+        if self._raw is not None and records:  # the path of the --raw line the last piece ended with
+            self._change(len(self._shas) - 1, self._raw, records[0])
+            self._raw, start = None, 1
+        stripped = [r.lstrip(b"\n") for r in records]
         raws: list[int] = []
-        for i in (i for i, t in enumerate(stripped) if t[:1] == b":"):
+        for i in (i for i in range(start, len(stripped)) if stripped[i][:1] == b":"):
             if not raws or i != raws[-1] + 1:  # the record after a --raw line is its path, whatever it holds
                 raws.append(i)
-        if raws and raws[-1] + 1 == len(tokens):
-            raise GitError("git log output ended inside a change")
         paths = {i + 1 for i in raws}
-        heads = [i for i, t in enumerate(stripped) if t[:7] == b"commit " and i not in paths]
-        odd = next((t for i, t in enumerate(stripped) if t and t[:7] != b"commit " and t[:1] != b":"
+        heads = [i for i in range(start, len(stripped)) if stripped[i][:7] == b"commit " and i not in paths]
+        odd = next((t for i, t in enumerate(stripped) if i >= start and t and t[:7] != b"commit " and t[:1] != b":"
                     and i not in paths), None)
-        if odd is not None or (raws and (not heads or raws[0] < heads[0])):
+        if odd is not None or (raws and not self._shas and (not heads or raws[0] < heads[0])):
             raise GitError(f"unexpected git log output: {(odd if odd is not None else stripped[raws[0]])[:80]!r}")
-        fields = [stripped[i].split(b" ") for i in heads]  # b"commit", id, time, parents...
+        first = len(self._shas)
+        self._headers([stripped[i] for i in heads])
+        owners = np.searchsorted(np.asarray(heads, dtype=np.int64), np.asarray(raws, dtype=np.int64), side="right")
+        for r, owner in zip(raws, (owners + first - 1).tolist(), strict=True):
+            if r + 1 == len(records):
+                self._raw = stripped[r]  # its path is in the next piece
+            else:
+                self._change(owner, stripped[r], records[r + 1])
+
+    def _headers(self, heads: list[bytes]) -> None:
+        fields = [h.split(b" ") for h in heads]  # b"commit", id, time, parents...
         bad = next((f for f in fields if len(f) < 3 or not f[2].isdigit()), None)
         if bad is not None:
             raise GitError(f"unexpected git log header: {b' '.join(bad[1:]).decode('utf-8', 'replace')[:80]!r}")
-        shas = [f[1].decode() for f in fields]
-        times = [int(f[2]) for f in fields]
-        parents = [(f[3].decode(),) if len(f) == 4 and f[3] else tuple(p.decode() for p in f[3:] if p) for f in fields]
-        changes: dict[int, list[Change]] = {}
-        owners = np.searchsorted(np.asarray(heads, dtype=np.int64), np.asarray(raws, dtype=np.int64), side="right") - 1
-        for r, owner in zip(raws, owners.tolist(), strict=True):
-            _old_mode, mode, _old, blob, status = stripped[r][1:].decode().split(" ")
-            changes.setdefault(owner, []).append(
-                Change(tokens[r + 1].decode("utf-8", "surrogateescape"), mode, blob, status[:1]))
-        changed = np.zeros(len(shas), dtype=bool)
-        changed[list(changes)] = True
-        return Walk(shas, times, _int64(times), parents, {i: tuple(c) for i, c in changes.items()},
-                    dict(zip(shas, range(len(shas)), strict=True)), changed)
+        self._shas += [f[1].decode() for f in fields]
+        self._times += [int(f[2]) for f in fields]
+        self._parents += [(f[3].decode(),) if len(f) == 4 and f[3] else tuple(p.decode() for p in f[3:] if p)
+                          for f in fields]
+
+    def _change(self, owner: int, raw: bytes, path: bytes) -> None:
+        _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
+        self._changes.setdefault(owner, []).append(Change(path.decode("utf-8", "surrogateescape"), mode, blob,
+                                                          status[:1]))
 
 
 def _int64(seconds: list[int]) -> np.ndarray:
