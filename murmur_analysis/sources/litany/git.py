@@ -351,6 +351,10 @@ class _Found:
     blobs: int
 
 
+#: The read buffer of a cat-file process's answers.
+_READ_BUFFER = 1 << 20
+
+
 class _CatFile:
     """One running ``git cat-file --batch``: names written to it, objects read back in the same order."""
 
@@ -358,8 +362,13 @@ class _CatFile:
         self._where = cwd
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (open while git runs: closed by close())
         try:
+            # A large read buffer and pipe: the reader takes git's answers in few reads, so a busy
+            # thread beside it (the step records being read) hands it the interpreter seldom, not
+            # once per 64 KiB (each wake-up can wait a whole switch interval for it).
             self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._errors,
-                                          env=safe_env(), cwd=cwd)
+                                          env=safe_env(), cwd=cwd, bufsize=_READ_BUFFER)
+            if self._proc.stdout is not None:
+                _grow_pipe(self._proc.stdout.fileno())
         except OSError as err:
             self._errors.close()
             raise GitError(f"cannot run git on {cwd}: {err}", hint="is git installed?") from err
@@ -415,6 +424,16 @@ class _CatFile:
             proc.kill()
             proc.wait()
         self._errors.close()
+
+
+def _grow_pipe(fd: int) -> None:
+    """Let a pipe hold :data:`_READ_BUFFER` bytes, so its reader wakes once per buffer (Linux; elsewhere as it is)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _READ_BUFFER)
+    except (ImportError, AttributeError, OSError):
+        pass
 
 
 def _write(pipe: IO[bytes], data: bytes) -> None:
