@@ -254,15 +254,19 @@ class LogParser:
             self._raw, start = None, 1
         stripped = [r.lstrip(b"\n") for r in records]
         raws: list[int] = []
-        for i in (i for i in range(start, len(stripped)) if stripped[i][:1] == b":"):
-            if not raws or i != raws[-1] + 1:  # the record after a --raw line is its path, whatever it holds
+        for i in [i for i, t in enumerate(stripped) if t[:1] == b":"]:
+            if i >= start and (not raws or i != raws[-1] + 1):  # the record after a --raw line is its path
                 raws.append(i)
-        paths = {i + 1 for i in raws}
-        heads = [i for i in range(start, len(stripped)) if stripped[i][:7] == b"commit " and i not in paths]
-        odd = next((t for i, t in enumerate(stripped) if i >= start and t and t[:7] != b"commit " and t[:1] != b":"
-                    and i not in paths), None)
-        if odd is not None or (raws and not self._shas and (not heads or raws[0] < heads[0])):
-            raise GitError(f"unexpected git log output: {(odd if odd is not None else stripped[raws[0]])[:80]!r}")
+        paths = {i + 1 for i in raws} | ({0} if start else set())
+        heads = [i for i, t in enumerate(stripped) if t[:7] == b"commit "]
+        if paths:
+            heads = [i for i in heads if i not in paths]
+        known = len(heads) + len(raws) + sum(1 for i in paths if i < len(stripped) and stripped[i])
+        early = bool(raws) and not self._shas and (not heads or raws[0] < heads[0])  # a change before any commit
+        if early or known != len(stripped) - stripped.count(b""):  # a record that is none of the three
+            odd = next((t for i, t in enumerate(stripped) if t and t[:7] != b"commit " and t[:1] != b":"
+                        and i not in paths), stripped[raws[0]] if raws else b"")
+            raise GitError(f"unexpected git log output: {odd[:80]!r}")
         first = len(self._shas)
         self._headers([stripped[i] for i in heads])
         owners = np.searchsorted(np.asarray(heads, dtype=np.int64), np.asarray(raws, dtype=np.int64), side="right")
@@ -273,14 +277,14 @@ class LogParser:
                 self._change(owner, stripped[r], records[r + 1])
 
     def _headers(self, heads: list[bytes]) -> None:
-        fields = [h.split(b" ") for h in heads]  # b"commit", id, time, parents...
-        bad = next((f for f in fields if len(f) < 3 or not f[2].isdigit()), None)
-        if bad is not None:
-            raise GitError(f"unexpected git log header: {b' '.join(bad[1:]).decode('utf-8', 'replace')[:80]!r}")
-        self._shas += [f[1].decode() for f in fields]
-        self._times += [int(f[2]) for f in fields]
-        self._parents += [(f[3].decode(),) if len(f) == 4 and f[3] else tuple(p.decode() for p in f[3:] if p)
-                          for f in fields]
+        fields = [h.decode().split(" ") for h in heads]  # "commit", id, time, parents...
+        stamps = [f[2] if len(f) > 2 else "" for f in fields]
+        if stamps and not (all(stamps) and "".join(stamps).isdigit()):
+            bad = next(f for f, t in zip(fields, stamps, strict=True) if not t.isdigit())
+            raise GitError(f"unexpected git log header: {' '.join(bad[1:])[:80]!r}")
+        self._shas += [f[1] for f in fields]
+        self._times += map(int, stamps)
+        self._parents += [tuple(filter(None, f[3:])) for f in fields]
 
     def _change(self, owner: int, raw: bytes, path: bytes) -> None:
         _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
