@@ -272,7 +272,9 @@ def load(
 
     Args:
         *paths: files or folders of any registered source (``~`` is expanded; bytes for a
-            name that is not UTF-8).
+            name that is not UTF-8). With none, every default home found on this machine
+            (``~/.claude``, ``~/.codex``, or what ``CLAUDE_CONFIG_DIR`` and ``CODEX_HOME``
+            name; only ``source``'s when given), as ccusage reads with no argument.
         source: read only this source's data: what it recognises at or directly inside each
             path (its part of a folder of several runtimes), and a path where it recognises
             nothing as its own (forced).
@@ -291,7 +293,7 @@ def load(
 
     Raises:
         NoSourceError: a readable path no source recognises (a folder that cannot be listed
-            is a diagnostics row instead).
+            is a diagnostics row instead), or no path was given and no default home exists.
         UnknownSourceError: ``source`` or a key of ``options`` names no registered source.
         SourceError: ``source`` was forced and found nothing in a path.
         PriceError: ``prices`` cannot be read.
@@ -301,6 +303,10 @@ def load(
         >>> corpus = load("data/samples/murmur")  # doctest: +SKIP
         >>> corpus.messages.groupby("role").size()  # doctest: +SKIP
     """
+    if not paths:
+        from .sources import default_paths
+
+        paths = tuple(default_paths(source))
     bar = None
     if progress is True:
         from .loading.progress import ProgressBar

@@ -29,6 +29,7 @@ __all__ = [
     "PluginWarning",
     "Source",
     "claimants",
+    "default_paths",
     "detect",
     "get_source",
     "registry",
@@ -105,6 +106,30 @@ def registry() -> dict[str, type[Source]]:
             continue
         found[ep.name] = cls
     return found
+
+
+def default_paths(source: str | None = None) -> list[Path]:
+    """The default homes of every registered source (only ``source``'s when given) that exist here.
+
+    Raises:
+        UnknownSourceError: ``source`` names no registered source.
+        NoSourceError: no source has a default home on this machine.
+    """
+    classes = registry()
+    if source is not None and source not in classes:
+        raise UnknownSourceError(f"no source named {source!r}",
+                                 hint=f"registered sources: {', '.join(sorted(classes))}")
+    chosen = [classes[source]] if source is not None else list(classes.values())
+    homes = list(dict.fromkeys(home for cls in chosen for home in cls.default_homes()))
+    if not homes:
+        raise NoSourceError(
+            "no path given, and no runtime's default home exists on this machine",
+            hint="pass a path (a file or folder of any runtime), or set a runtime's home "
+                 "(CLAUDE_CONFIG_DIR for Claude Code, CODEX_HOME for Codex)",
+            cli_hint="give SRC (a file or folder of any runtime), or set a runtime's home "
+                     "(CLAUDE_CONFIG_DIR for Claude Code, CODEX_HOME for Codex)",
+        )
+    return homes
 
 
 def get_source(name: str, **options: Any) -> Source:

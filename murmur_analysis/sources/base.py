@@ -75,6 +75,16 @@ class Source(ABC):
         if options:
             raise TypeError(f"source {self.name!r} takes no option {sorted(options)}")
 
+    @classmethod
+    def default_homes(cls) -> list[Path]:
+        """Where this runtime keeps its data on this machine by default, the folders that exist.
+
+        ``ma.load()`` with no path reads every registered source's default homes (as ccusage
+        does with no argument). The default is none: a runtime without a fixed home is read
+        from the paths given.
+        """
+        return []
+
     @abstractmethod
     def guess_can_open(self, path: Path) -> bool:
         """Whether ``path`` looks like this source's data (cheap: names and a peek at most)."""

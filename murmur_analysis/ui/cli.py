@@ -45,6 +45,10 @@ def _reading(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     """The load arguments common to every command that reads sources, with one progress bar."""
     from ..loading.progress import ProgressBar
 
+    if not args.paths:
+        from ..sources import default_paths
+
+        args.paths = [str(p) for p in default_paths(args.source)]
     options: dict[str, dict[str, Any]] = {}
     if getattr(args, "sessions", None):
         options["murmur"] = {"sessions": args.sessions}
@@ -368,7 +372,9 @@ _FITTING = ("A table fits the terminal (COLUMNS, or its width): long text is cut
 
 def _add_load_args(p: argparse.ArgumentParser) -> None:
     """Add the arguments of every command that loads sources: what to read, and how."""
-    p.add_argument("paths", nargs="+", metavar="SRC", help="a file or folder of any runtime (detected)")
+    p.add_argument("paths", nargs="*", metavar="SRC",
+                   help="a file or folder of any runtime (detected); none: every default home found "
+                        "(~/.claude and ~/.config/claude, ~/.codex, or CLAUDE_CONFIG_DIR and CODEX_HOME)")
     p.add_argument("--source", metavar="NAME",
                    help="read only this runtime's data (see `sources`): its part of a folder of several, "
                         "and a path it does not recognise as its own")
@@ -523,8 +529,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BROKEN_PIPE
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; SRC paths may come after options too (``report daily --json ~/.claude``).
+
+    SRC may be left out (every default home is read), and argparse then takes the paths as
+    given before the first option; paths after an option are added here.
+    """
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and isinstance(getattr(args, "paths", None), list) and not any(e.startswith("-") for e in extra):
+        args.paths.extend(extra)
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return int(args.func(args))
     except MurmurAnalysisError as err:

@@ -1,0 +1,54 @@
+"""With no path, a load reads every registered runtime's default home that exists here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import murmur_analysis as ma
+from murmur_analysis.sources import default_paths, registry
+from murmur_analysis.ui.cli import main
+
+SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
+
+
+def _homes(monkeypatch: pytest.MonkeyPatch, **homes: list[Path]) -> None:
+    """Give each named source these default homes, and every other source none."""
+    for name, cls in registry().items():
+        found = homes.get(name, [])
+        monkeypatch.setattr(cls, "default_homes", classmethod(lambda _cls, found=found: list(found)))
+
+
+def test_no_path_loads_every_default_home_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    _homes(monkeypatch, murmur=[SAMPLES / "murmur"], flexigpt=[SAMPLES / "flexigpt"])
+    assert default_paths() == [SAMPLES / "murmur", SAMPLES / "flexigpt"]
+    assert default_paths("flexigpt") == [SAMPLES / "flexigpt"]
+    corpus = ma.load()
+    given = ma.load(SAMPLES / "murmur", SAMPLES / "flexigpt")
+    assert corpus.conversations.equals(given.conversations)
+    assert set(corpus.conversations["source"]) == {"murmur", "flexigpt"}
+    only = ma.load(source="flexigpt")
+    assert set(only.conversations["source"]) == {"flexigpt"}
+
+
+def test_no_path_and_no_home_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _homes(monkeypatch)
+    with pytest.raises(ma.NoSourceError, match="no path given") as err:
+        ma.load()
+    assert "CLAUDE_CONFIG_DIR" in str(err.value.hint)
+    assert main(["report", "daily", "-q"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "no path given" in out.err and "give SRC" in out.err
+
+
+def test_report_daily_with_no_path_prints_the_homes_report(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _homes(monkeypatch, flexigpt=[SAMPLES / "flexigpt"])
+    assert main(["report", "daily", "-q", "--json"]) == 0
+    bare = capsys.readouterr().out
+    assert main(["report", "daily", "-q", "--json", str(SAMPLES / "flexigpt")]) == 0
+    assert bare == capsys.readouterr().out and bare.strip()
