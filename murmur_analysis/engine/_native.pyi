@@ -1,10 +1,16 @@
 # Types of the native decode engine (native/src/lib.rs).
 from typing import Any, Literal, TypedDict
 
+class Buffer:
+    """The engine's vector, viewed in place through the buffer protocol (read-only)."""
+
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __len__(self) -> int: ...
+
 #: An Arrow column's buffers as the engine hands them over: validity bitmap and values.
-IntColumn = tuple[bytes, bytes]
+IntColumn = tuple[Buffer, Buffer]
 #: A string column's buffers: validity bitmap, int32 offsets and UTF-8 data.
-StrColumn = tuple[bytes, bytes, bytes]
+StrColumn = tuple[Buffer, Buffer, Buffer]
 
 #: The scan's string columns, by key.
 StrKey = Literal["id", "role", "source_id", "kinds", "text", "reasoning_text", "ev_id", "ev_name", "pair_call_id",
@@ -18,27 +24,27 @@ class Scanned(TypedDict):
 
     rows: int
     lines: int
-    line: bytes
+    line: Buffer | bytes
     created_ms: IntColumn
     created_us: IntColumn
     id: StrColumn
     role: StrColumn
     source_id: StrColumn
-    n_blocks: bytes
-    text_chars: bytes
-    kinds_offsets: bytes
+    n_blocks: Buffer | bytes
+    text_chars: Buffer | bytes
+    kinds_offsets: Buffer | bytes
     kinds: StrColumn
     text: StrColumn
     reasoning_text: StrColumn
     events: int
-    ev_row: bytes
-    ev_call: bytes
+    ev_row: Buffer | bytes
+    ev_call: Buffer | bytes
     ev_id: StrColumn
     ev_name: StrColumn
     ev_error: IntColumn
     ev_chars: IntColumn
     ev_bytes: IntColumn
-    ev_text_at: bytes
+    ev_text_at: Buffer | bytes
     diagnostics: list[tuple[int, int]]
     title: str | None
     header: bytes | None

@@ -43,13 +43,14 @@ pub struct Spec {
     pub keep_text: bool,
 }
 
-/// One tool event of a message, in block order.
+/// One tool event of a message, in block order, borrowing from the parsed line: its texts are
+/// written once, straight into the scan's column buffers.
 #[derive(Clone, Debug)]
-pub enum Event {
-    /// `input`: serde's text of the input, when kept
-    Call { id: String, name: String, input_bytes: Option<i64>, input: Option<String> },
-    /// `text`: the result's text blocks joined with newlines, when kept and there are any
-    Result { id: String, is_error: Option<bool>, chars: i64, text: Option<String> },
+pub enum Event<'a> {
+    /// `input`: the call's input value (absent or null: none); its JSON text is serde's
+    Call { id: &'a str, name: &'a str, input: Option<&'a Json<'a>> },
+    /// `texts`: the result's text blocks (joined with newlines), when kept
+    Result { id: &'a str, is_error: Option<bool>, chars: i64, texts: Vec<&'a str> },
 }
 
 /// One decoded block: its kind, text characters, and what a title or a pairing needs.
@@ -60,7 +61,7 @@ pub struct Block<'a> {
     pub text: Option<&'a str>,
     /// a decoded reasoning block's text
     pub reasoning: Option<&'a str>,
-    pub event: Option<Event>,
+    pub event: Option<Event<'a>>,
 }
 
 fn chars(s: &str) -> i64 {
@@ -121,14 +122,12 @@ impl Spec {
             None
         };
         let event = if spec.name == self.call_kind {
-            let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default().to_owned();
+            let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default();
             let input = match map.field("input") {
                 None | Some(Json::Null) => None,
-                Some(input) => Some(input.to_value().to_string()),
+                Some(input) => Some(input),
             };
-            let input_bytes = input.as_ref().map(|s| s.len() as i64);
-            let input = if self.keep_text { input } else { None };
-            Some(Event::Call { id: field("id"), name: field("name"), input_bytes, input })
+            Some(Event::Call { id: field("id"), name: field("name"), input })
         } else {
             None
         };
@@ -157,8 +156,8 @@ impl Spec {
             Some(_) => return None,
         };
         let total = blocks.iter().map(|b| b.chars).sum();
-        let text = if self.keep_text { joined(blocks.iter().map(|b| b.text)) } else { None };
-        let event = Event::Result { id: id.to_owned(), is_error: is_error.or(fallback_error), chars: total, text };
+        let texts = if self.keep_text { blocks.iter().filter_map(|b| b.text).collect() } else { Vec::new() };
+        let event = Event::Result { id, is_error: is_error.or(fallback_error), chars: total, texts };
         Some(Block { kind: &self.result_kind, chars: total, text: None, reasoning: None, event: Some(event) })
     }
 
@@ -184,12 +183,6 @@ pub fn join_into<'a>(out: &mut Vec<u8>, texts: impl Iterator<Item = Option<&'a s
         any = true;
     }
     any
-}
-
-/// The present texts joined with newlines; `None` when there are none.
-pub fn joined<'a>(texts: impl Iterator<Item = Option<&'a str>>) -> Option<String> {
-    let mut out = Vec::new();
-    join_into(&mut out, texts).then(|| String::from_utf8(out).expect("joined UTF-8 texts"))
 }
 
 /// Python's `str.isspace` (what `str.strip()` removes), for the title rule.

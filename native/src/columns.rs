@@ -31,6 +31,47 @@ impl Strings {
         self.valid.push(any);
     }
 
+    /// Push a present value that `write` appends to the data; returns what `write` returns.
+    pub fn push_written<R>(&mut self, write: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        if self.offsets.is_empty() {
+            self.offsets.push(0);
+        }
+        let out = write(&mut self.data);
+        self.offsets.push(self.data.len() as i32);
+        self.valid.push(true);
+        out
+    }
+
+    /// The column of `at`'s rows: row `r` is this column's row `at[r]` (null where `None`).
+    /// When `at` names every row once and in order, as the pairing of a record's events does
+    /// when its results come in call order, the data moves over as it is and only offsets are
+    /// made; otherwise the texts are copied.
+    pub fn gather(self, at: &[Option<i64>]) -> Strings {
+        let n = self.len();
+        let in_order = at.iter().flatten().enumerate().all(|(i, &k)| k == i as i64) && at.iter().flatten().count() == n;
+        let mut out = Strings { offsets: Vec::with_capacity(at.len() + 1), valid: Vec::with_capacity(at.len()), data: Vec::new() };
+        if !in_order {
+            for k in at {
+                out.push(k.and_then(|k| self.get(k as usize)));
+            }
+            return out;
+        }
+        out.offsets.push(0);
+        let mut end = 0;
+        for k in at {
+            match k {
+                Some(k) => {
+                    end = self.offsets[*k as usize + 1];
+                    out.valid.push(self.valid[*k as usize]);
+                }
+                None => out.valid.push(false),
+            }
+            out.offsets.push(end);
+        }
+        out.data = self.data;
+        out
+    }
+
     /// Row `i`'s text, `None` when null.
     pub fn get(&self, i: usize) -> Option<&str> {
         let (start, end) = (self.offsets[i] as usize, self.offsets[i + 1] as usize);
@@ -56,14 +97,6 @@ impl Strings {
         self.offsets.extend(other.offsets[1..].iter().map(|o| o + base));
         self.data.extend_from_slice(&other.data);
         self.valid.extend(other.valid);
-    }
-
-    pub fn offsets_or_empty(&self) -> Vec<i32> {
-        if self.offsets.is_empty() {
-            vec![0]
-        } else {
-            self.offsets.clone()
-        }
     }
 }
 

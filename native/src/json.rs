@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
 /// A parsed JSON value whose strings borrow from the input where they can.
@@ -203,5 +204,79 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
         Ok(Cow::Owned(v))
+    }
+}
+
+/// A value serialized as its `serde_json::Value` is: an object's keys sorted (the map murmur's
+/// serde_json builds is a `BTreeMap`), a key's last duplicate winning, numbers and strings by
+/// serde_json's own serializer. `serde_json::to_writer(out, &Sorted(v))` writes exactly the
+/// bytes of `v.to_value().to_string()`, without building the `Value` or a `String`.
+pub struct Sorted<'v, 'a>(pub &'v Json<'a>);
+
+impl Serialize for Sorted<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Number(n) => n.serialize(s),
+            Json::Str(t) => s.serialize_str(t),
+            Json::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&Sorted(item))?;
+                }
+                seq.end()
+            }
+            Json::Object(entries) => {
+                // stable: equal keys keep their order, so the last of each run is the last written
+                let mut sorted: Vec<&(Cow<'_, str>, Json<'_>)> = entries.iter().collect();
+                sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+                let kept: Vec<_> = sorted
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, (k, _))| sorted.get(i + 1).map_or(true, |next| next.0 != *k))
+                    .map(|(_, e)| *e)
+                    .collect();
+                let mut map = s.serialize_map(Some(kept.len()))?;
+                for (k, v) in kept {
+                    map.serialize_entry(k.as_ref(), &Sorted(v))?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+/// A writer that only counts the bytes written to it.
+#[derive(Default)]
+pub struct Count(pub usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Json, Sorted};
+
+    #[test]
+    fn sorted_writes_what_value_writes() {
+        let lines = [
+            r#"{"b":1,"a":[true,null,1.5,-0.0,1e300,18446744073709551615,-9223372036854775808],"b":"last"}"#,
+            r#"{"z":{"y":"\u00e9\ud83d\ude00\n\"","x":{}},"":[],"A":"\u0000"}"#,
+            r#"[{"k":1,"k":2,"k":3},"s",0.1,123456789012345678901234567890]"#,
+            r#"{"é":1,"e":2,"ÿ":3,"~":4}"#,
+        ];
+        for line in lines {
+            let json: Json = serde_json::from_str(line).unwrap();
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&Sorted(&json)).unwrap(), value.to_string(), "{line}");
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! by construction. See `line.rs` for the rules and `scan.rs` for the multi-threaded scan.
 
 mod blocks;
+mod buffer;
 mod columns;
 mod formats;
 mod json;
@@ -25,6 +26,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::blocks::{FieldType, KindSpec, Spec};
+use crate::buffer::{Buffer, IntoBuffer};
 use crate::columns::{bitmap, bytes_of, Ints, Strings};
 use crate::line::{decide, Kind};
 use crate::scan::Columns;
@@ -255,59 +257,67 @@ fn spec_of(args: SpecArgs, keep_text: bool) -> Spec {
     spec
 }
 
-fn strings<'py>(py: Python<'py>, col: &Strings) -> (&'py PyBytes, &'py PyBytes, &'py PyBytes) {
-    (
-        PyBytes::new(py, &bitmap(&col.valid)),
-        PyBytes::new(py, bytes_of(&col.offsets_or_empty())),
-        PyBytes::new(py, &col.data),
-    )
+type StrBufs = (Py<Buffer>, Py<Buffer>, Py<Buffer>);
+type IntBufs = (Py<Buffer>, Py<Buffer>);
+
+/// A string column's validity bitmap, offsets and data, moved to Python (no copy of the data).
+fn strings(py: Python<'_>, col: Strings) -> PyResult<StrBufs> {
+    let offsets = if col.offsets.is_empty() { vec![0] } else { col.offsets };
+    Ok((bitmap(&col.valid).into_buffer(py)?, offsets.into_buffer(py)?, col.data.into_buffer(py)?))
 }
 
-fn ints<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
-    (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, bytes_of(&col.values)))
+fn ints(py: Python<'_>, col: Ints) -> PyResult<IntBufs> {
+    Ok((bitmap(&col.valid).into_buffer(py)?, col.values.into_buffer(py)?))
 }
 
-fn bools<'py>(py: Python<'py>, col: &Ints) -> (&'py PyBytes, &'py PyBytes) {
+fn bools(py: Python<'_>, col: Ints) -> PyResult<IntBufs> {
     let values: Vec<bool> = col.values.iter().map(|v| *v != 0).collect();
-    (PyBytes::new(py, &bitmap(&col.valid)), PyBytes::new(py, &bitmap(&values)))
+    Ok((bitmap(&col.valid).into_buffer(py)?, bitmap(&values).into_buffer(py)?))
 }
 
-fn columns_dict<'py>(py: Python<'py>, c: &mut Columns) -> PyResult<&'py PyDict> {
+fn columns_dict<'py>(py: Python<'py>, mut c: Columns) -> PyResult<&'py PyDict> {
+    use std::mem::take;
     let d = PyDict::new(py);
     d.set_item("rows", c.line_no.len())?;
     d.set_item("lines", c.lines)?;
-    d.set_item("line", PyBytes::new(py, bytes_of(&c.line_no)))?;
-    d.set_item("created_ms", ints(py, &c.created_ms))?;
+    // The pairing's columns first: its texts are read from the events' texts.
+    pair_columns(py, d, &mut c)?;
+    d.set_item("line", take(&mut c.line_no).into_buffer(py)?)?;
     let micros = Ints { values: c.created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: c.created_ms.valid.clone() };
-    d.set_item("created_us", ints(py, &micros))?;
-    d.set_item("id", strings(py, &c.id))?;
-    d.set_item("role", strings(py, &c.role))?;
-    d.set_item("source_id", strings(py, &c.source_id))?;
-    d.set_item("n_blocks", PyBytes::new(py, bytes_of(&c.n_blocks)))?;
-    d.set_item("text_chars", PyBytes::new(py, bytes_of(&c.text_chars)))?;
-    let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { c.kinds_offsets.clone() };
-    d.set_item("kinds_offsets", PyBytes::new(py, bytes_of(&offsets)))?;
-    d.set_item("kinds", strings(py, &c.kinds))?;
-    d.set_item("text", strings(py, &c.text))?;
-    d.set_item("reasoning_text", strings(py, &c.reasoning))?;
+    d.set_item("created_us", ints(py, micros)?)?;
+    d.set_item("created_ms", ints(py, take(&mut c.created_ms))?)?;
+    d.set_item("id", strings(py, take(&mut c.id))?)?;
+    d.set_item("role", strings(py, take(&mut c.role))?)?;
+    d.set_item("source_id", strings(py, take(&mut c.source_id))?)?;
+    d.set_item("n_blocks", take(&mut c.n_blocks).into_buffer(py)?)?;
+    d.set_item("text_chars", take(&mut c.text_chars).into_buffer(py)?)?;
+    let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { take(&mut c.kinds_offsets) };
+    d.set_item("kinds_offsets", offsets.into_buffer(py)?)?;
+    d.set_item("kinds", strings(py, take(&mut c.kinds))?)?;
+    d.set_item("text", strings(py, take(&mut c.text))?)?;
+    d.set_item("reasoning_text", strings(py, take(&mut c.reasoning))?)?;
     d.set_item("events", c.ev_row.len())?;
-    d.set_item("ev_row", PyBytes::new(py, bytes_of(&c.ev_row)))?;
-    d.set_item("ev_call", PyBytes::new(py, &c.ev_call))?;
-    d.set_item("ev_id", strings(py, &c.ev_id))?;
-    d.set_item("ev_name", strings(py, &c.ev_name))?;
-    d.set_item("ev_error", ints(py, &c.ev_error))?;
-    d.set_item("ev_chars", ints(py, &c.ev_chars))?;
-    d.set_item("ev_bytes", ints(py, &c.ev_bytes))?;
-    d.set_item("ev_text_at", PyBytes::new(py, bytes_of(&c.ev_text_at)))?;
-    d.set_item("diagnostics", c.diags.clone())?;
-    d.set_item("title", c.title.clone())?;
+    d.set_item("ev_row", take(&mut c.ev_row).into_buffer(py)?)?;
+    d.set_item("ev_call", take(&mut c.ev_call).into_buffer(py)?)?;
+    d.set_item("ev_id", strings(py, take(&mut c.ev_id))?)?;
+    d.set_item("ev_name", strings(py, take(&mut c.ev_name))?)?;
+    d.set_item("ev_error", ints(py, take(&mut c.ev_error))?)?;
+    d.set_item("ev_chars", ints(py, take(&mut c.ev_chars))?)?;
+    d.set_item("ev_bytes", ints(py, take(&mut c.ev_bytes))?)?;
+    d.set_item("ev_text_at", take(&mut c.ev_text_at).into_buffer(py)?)?;
+    d.set_item("diagnostics", take(&mut c.diags))?;
+    d.set_item("title", c.title.take())?;
     d.set_item("header", c.header.as_ref().map(|h| PyBytes::new(py, h)))?;
-    d.set_item("error", c.error.clone())?;
+    d.set_item("error", c.error.take())?;
+    Ok(d)
+}
+
+/// The pairing rows of a scanned record, into `d`.
+fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
     let p = &c.pairs;
     let mut call_id = Strings::default();
     let mut name = Strings::default();
     let mut status = Strings::default();
-    let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
     let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
         (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
     for i in 0..p.len() {
@@ -319,23 +329,23 @@ fn columns_dict<'py>(py: Python<'py>, c: &mut Columns) -> PyResult<&'py PyDict> 
         is_error.push(p.is_error[i].map(i64::from));
         chars.push(p.result_chars[i]);
         input_bytes.push(p.input_bytes[i]);
-        input_text.push(p.input_text[i].and_then(|j| c.ev_text.get(j as usize)));
-        result_text.push(p.result_text[i].and_then(|j| c.ev_text.get(j as usize)));
     }
+    let input_text = std::mem::take(&mut c.call_text).gather(&p.input_text);
+    let result_text = std::mem::take(&mut c.result_text).gather(&p.result_text);
     d.set_item("pairs", p.len())?;
     d.set_item("pair_summary", c.pair_summary.clone())?;
-    d.set_item("pair_call_id", strings(py, &call_id))?;
-    d.set_item("pair_tool_name", strings(py, &name))?;
-    d.set_item("pair_status", strings(py, &status))?;
-    d.set_item("pair_called_seq", ints(py, &called))?;
-    d.set_item("pair_result_seq", ints(py, &result))?;
-    d.set_item("pair_is_error", bools(py, &is_error))?;
-    d.set_item("pair_result_chars", ints(py, &chars))?;
-    d.set_item("pair_input_bytes", ints(py, &input_bytes))?;
-    d.set_item("pair_input_text", strings(py, &input_text))?;
-    d.set_item("pair_result_text", strings(py, &result_text))?;
+    d.set_item("pair_call_id", strings(py, call_id)?)?;
+    d.set_item("pair_tool_name", strings(py, name)?)?;
+    d.set_item("pair_status", strings(py, status)?)?;
+    d.set_item("pair_called_seq", ints(py, called)?)?;
+    d.set_item("pair_result_seq", ints(py, result)?)?;
+    d.set_item("pair_is_error", bools(py, is_error)?)?;
+    d.set_item("pair_result_chars", ints(py, chars)?)?;
+    d.set_item("pair_input_bytes", ints(py, input_bytes)?)?;
+    d.set_item("pair_input_text", strings(py, input_text)?)?;
+    d.set_item("pair_result_text", strings(py, result_text)?)?;
     d.set_item("pair_state", Py::new(py, PyPairState { inner: c.pair_state.take() })?)?;
-    Ok(d)
+    Ok(())
 }
 
 /// scan_records(paths, spec, text) -> list[dict]: every record decided and derived into columns, all
@@ -350,36 +360,37 @@ fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs, text: bool) -
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
     let out: Vec<Columns> =
         py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p)).collect()));
-    out.into_iter().map(|mut c| columns_dict(py, &mut c).map(|d| d.into_py(py))).collect()
+    out.into_iter().map(|c| columns_dict(py, c).map(|d| d.into_py(py))).collect()
 }
 
-fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, r: &lines::Rows) -> PyResult<&'py PyDict> {
+fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Rows) -> PyResult<&'py PyDict> {
+    use std::mem::take;
     let d = PyDict::new(py);
     d.set_item("rows", r.rows())?;
     d.set_item("lines", r.lines)?;
-    d.set_item("line", PyBytes::new(py, bytes_of(&r.line_no)))?;
-    for (name, col) in format.ints().iter().zip(&r.ints) {
-        d.set_item(*name, ints(py, col))?;
+    d.set_item("line", take(&mut r.line_no).into_buffer(py)?)?;
+    for (name, col) in format.ints().iter().zip(take(&mut r.ints)) {
+        d.set_item(*name, ints(py, col)?)?;
     }
-    for (name, col) in format.strs().iter().zip(&r.strs) {
-        d.set_item(*name, strings(py, col))?;
+    for (name, col) in format.strs().iter().zip(take(&mut r.strs)) {
+        d.set_item(*name, strings(py, col)?)?;
     }
-    d.set_item("kinds_offsets", PyBytes::new(py, bytes_of(&r.kinds_offsets)))?;
-    d.set_item("kinds", strings(py, &r.kinds))?;
+    d.set_item("kinds_offsets", take(&mut r.kinds_offsets).into_buffer(py)?)?;
+    d.set_item("kinds", strings(py, take(&mut r.kinds))?)?;
     d.set_item("events", r.ev_row.len())?;
-    d.set_item("ev_row", PyBytes::new(py, bytes_of(&r.ev_row)))?;
-    d.set_item("ev_call", PyBytes::new(py, &r.ev_call))?;
-    d.set_item("ev_kind", PyBytes::new(py, &r.ev_kind))?;
-    d.set_item("ev_id", strings(py, &r.ev_id))?;
-    d.set_item("ev_name", strings(py, &r.ev_name))?;
-    d.set_item("ev_error", ints(py, &r.ev_error))?;
-    d.set_item("ev_chars", ints(py, &r.ev_chars))?;
-    d.set_item("ev_bytes", ints(py, &r.ev_bytes))?;
-    d.set_item("ev_text", strings(py, &r.ev_text))?;
-    d.set_item("diagnostics", r.diags.clone())?;
+    d.set_item("ev_row", take(&mut r.ev_row).into_buffer(py)?)?;
+    d.set_item("ev_call", take(&mut r.ev_call).into_buffer(py)?)?;
+    d.set_item("ev_kind", take(&mut r.ev_kind).into_buffer(py)?)?;
+    d.set_item("ev_id", strings(py, take(&mut r.ev_id))?)?;
+    d.set_item("ev_name", strings(py, take(&mut r.ev_name))?)?;
+    d.set_item("ev_error", ints(py, take(&mut r.ev_error))?)?;
+    d.set_item("ev_chars", ints(py, take(&mut r.ev_chars))?)?;
+    d.set_item("ev_bytes", ints(py, take(&mut r.ev_bytes))?)?;
+    d.set_item("ev_text", strings(py, take(&mut r.ev_text))?)?;
+    d.set_item("diagnostics", take(&mut r.diags))?;
     d.set_item("end", r.end)?;
     d.set_item("size", r.size)?;
-    d.set_item("error", r.error.clone())?;
+    d.set_item("error", r.error.take())?;
     Ok(d)
 }
 
@@ -399,7 +410,7 @@ fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64,
     let out: Vec<lines::Rows> = py.allow_threads(|| {
         in_pool(|| paths.par_iter().zip(&starts).map(|(p, &(at, line))| lines::read(format, p, at, line, text)).collect())
     });
-    out.iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
+    out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
 }
 
 /// line_columns(format) -> (ints, strs): the integer and string columns `format` declares.
@@ -651,6 +662,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message_runs, m)?)?;
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;
+    m.add_class::<Buffer>()?;
     m.add("BLOCK", scan::BLOCK)?;
     Ok(())
 }

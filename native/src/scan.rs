@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io::Read;
 
 use rayon::prelude::*;
-use crate::json::{Json, View};
+use crate::json::{Count, Json, Sorted, View};
 
-use crate::blocks::{joined, py_space, Event, Spec};
+use crate::blocks::{py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
 use crate::line::{decide, spans, Kind};
 use crate::pair;
@@ -49,8 +49,12 @@ pub struct Columns {
     pub ev_error: Ints,
     pub ev_chars: Ints,
     pub ev_bytes: Ints,
-    /// a call's input as serde's text, a result's text
-    pub ev_text: Strings,
+    /// the calls' inputs as serde's text, in event order (written once, here)
+    pub call_text: Strings,
+    /// the results' texts, in event order
+    pub result_text: Strings,
+    /// each event's index in its own text column (`call_text` or `result_text`)
+    pub ev_text_idx: Vec<i64>,
     pub diags: Vec<(i64, u8)>,
     pub title: Option<String>,
     pub header: Option<Vec<u8>>,
@@ -61,7 +65,7 @@ pub struct Columns {
     pub pair_summary: (usize, usize, Vec<String>),
     /// what the walk leaves for a walk of lines appended later
     pub pair_state: Option<pair::Saved>,
-    /// where each event's kept text is among the pairing's texts: row `r`'s input is `r`, its
+    /// where each event's text is among the pairing's texts: row `r`'s input is `r`, its
     /// result text `pairs + r` (-1: none)
     pub ev_text_at: Vec<i64>,
 }
@@ -92,13 +96,18 @@ impl Columns {
         self.text.extend(other.text);
         self.reasoning.extend(other.reasoning);
         self.ev_row.extend(other.ev_row.iter().map(|r| r + rows));
-        self.ev_call.extend(other.ev_call);
+        self.ev_call.extend(&other.ev_call);
         self.ev_id.extend(other.ev_id);
         self.ev_name.extend(other.ev_name);
         self.ev_error.extend(other.ev_error);
         self.ev_chars.extend(other.ev_chars);
         self.ev_bytes.extend(other.ev_bytes);
-        self.ev_text.extend(other.ev_text);
+        let (calls, results) = (self.call_text.len() as i64, self.result_text.len() as i64);
+        self.ev_text_idx.extend(
+            other.ev_text_idx.iter().zip(&other.ev_call).map(|(i, &c)| i + if c == 1 { calls } else { results }),
+        );
+        self.call_text.extend(other.call_text);
+        self.result_text.extend(other.result_text);
         self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
         if self.title.is_none() {
             self.title = other.title;
@@ -129,7 +138,7 @@ impl Columns {
                 chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
                 input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
                 input: None,
-                text: self.ev_text.valid[i].then_some(i as i64),
+                text: Some(self.ev_text_idx[i]),
             };
             walk.feed(messages[row as usize], event);
         }
@@ -140,15 +149,21 @@ impl Columns {
         // Each event's text went to one row (a call's input, a result's text): where, so a walk
         // resumed over these events later finds them without a second copy of every text.
         let p = &self.pairs;
-        self.ev_text_at = vec![-1; self.ev_row.len()];
+        let (mut call_row, mut result_row) = (vec![-1i64; self.call_text.len()], vec![-1i64; self.result_text.len()]);
         for r in 0..p.len() {
             if let Some(j) = p.input_text[r] {
-                self.ev_text_at[j as usize] = r as i64;
+                call_row[j as usize] = r as i64;
             }
             if let Some(j) = p.result_text[r] {
-                self.ev_text_at[j as usize] = (p.len() + r) as i64;
+                result_row[j as usize] = (p.len() + r) as i64;
             }
         }
+        self.ev_text_at = (0..self.ev_row.len())
+            .map(|i| {
+                let j = self.ev_text_idx[i] as usize;
+                if self.ev_call[i] == 1 { call_row[j] } else { result_row[j] }
+            })
+            .collect();
     }
 
     /// One message line's row and events.
@@ -180,8 +195,8 @@ impl Columns {
             self.kinds.push(Some(&spec.result_kind));
             self.text.push(None);
             self.reasoning.push(None);
-            let text = if spec.keep_text { joined(blocks.iter().map(|b| b.text)) } else { None };
-            self.event(row, Event::Result { id: call_id.to_owned(), is_error, chars, text });
+            let texts = if spec.keep_text { blocks.iter().filter_map(|b| b.text).collect() } else { Vec::new() };
+            self.event(spec, row, Event::Result { id: call_id, is_error, chars, texts });
         } else {
             self.n_blocks.push(blocks.len() as i32);
             self.text_chars.push(blocks.iter().map(|b| b.chars).sum());
@@ -204,10 +219,10 @@ impl Columns {
             }
             for block in blocks {
                 match block.event {
-                    Some(Event::Result { id, is_error: own, chars, text }) => {
-                        self.event(row, Event::Result { id, is_error: own.or(is_error), chars, text })
+                    Some(Event::Result { id, is_error: own, chars, texts }) => {
+                        self.event(spec, row, Event::Result { id, is_error: own.or(is_error), chars, texts })
                     }
-                    Some(event) => self.event(row, event),
+                    Some(event) => self.event(spec, row, event),
                     None => {}
                 }
             }
@@ -215,22 +230,41 @@ impl Columns {
         self.kinds_offsets.push(self.kinds.len() as i32);
     }
 
-    fn event(&mut self, row: i64, event: Event) {
+    /// One event's row; its text is written once, straight into its column's buffer.
+    fn event(&mut self, spec: &Spec, row: i64, event: Event<'_>) {
         self.ev_row.push(row);
         match event {
-            Event::Call { id, name, input_bytes, input } => {
-                self.ev_text.push(input.as_deref());
+            Event::Call { id, name, input } => {
+                self.ev_text_idx.push(self.call_text.len() as i64);
+                let bytes = match input {
+                    None => {
+                        self.call_text.push(None);
+                        None
+                    }
+                    Some(value) if spec.keep_text => Some(self.call_text.push_written(|out| {
+                        let start = out.len();
+                        serde_json::to_writer(&mut *out, &Sorted(value)).expect("a parsed value serializes");
+                        out.len() - start
+                    })),
+                    Some(value) => {
+                        let mut count = Count::default();
+                        serde_json::to_writer(&mut count, &Sorted(value)).expect("a parsed value serializes");
+                        self.call_text.push(None);
+                        Some(count.0)
+                    }
+                };
                 self.ev_call.push(1);
-                self.ev_id.push(Some(&id));
-                self.ev_name.push(Some(&name));
+                self.ev_id.push(Some(id));
+                self.ev_name.push(Some(name));
                 self.ev_error.push(None);
                 self.ev_chars.push(None);
-                self.ev_bytes.push(input_bytes);
+                self.ev_bytes.push(bytes.map(|n| n as i64));
             }
-            Event::Result { id, is_error, chars, text } => {
-                self.ev_text.push(text.as_deref());
+            Event::Result { id, is_error, chars, texts } => {
+                self.ev_text_idx.push(self.result_text.len() as i64);
+                self.result_text.push_joined(texts.into_iter().map(Some));
                 self.ev_call.push(0);
-                self.ev_id.push(Some(&id));
+                self.ev_id.push(Some(id));
                 self.ev_name.push(None);
                 self.ev_error.push(is_error.map(i64::from));
                 self.ev_chars.push(Some(chars));

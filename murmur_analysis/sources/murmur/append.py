@@ -45,7 +45,7 @@ __all__ = ["cut", "resume_point", "scan_range", "tail_of", "traces_unchanged"]
 
 def _counts(scanned: Scanned) -> tuple[int, int, int]:
     """The messages, lines and text characters a scan read."""
-    return scanned["rows"], scanned["lines"], int(np.frombuffer(scanned["text_chars"], np.int64).sum())
+    return scanned["rows"], scanned["lines"], int(np.frombuffer(memoryview(scanned["text_chars"]), np.int64).sum())
 
 
 def resume_point(scanned: Scanned) -> ResumePoint | None:
@@ -101,7 +101,8 @@ def scan_range(
         return None
     lines = point.lines
     scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
-    scanned["line"] = (np.frombuffer(scanned["line"], np.int64) + lines).tobytes()  # the record's line numbers
+    # the record's line numbers
+    scanned["line"] = (np.frombuffer(memoryview(scanned["line"]), np.int64) + lines).tobytes()
     return scanned
 
 

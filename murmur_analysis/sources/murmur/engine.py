@@ -96,10 +96,10 @@ def tool_events(scanned: Scanned) -> ToolEvents:
     n, rows = scanned["events"], scanned["pairs"]
     # each event's text is where the scan's own walk put it: a row's input, or its result text
     texts = pa.concat_arrays([strings(scanned, "pair_input_text", rows), strings(scanned, "pair_result_text", rows)])
-    at = np.frombuffer(scanned["ev_text_at"], np.int64)
+    at = np.frombuffer(memoryview(scanned["ev_text_at"]), np.int64)
     return ToolEvents(
-        row=np.frombuffer(scanned["ev_row"], np.int64).tolist(),
-        call=(np.frombuffer(scanned["ev_call"], np.uint8) == 1).tolist(),
+        row=np.frombuffer(memoryview(scanned["ev_row"]), np.int64).tolist(),
+        call=(np.frombuffer(memoryview(scanned["ev_call"]), np.uint8) == 1).tolist(),
         kind=["client"] * n,  # murmur's dialect has client tools only
         call_id=strings(scanned, "ev_id", n).to_pylist(),
         name=strings(scanned, "ev_name", n).to_pylist(),

@@ -85,7 +85,7 @@ def _id_times(path: Path, scanned: Scanned) -> list[tuple[int, str, str]]:
         zero_copy_only=False))
     if not len(unknown):
         return []
-    lines = np.frombuffer(scanned["line"], np.int64)
+    lines = np.frombuffer(memoryview(scanned["line"]), np.int64)
     found = Diagnostics("murmur")
     for row in unknown.tolist():
         held(uuid7_datetime(ids[row].as_py()), found, path, "message id", int(lines[row]))
