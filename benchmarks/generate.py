@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any
 
 import orjson
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 DATA = Path(__file__).resolve().parent / "data"
 START_MS = 1_776_816_000_000  # 2026-04-22T00:00:00Z
 SORTED = orjson.OPT_SORT_KEYS
@@ -58,6 +59,9 @@ class Scale:
     agents: int
     commits: int
     side_commits: int
+    claude_projects: int = 4
+    claude_sessions: int = 5
+    claude_turns: int = 40
 
 
 SCALES: dict[str, Scale] = {
@@ -65,10 +69,12 @@ SCALES: dict[str, Scale] = {
         big_lines=2_000, small_records=10, small_min=100, small_max=500, agents=4, commits=50, side_commits=9
     ),
     "small": Scale(
-        big_lines=50_000, small_records=100, small_min=100, small_max=500, agents=20, commits=50, side_commits=9
+        big_lines=50_000, small_records=100, small_min=100, small_max=500, agents=20, commits=50, side_commits=9,
+        claude_projects=8, claude_sessions=10, claude_turns=40,
     ),
     "full": Scale(
-        big_lines=1_000_000, small_records=2_000, small_min=100, small_max=500, agents=200, commits=50, side_commits=9
+        big_lines=1_000_000, small_records=2_000, small_min=100, small_max=500, agents=200, commits=50, side_commits=9,
+        claude_projects=25, claude_sessions=20, claude_turns=30,
     ),
 }
 
@@ -493,6 +499,93 @@ def write_workspace(root: Path, agents: int, commits: int, seed: int, side_commi
 
 
 # ---------------------------------------------------------------------------------------------
+# A Claude Code home: projects of sessions, responses streamed one content block per line
+
+
+_CLAUDE_MODELS = ("claude-sonnet-4-5-20250929", "claude-opus-4-5-20251101", "claude-haiku-4-5-20251001")
+_CLAUDE_TOOLS = ("Read", "Bash", "Grep", "Edit", "Glob")
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
+def _claude_session(rng: random.Random, text: TextSource, cwd: str, session: str, turns: int, ms: int) -> bytes:
+    """One session file: prompts, streamed responses (thinking, text, tool calls), 1-20 KB tool results."""
+    lines: list[bytes] = []
+    parent: str | None = None
+    model = rng.choice(_CLAUDE_MODELS)
+    base = {"isSidechain": False, "userType": "external", "cwd": cwd, "sessionId": session, "version": "2.1.170",
+            "gitBranch": "main"}
+
+    def put(kind: str, message: dict[str, Any], **extra: Any) -> None:
+        nonlocal parent, ms
+        ms += rng.randint(200, 20_000)
+        uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        line = {"parentUuid": parent, **base, "type": kind, "message": message, "uuid": uid, "timestamp": _iso(ms),
+                **extra}
+        lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode())
+        parent = uid
+
+    context = rng.randint(2_000, 20_000)
+    for turn in range(turns):
+        if turn == 0 or rng.random() < 0.2:
+            put("user", {"role": "user", "content": text.text(0.3)})
+        msg_id = f"msg_01{rng.getrandbits(96):024x}"
+        request = f"req_011C{rng.getrandbits(96):024x}"
+        calls = [f"toolu_01{rng.getrandbits(96):024x}" for _ in range(rng.choice((0, 1, 1, 1, 2)))]
+        blocks: list[dict[str, Any]] = []
+        if rng.random() < 0.4:
+            blocks.append({"type": "thinking", "thinking": text.text(0.5), "signature": "sig"})
+        blocks.append({"type": "text", "text": text.text(0.4)})
+        for call in calls:
+            blocks.append({"type": "tool_use", "id": call, "name": rng.choice(_CLAUDE_TOOLS),
+                           "input": {"file_path": f"{cwd}/src/m{rng.randint(0, 99)}.py"}})
+        write = rng.randint(0, 3_000)
+        final_output = rng.randint(20, 1_500)
+        # the final usage back-filled onto every line of the response, as main sessions are written
+        # (a shape ccusage counts right, so the daily totals of the two readers can be compared)
+        for block in blocks:
+            output = final_output
+            usage = {"input_tokens": rng.randint(1, 30), "cache_creation_input_tokens": write,
+                     "cache_read_input_tokens": context,
+                     "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": write},
+                     "output_tokens": output, "service_tier": "standard"}
+            put("assistant", {"id": msg_id, "type": "message", "role": "assistant", "model": model,
+                              "content": [block], "stop_reason": "tool_use" if calls else "end_turn",
+                              "stop_sequence": None, "usage": usage}, requestId=request)
+        context += write + final_output
+        for call in calls:
+            body = text.text(rng.uniform(2.0, 40.0))[:20_000]
+            body = body if len(body) >= 1_000 else (body * (1_000 // max(len(body), 1) + 1))[:1_000]
+            put("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": body,
+                                                       "is_error": rng.random() < 0.05}]},
+                toolUseResult={"stdout": body[:200], "stderr": "", "interrupted": False, "isImage": False})
+    return b"\n".join(lines) + b"\n"
+
+
+def write_claude_home(root: Path, projects: int, sessions: int, turns: int, seed: int) -> dict[str, Any]:
+    """A Claude Code config dir: ``projects/<encoded cwd>/<session>.jsonl``, days apart."""
+    if root.exists():
+        shutil.rmtree(root)
+    rng = random.Random(seed)
+    text = TextSource(random.Random(seed ^ 0xC1A0))
+    total = files = 0
+    for p in range(projects):
+        cwd = f"/home/dev/work/project-{p:02d}"
+        folder = root / "projects" / cwd.replace("/", "-")
+        folder.mkdir(parents=True)
+        for _ in range(sessions):
+            session = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            start = START_MS + rng.randint(0, 30) * 86_400_000 + rng.randint(0, 86_400_000)
+            data = _claude_session(rng, text, cwd, session, rng.randint(turns // 2, turns * 3 // 2), start)
+            (folder / f"{session}.jsonl").write_bytes(data)
+            total += len(data)
+            files += 1
+    return {"bytes": total, "files": files, "digest": _tree_digest(root)}
+
+
+# ---------------------------------------------------------------------------------------------
 # Datasets, the manifest and the command line
 
 
@@ -525,6 +618,10 @@ class Paths:
     @property
     def litany10(self) -> Path:
         return self.root / "litany-10x" / "workspaces" / "bench"
+
+    @property
+    def claude_home(self) -> Path:
+        return self.root / "claude-home"
 
 
 def paths(scale: str, data: Path = DATA) -> Paths:
@@ -620,6 +717,9 @@ def datasets(p: Paths, s: Scale, seed: int) -> dict[str, tuple[Writer, Checker]]
         "litany": (lambda: _write_litany(p.litany, s, seed + 2, 0), lambda info: _check_litany(p.litany, info)),
         "litany-10x": (lambda: _write_litany(p.litany10, s, seed + 2, s.side_commits),
                        lambda info: _check_litany(p.litany10, info)),
+        "claude-home": (lambda: write_claude_home(p.claude_home, s.claude_projects, s.claude_sessions, s.claude_turns,
+                                                  seed + 3),
+                        lambda info: _check_tree(p.claude_home, info)),
     }
 
 
@@ -657,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=list(SCALES), default="small")
     parser.add_argument("--seed", type=int, default=20260422)
     parser.add_argument("--only", action="append", help="one dataset (repeatable): murmur-big, murmur-small, "
-                        "litany, litany-10x")
+                        "litany, litany-10x, claude-home")
     parser.add_argument("--force", action="store_true", help="regenerate even when up to date")
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args(argv)

@@ -42,6 +42,7 @@ EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
 #: The one-run scenario's rows: the record made one run of each side.
 RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
+CCUSAGE = "ccusage daily --json"
 
 
 @dataclass
@@ -207,6 +208,16 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record}),
                  ]),
     ]
+    claude = str(p.claude_home)
+    claude_bytes = _tree_bytes([str(f) for f in p.claude_home.rglob("*.jsonl")]) if p.claude_home.exists() else 0
+    scenarios.append(Scenario(
+        "claude-daily", "Daily token usage of a Claude Code home, whole processes (start, imports, read, report)",
+        f"{claude_bytes / 1e6:,.0f} MB of sessions", claude_bytes, [
+            Tool(TOOLKIT, "scenarios:process_toolkit_daily", {"home": claude}, toolkit=True, needs="claude_code",
+                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D")'),
+            Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": claude},
+                 note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
+        ]))
     scratch = str(p.root / "export-scratch")
     home = str(p.small_home)
     scenarios.append(_export("export", "Parquet export of many small murmur records: full, unchanged, appended",
@@ -414,6 +425,13 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         what = "the input" if key == "export" else "the record's length"
         out.append(Target(key, f"peak memory at 4x {what} / at 1x", "<= 1.2x",
                           _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
+    claude = by_key.get("claude-daily")
+    kit_daily, peer_daily = (claude.toolkit(), claude.tool(CCUSAGE)) if claude else (None, None)
+    r = rel(kit_daily.wall if kit_daily else None, peer_daily.wall if peer_daily else None)
+    same = bool(kit_daily and peer_daily and kit_daily.result.summary == peer_daily.result.summary)
+    out.append(Target("claude-daily", "whole process vs ccusage daily --json (same daily totals)", "<= 0.1x",
+                      (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
+                      None if r is None else (r <= 0.1 and same)))
     run = by_key.get("export-run")
     alternating = run.tool(EXPORT_FULL) if run else None
     for what in RUN_SIDES.values():

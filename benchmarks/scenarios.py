@@ -464,3 +464,52 @@ def git_walk(repo: str) -> Timed:
         return {"commits": commits, "message_changes": changes, "blobs": parsed, "bytes": nbytes}
 
     return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole processes on a Claude Code home: this toolkit's daily token usage beside ccusage's
+
+PEERS = Path(__file__).resolve().parent.parent / "tests" / "peers" / "node_modules" / ".bin"
+
+#: A fresh interpreter: import, load the home, the daily token usage (what `report daily` computes).
+_DAILY = """
+import json, sys
+import murmur_analysis as ma
+corpus = ma.load(sys.argv[1])
+daily = ma.metrics.token_usage(corpus, by=(), freq="D")
+total = lambda c: int(daily[c].fillna(0).sum())
+print(json.dumps({"days": len(daily), "input": total("input_tokens"), "output": total("output_tokens"),
+                  "cache_read": total("cache_read_tokens"), "cache_write": total("cache_write_tokens")}))
+"""
+
+
+def process_toolkit_daily(home: str) -> Timed:
+    """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")``, totals printed."""
+    import sys
+
+    def run() -> Summary:
+        done = subprocess.run([sys.executable, "-c", _DAILY, home], check=True, capture_output=True, text=True)
+        summary: Summary = __import__("json").loads(done.stdout)
+        return summary
+
+    return run
+
+
+def process_ccusage_daily(home: str) -> Timed:
+    """A whole process: ``ccusage daily --json --offline`` (18.0.11) on the same home, totals read back."""
+    import json
+
+    binary = PEERS / "ccusage"
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} is missing: make peers installs ccusage")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": home}
+
+    def run() -> Summary:
+        done = subprocess.run([str(binary), "daily", "--json", "--offline", "--timezone", "UTC"], check=True,
+                              capture_output=True, text=True, env=env)
+        report = json.loads(done.stdout)
+        totals = report["totals"]
+        return {"days": len(report["daily"]), "input": totals["inputTokens"], "output": totals["outputTokens"],
+                "cache_read": totals["cacheReadTokens"], "cache_write": totals["cacheCreationTokens"]}
+
+    return run
