@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("murmur", "litany", "flexigpt", "dispatch")
+SOURCES = ("murmur", "litany", "flexigpt", "dispatch", "claude_code", "codex")
 
 
 def main(argv: list[str]) -> int:
