@@ -1,7 +1,8 @@
 # murmur-analysis: every target sets itself up on a fresh machine.
 #   make run    load the bundled samples, print a summary, page a record, export Parquet, write the reports
 #   make report execute the notebooks on the samples (or DATA=path, SESSIONS=dir, PRICES=csv) into build/report/*.html
-#   make test   lint, type-check, check the layers' imports and test (what CI runs)
+#   make test   lint, type-check, check the layers' imports and test (what CI runs; installs the peers)
+#   make peers  install the peer readers the tests run (ccusage, @ccusage/codex; npm ci in tests/peers)
 #   make bench  the side-by-side benchmarks (see benchmarks/README.md)
 #   make fuzz   the property and fuzz tests (serde_json oracle included) with many more examples (minutes)
 
@@ -18,10 +19,13 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # at once with the one command to run. Elsewhere (a Mac, rustup) cargo takes crates.io's crates.
 APT_NATIVE  := cargo librust-serde-json-dev librust-serde-derive-dev librust-pyo3-dev librust-rayon-dev librust-memchr-dev
 APT_BROWSER := chromium
+APT_NODE    := nodejs npm
+PEERS       := tests/peers
 HAVE_APT    := $(shell command -v apt-get >/dev/null 2>&1 && echo yes)
 ROOT        := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
-.PHONY: setup run report test lint typecheck imports bench fuzz samples clean native-deps browser-deps wheel-check
+.PHONY: setup run report test lint typecheck imports bench fuzz samples clean native-deps browser-deps node-deps \
+	peers wheel-check
 
 # cargo, and on Debian its packaged crates (the build uses them offline; native/crates.py).
 native-deps:
@@ -60,6 +64,26 @@ browser-deps:
 	  fi; \
 	fi
 
+# Node and npm, which run the peer readers the tests compare against (Debian's; nothing else is downloaded).
+node-deps:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$(ROOT)" = yes ] && [ "$(HAVE_APT)" = yes ]; then \
+	    echo "installing $(APT_NODE) (Debian packages)" >&2; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_NODE) >/dev/null; \
+	  else \
+	    echo "error: the peer tests run ccusage on Node. Run: sudo apt-get install $(APT_NODE)   then make test again" >&2; exit 1; \
+	  fi; \
+	fi
+
+# The peer readers (ccusage, @ccusage/codex), at the exact versions of tests/peers/package-lock.json.
+$(PEERS)/node_modules/.package-lock.json: $(PEERS)/package.json $(PEERS)/package-lock.json
+	@$(MAKE) --no-print-directory node-deps
+	cd $(PEERS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+peers: $(PEERS)/node_modules/.package-lock.json
+
 $(STAMP): pyproject.toml setup.py native/crates.py Makefile $(NATIVE)
 	@$(MAKE) --no-print-directory native-deps
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,7 +114,7 @@ typecheck: setup
 imports: setup
 	$(BIN)/lint-imports --no-cache
 
-test: browser-deps lint typecheck imports
+test: browser-deps peers lint typecheck imports
 	$(BIN)/python -m pytest -q -n 2
 
 fuzz: setup
@@ -116,4 +140,4 @@ wheel-check: native-deps
 	  sys.exit(0 if len(c.conversations) and ma.__file__.startswith('$(CURDIR)/build/wheel-venv') else 'not the wheel')"
 
 clean:
-	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out build .pytest_cache .mypy_cache .ruff_cache $(PEERS)/node_modules
