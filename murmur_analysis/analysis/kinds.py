@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["BREAKDOWN_KINDS", "KINDS", "WEEKDAYS", "Weekday"]
+__all__ = ["BREAKDOWN_KINDS", "CCUSAGE_KINDS", "KINDS", "WEEKDAYS", "Weekday"]
 
 #: Every report kind, in the order the command line lists them.
-KINDS = ("daily", "weekly", "monthly", "session", "models", "tools", "orphans", "growth")
+KINDS = ("daily", "weekly", "monthly", "session", "blocks", "models", "tools", "orphans", "growth")
 #: The reports whose spend ``breakdown=True`` splits per model (the others refuse it).
 BREAKDOWN_KINDS = ("daily", "weekly", "monthly", "session")
+#: The reports ``--ccusage-json`` writes with ccusage's field names (ccusage has these reports).
+CCUSAGE_KINDS = ("daily", "weekly", "monthly", "session", "blocks")
 
 Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 #: The days a week may start on, Monday first (Python's ``date.weekday()`` numbers them so).

@@ -26,6 +26,7 @@ import pandas as pd
 from ..core.diagnostics import Diagnostic
 from ..core.pricing import SLICES
 from ..core.values import counter_sum
+from . import blocks as five_hour
 from . import metrics
 from .kinds import BREAKDOWN_KINDS, KINDS, Weekday
 
@@ -124,6 +125,13 @@ def _spend(usage: pd.DataFrame, by: list[str], freq: metrics.Freq | None, tz: st
     return merged[[*keys, "responses", *TOKEN_KINDS, *_COST]]
 
 
+def _blocks(corpus: Corpus, since: date | None, until: date | None, tz: str, now: datetime | None) -> pd.DataFrame:
+    """The five-hour blocks of every timed response; ``since``/``until`` keep the blocks starting within them."""
+    rows = five_hour.blocks(corpus.usage, now=now)
+    rows = rows[_in_range(_local_day(rows["block_start"], tz), since, until).to_numpy()]
+    return rows[[*five_hour.BLOCK_COLUMNS, "responses", *TOKEN_KINDS, *_COST]]
+
+
 def _overflow(kind: str, column: str, over: str) -> Diagnostic:
     return Diagnostic("report", kind, None, "sum_overflow",
                       f"the {kind} report's total of {column} over {over} passes the int64 limit 2**63-1: "
@@ -174,6 +182,7 @@ def build(
     breakdown: bool = False,
     order: Literal["asc", "desc"] = "asc",
     start_of_week: Weekday = "sunday",
+    now: datetime | None = None,
 ) -> Report:
     """Build one report from a corpus.
 
@@ -188,6 +197,8 @@ def build(
         order: ``"asc"``: the rows oldest first (by period, or a session's last activity;
             the other reports by name), ``"desc"``: the other way round.
         start_of_week: the day ``weekly`` buckets start on (``"sunday"``, ``"monday"``, ...).
+        now: the time that decides which of the ``blocks`` report's blocks is active (default:
+            the clock).
 
     Returns:
         The report.
@@ -213,6 +224,8 @@ def build(
         keys = [label]
         if breakdown:
             detail = _spend(usage, ["model"], freq, tz, start_of_week).rename(columns={"period": label})
+    elif kind == "blocks":
+        rows, keys = _blocks(corpus, since, until, tz, now), ["block_start"]
     elif kind == "models":
         spend = _usage(corpus, since, until, tz)
         rows, keys = _spend(spend, ["model"], None, tz), ["model"]

@@ -56,13 +56,16 @@ _HEADERS = {
     "last_context_tokens": "last context",
     "compacted_tokens": "compacted",
     "last_at": "last active",
+    "block_start": "block start",
+    "block_end": "block end",
+    "first_at": "first active",
     "tool_calls": "tool calls",
     "tool_errors": "tool errors",
 }
 #: The kind of a SQL query's result: its headers are the query's own column names.
 QUERY = "query"
 #: The columns holding a date or a time: their header names the time zone.
-_TIMES = {"date", "week", "month", "last_at"}
+_TIMES = {"date", "week", "month", "last_at", "block_start", "block_end", "first_at"}
 
 Cut = Literal["end", "middle", "start"]
 #: The columns whose long values are cut to fit: where, and the least width they are cut to.
@@ -73,6 +76,7 @@ _CUT: dict[str, tuple[Cut, int]] = {
     "path": ("start", 16),
     "tool_name": ("end", 10),
     "model": ("end", 12),
+    "models": ("end", 12),
 }
 
 _SPEND = (
@@ -91,6 +95,11 @@ LEAVE_OUT: dict[str, tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], .
         (("reasoning_tokens",), ("cache_write_tokens",), ("responses",), ("tool_calls",), ("messages",),
          ("cache_read_tokens",), ("total_tokens",)),
         (("output_tokens",), ("input_tokens",), ("last_at",), ("unpriced_responses",), ("title",)),
+    ),
+    "blocks": (
+        (("reasoning_tokens",), ("cache_write_tokens",), ("first_at",), ("gap",), ("responses",),
+         ("cache_read_tokens",), ("total_tokens",)),
+        (("output_tokens",), ("input_tokens",), ("models",), ("last_at",), ("active",), ("unpriced_responses",)),
     ),
     "tools": (
         (("timed",), ("answered",), ("unanswered",), ("p95_ms",), ("p50_ms",)),
