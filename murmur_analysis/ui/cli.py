@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..analysis.kinds import BREAKDOWN_KINDS, KINDS, WEEKDAYS
+from ..analysis.kinds import BREAKDOWN_KINDS, CCUSAGE_KINDS, KINDS, WEEKDAYS
 from ..core.paths import user_path
 from ..core.version import __version__
 from ..errors import MurmurAnalysisError
@@ -156,12 +156,24 @@ def cmd_report(args: argparse.Namespace) -> int:
                           f"reports; the {args.kind} report has none")
     if args.start_of_week is not None and args.kind != "weekly":
         args.parser.error(f"--start-of-week is for the weekly report, not {args.kind}")
+    if args.ccusage_json and args.kind not in CCUSAGE_KINDS:
+        args.parser.error(f"--ccusage-json writes the reports ccusage has ({', '.join(CCUSAGE_KINDS)}), "
+                          f"not {args.kind}")
     if args.since and args.until and args.since > args.until:
         raise MurmurAnalysisError(f"--since {args.since} is after --until {args.until}", hint="swap them")
     corpus = _load(args)
+    # ccusage lists every row's models, so its JSON needs the per-model split
+    breakdown = args.breakdown or (args.ccusage_json and args.kind in BREAKDOWN_KINDS)
     report = reports.build(corpus, args.kind, since=args.since, until=args.until, tz=args.timezone,
-                           breakdown=args.breakdown, order=args.order, start_of_week=args.start_of_week or "sunday")
-    _emit(report, args)
+                           breakdown=breakdown, order=args.order, start_of_week=args.start_of_week or "sunday")
+    if args.ccusage_json:
+        import orjson
+
+        from ..analysis.ccusage import ccusage_document
+
+        sys.stdout.write(orjson.dumps(ccusage_document(report), option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        _emit(report, args)
     _notes(corpus)
     _report_notes(report)
     return _strict(args, corpus.tables["diagnostics"].num_rows + len(report.diagnostics))
@@ -389,10 +401,17 @@ def _add_load_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
 
 
-def _add_output_args(p: argparse.ArgumentParser, fitting: bool = False) -> None:
-    """Add how a command prints: JSON, CSV, or (``fitting``) a table fitted to the terminal, wide or compact."""
+def _add_output_args(p: argparse.ArgumentParser, fitting: bool = False, ccusage: bool = False) -> None:
+    """Add how a command prints: JSON, CSV, or (``fitting``) a table fitted to the terminal, wide or compact.
+
+    ``ccusage`` adds ``--ccusage-json``: JSON with ccusage's field names.
+    """
     out = p.add_mutually_exclusive_group()
     out.add_argument("-j", "--json", action="store_true", help="print JSON instead of a table (every value)")
+    if ccusage:
+        out.add_argument("--ccusage-json", action="store_true",
+                         help="print JSON with ccusage's field names (inputTokens, totalCost, modelBreakdowns, "
+                              f"...), so scripts written for ccusage read it ({', '.join(CCUSAGE_KINDS)})")
     out.add_argument("--csv", action="store_true", help="print CSV instead of a table (every value)")
     if fitting:  # a table fitted to the terminal (render.render)
         out.add_argument("--wide", action="store_true",
@@ -449,7 +468,7 @@ def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="asc: oldest first (default), desc: newest first (the other reports: by name)")
     p.add_argument("-w", "--start-of-week", choices=WEEKDAYS, metavar="DAY",
                    help="the day the weekly report's weeks start on (default sunday, as ccusage's)")
-    _add_output_args(p, fitting=True)
+    _add_output_args(p, fitting=True, ccusage=True)
     p.set_defaults(func=cmd_report, parser=p)
 
 
