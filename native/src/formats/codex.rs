@@ -1,13 +1,117 @@
 //! Codex CLI rollout lines (`sessions/YYYY/MM/DD/rollout-….jsonl`): one row per object line.
+//!
+//! A current line is the envelope `{timestamp, type, payload}` (`type` one of `session_meta`,
+//! `turn_context`, `response_item`, `compacted`, `event_msg`, or a newer kind kept by name). A
+//! generation-1 legacy line has no envelope: a bare `SessionMeta` (`{id, timestamp, …}`, no
+//! `type`), a bare `ResponseItem` (`{"type":"message",…}`) or a `{"record_type":"state"}` line;
+//! it is read into the same columns (`type` `session_meta`, `response_item` or `state`, its
+//! whole object as the payload, no line time, `legacy` 1).
+//!
+//! What a row holds, by kind:
+//!
+//! * every line: `ts_us` (the envelope time), `type`, `payload_type`, and `payload_hash`, a
+//!   64-bit FNV-1a hash of the kind and of the payload's canonical JSON (keys sorted, the last
+//!   of duplicate keys, envelope time left out): two lines with equal hashes carry the same
+//!   item, however their times were stamped (a fork's copied prefix).
+//! * `session_meta`: `id`, `meta_ts_us`, `id_us` (the UUIDv7 time of `id`), `cwd`,
+//!   `originator`, `cli_version`, `source` (its string, or `subagent`), `subagent` (the
+//!   subagent kind: `review`, `compact`, `thread_spawn`, `other`), `parent_thread_id` and
+//!   `depth` (of a `thread_spawn`), `spawn_call_id`, `forked_from_id`, `model_provider`.
+//! * `turn_context`: `model`, `cwd`, `turn_id`, `turn_us`; `event_msg/task_started`: `turn_id`,
+//!   `turn_us`, `context_window`.
+//! * a message (`message` = 1: the response items and `compacted`, never their `event_msg`
+//!   mirrors): `side` (`user`, `assistant`, `system` for a developer message, `tool` for a tool
+//!   output), `role`, the block kinds, `n_blocks`, `text_chars`, `text` (text blocks joined
+//!   with `\n`), `reasoning` (reasoning parts joined with `\n`), `title` (a user message's
+//!   first line, unless it is an injected context block), `call_id`, `name`, `status`.
+//! * tool calls and outputs make tool events (`function_call`, `custom_tool_call` and a
+//!   `local_shell_call` with a `call_id` a call; `function_call_output` and
+//!   `custom_tool_call_output` a result). A result's error flag is inferred from its output
+//!   only: a structured shell output's `metadata.exit_code`, a freeform `Exit code: N` header
+//!   (`is_error` = N != 0, `exit_code` N), `exec command rejected by user` (an error), an
+//!   object output's `success`; else null, never assumed ok.
+//! * `event_msg/token_count`: `info` (1 an object, 0 null or absent), the `total_*` and
+//!   `last_*` counters (ccusage's aliases read too), `context_window`, `model`.
+//! * `event_msg/exec_command_end`: `call_id`, `exit_code`; `turn_aborted`: `reason`.
 
-use crate::json::Json;
-use crate::lines::{at, iso_us, text, Format, Row};
+use std::borrow::Cow;
+
+use crate::json::{Json, View};
+use crate::lines::{at, int, iso_us, text, Event, Format, Row};
+use crate::uuid7::uuid7_ms;
 
 /// Codex's rollout JSONL.
 pub struct Codex;
 
-const INTS: &[&str] = &["ts_us"];
-const STRS: &[&str] = &["type", "payload_type"];
+const INTS: &[&str] = &[
+    "ts_us", "legacy", "message", "n_blocks", "text_chars", "exit_code", "is_error", "info",
+    "total_input", "total_cached", "total_output", "total_reasoning", "total_tokens",
+    "last_input", "last_cached", "last_output", "last_reasoning", "last_tokens",
+    "context_window", "depth", "payload_hash", "meta_ts_us", "id_us", "turn_us",
+];
+const STRS: &[&str] = &[
+    "type", "payload_type", "side", "role", "id", "cwd", "originator", "cli_version", "source",
+    "subagent", "parent_thread_id", "spawn_call_id", "forked_from_id", "model_provider", "model",
+    "text", "reasoning", "title", "call_id", "name", "status", "reason", "turn_id",
+];
+
+// Column indexes (the order above).
+const TS: usize = 0;
+const LEGACY: usize = 1;
+const MESSAGE: usize = 2;
+const N_BLOCKS: usize = 3;
+const TEXT_CHARS: usize = 4;
+const EXIT: usize = 5;
+const IS_ERROR: usize = 6;
+const INFO: usize = 7;
+const TOTAL: usize = 8; // five counters: input, cached, output, reasoning, tokens
+const LAST: usize = 13;
+const WINDOW: usize = 18;
+const DEPTH: usize = 19;
+const HASH: usize = 20;
+const META_TS: usize = 21;
+const ID_US: usize = 22;
+const TURN_US: usize = 23;
+
+const TYPE: usize = 0;
+const PTYPE: usize = 1;
+const SIDE: usize = 2;
+const ROLE: usize = 3;
+const ID: usize = 4;
+const CWD: usize = 5;
+const ORIGINATOR: usize = 6;
+const CLI: usize = 7;
+const SOURCE: usize = 8;
+const SUBAGENT: usize = 9;
+const PARENT: usize = 10;
+const SPAWN_CALL: usize = 11;
+const FORKED: usize = 12;
+const PROVIDER: usize = 13;
+const MODEL: usize = 14;
+const TEXT: usize = 15;
+const REASONING: usize = 16;
+const TITLE: usize = 17;
+const CALL_ID: usize = 18;
+const NAME: usize = 19;
+const STATUS: usize = 20;
+const REASON: usize = 21;
+const TURN_ID: usize = 22;
+
+/// The envelope kinds Codex writes (a line with a `payload` is an envelope of any kind).
+const KINDS: &[&str] = &["session_meta", "turn_context", "response_item", "compacted", "event_msg"];
+/// A user message starting with one of these is context Codex injected, not what was asked.
+const INJECTED: &[&str] = &["<environment_context>", "<user_instructions>", "<permissions instructions>",
+    "# AGENTS.md instructions", "<user_shell_command>", "<turn_aborted>"];
+/// The characters of a title kept by the engine (the source cuts it further).
+const TITLE_CHARS: usize = 400;
+/// Each counter of `TokenUsage` and the names ccusage also accepts for it.
+const COUNTERS: [&[&str]; 5] = [
+    &["input_tokens", "prompt_tokens", "input"],
+    &["cached_input_tokens", "cache_read_input_tokens", "cached_tokens"],
+    &["output_tokens", "completion_tokens", "output"],
+    &["reasoning_output_tokens", "reasoning_tokens"],
+    &["total_tokens"],
+];
 
 impl Format for Codex {
     fn ints(&self) -> &'static [&'static str] {
@@ -16,11 +120,429 @@ impl Format for Codex {
     fn strs(&self) -> &'static [&'static str] {
         STRS
     }
-    fn row<'a>(&self, line: &'a Json<'a>, _text: bool) -> Option<Row<'a>> {
+    fn row<'a>(&self, line: &'a Json<'a>, keep: bool) -> Option<Row<'a>> {
         let mut row = Row::of(self);
-        row.ints[0] = text(line, "timestamp").and_then(|t| iso_us(&t));
-        row.strs[0] = text(line, "type");
-        row.strs[1] = at(line, &["payload"]).and_then(|p| text(p, "type"));
+        let (kind, payload): (Cow<'a, str>, &'a Json<'a>) = match line.field("payload") {
+            Some(payload) => {
+                row.ints[TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
+                (text(line, "type").unwrap_or(Cow::Borrowed("")), payload)
+            }
+            None => {
+                row.ints[LEGACY] = Some(1);
+                (legacy_kind(line)?, line)
+            }
+        };
+        row.ints[HASH] = Some(item_hash(&kind, payload));
+        row.strs[PTYPE] = text(payload, "type");
+        match kind.as_ref() {
+            "session_meta" => session_meta(&mut row, payload),
+            "turn_context" => {
+                row.strs[MODEL] = text(payload, "model");
+                row.strs[CWD] = text(payload, "cwd");
+                turn(&mut row, payload);
+            }
+            "response_item" => response_item(&mut row, payload, keep),
+            "compacted" => {
+                let message = text(payload, "message");
+                row.ints[MESSAGE] = Some(1);
+                row.strs[SIDE] = Some(Cow::Borrowed("assistant"));
+                row.kinds.push(Cow::Borrowed("text"));
+                row.ints[N_BLOCKS] = Some(1);
+                row.ints[TEXT_CHARS] = Some(message.as_deref().map_or(0, chars));
+                row.strs[TEXT] = message.filter(|_| keep);
+            }
+            "event_msg" => event_msg(&mut row, payload),
+            _ => {}
+        }
+        row.strs[TYPE] = Some(kind);
         Some(row)
+    }
+}
+
+/// The kind of a line with no envelope (generation 1), or `None`: no Codex line at all.
+fn legacy_kind<'a>(line: &'a Json<'a>) -> Option<Cow<'a, str>> {
+    if line.field("record_type").is_some() {
+        return Some(Cow::Borrowed("state"));
+    }
+    match text(line, "type") {
+        Some(t) if KINDS.contains(&t.as_ref()) => None, // an envelope kind without its payload
+        Some(_) => Some(Cow::Borrowed("response_item")),
+        None if line.field("id").is_some() => Some(Cow::Borrowed("session_meta")),
+        None => None,
+    }
+}
+
+fn session_meta<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
+    row.strs[ID] = text(p, "id");
+    row.ints[ID_US] = row.strs[ID].as_deref().and_then(|id| uuid7_ms(id.as_bytes())).map(|ms| ms as i64 * 1000);
+    row.ints[META_TS] = text(p, "timestamp").and_then(|t| iso_us(&t));
+    row.strs[CWD] = text(p, "cwd");
+    row.strs[ORIGINATOR] = text(p, "originator");
+    row.strs[CLI] = text(p, "cli_version");
+    row.strs[FORKED] = text(p, "forked_from_id");
+    row.strs[PROVIDER] = text(p, "model_provider");
+    row.strs[SPAWN_CALL] = text(p, "spawn_call_id");
+    match p.field("source") {
+        Some(Json::Str(s)) => row.strs[SOURCE] = Some(Cow::Borrowed(s.as_ref())),
+        Some(source) => {
+            if let Some(sub) = source.field("subagent") {
+                row.strs[SOURCE] = Some(Cow::Borrowed("subagent"));
+                subagent(row, sub);
+            } else {
+                row.strs[SOURCE] = first_key(source);
+            }
+        }
+        None => {}
+    }
+}
+
+/// A `SubAgentSource`: `"review"`, `{"other": …}`, `{"thread_spawn": {parent_thread_id, depth, …}}`.
+fn subagent<'a>(row: &mut Row<'a>, sub: &'a Json<'a>) {
+    if let Json::Str(s) = sub {
+        row.strs[SUBAGENT] = Some(Cow::Borrowed(s.as_ref()));
+        return;
+    }
+    row.strs[SUBAGENT] = first_key(sub);
+    if let Some(spawn) = sub.field("thread_spawn") {
+        row.strs[PARENT] = text(spawn, "parent_thread_id");
+        row.ints[DEPTH] = int(spawn, "depth");
+        if row.strs[SPAWN_CALL].is_none() {
+            row.strs[SPAWN_CALL] = text(spawn, "spawn_call_id").or_else(|| text(spawn, "call_id"));
+        }
+    }
+}
+
+fn first_key<'a>(value: &'a Json<'a>) -> Option<Cow<'a, str>> {
+    match value {
+        Json::Object(entries) => entries.first().map(|(k, _)| Cow::Borrowed(k.as_ref())),
+        _ => None,
+    }
+}
+
+fn turn<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
+    row.strs[TURN_ID] = text(p, "turn_id");
+    row.ints[TURN_US] = row.strs[TURN_ID].as_deref().and_then(|id| uuid7_ms(id.as_bytes())).map(|ms| ms as i64 * 1000);
+}
+
+fn event_msg<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
+    match text(p, "type").as_deref() {
+        Some("token_count") => token_count(row, p),
+        Some("task_started" | "turn_started") => {
+            turn(row, p);
+            row.ints[WINDOW] = int(p, "model_context_window");
+        }
+        Some("exec_command_end") => {
+            row.strs[CALL_ID] = text(p, "call_id");
+            row.ints[EXIT] = int(p, "exit_code");
+        }
+        Some("turn_aborted") => row.strs[REASON] = text(p, "reason"),
+        _ => {}
+    }
+}
+
+fn token_count<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
+    row.strs[MODEL] = text(p, "model").or_else(|| text(p, "model_name"));
+    let info = match p.field("info") {
+        Some(info @ Json::Object(_)) => info,
+        _ => {
+            row.ints[INFO] = Some(0);
+            return;
+        }
+    };
+    row.ints[INFO] = Some(1);
+    if row.strs[MODEL].is_none() {
+        row.strs[MODEL] = text(info, "model").or_else(|| text(info, "model_name"));
+    }
+    for (base, key) in [(TOTAL, "total_token_usage"), (LAST, "last_token_usage")] {
+        if let Some(usage @ Json::Object(_)) = info.field(key) {
+            for (i, names) in COUNTERS.iter().enumerate() {
+                row.ints[base + i] = names.iter().find_map(|n| int(usage, n));
+            }
+        }
+    }
+    row.ints[WINDOW] = int(info, "model_context_window");
+}
+
+fn response_item<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
+    let kind = text(p, "type");
+    let kind = kind.as_deref().unwrap_or("");
+    if matches!(kind, "ghost_snapshot" | "compaction" | "compaction_summary") {
+        return; // harness state and remote compaction: not conversation messages
+    }
+    row.ints[MESSAGE] = Some(1);
+    row.strs[CALL_ID] = text(p, "call_id");
+    row.strs[NAME] = text(p, "name");
+    row.strs[STATUS] = text(p, "status");
+    let side = match kind {
+        "message" => {
+            message(row, p, keep);
+            return;
+        }
+        "reasoning" => {
+            reasoning(row, p, keep);
+            "assistant"
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => {
+            tool_call(row, p, kind, keep);
+            "assistant"
+        }
+        "function_call_output" | "custom_tool_call_output" => {
+            tool_output(row, p, keep);
+            "tool"
+        }
+        "tool_search_output" => {
+            row.kinds.push(Cow::Borrowed("tool_search_output"));
+            "tool"
+        }
+        other => {
+            row.kinds.push(Cow::Owned(if other.is_empty() { "unknown".to_owned() } else { other.to_owned() }));
+            "assistant"
+        }
+    };
+    row.strs[SIDE] = Some(Cow::Borrowed(side));
+    row.ints[N_BLOCKS] = Some(row.kinds.len() as i64);
+    row.ints[TEXT_CHARS].get_or_insert(0);
+}
+
+fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
+    let role = text(p, "role");
+    row.strs[SIDE] = Some(match role.as_deref() {
+        Some("developer" | "system") => Cow::Borrowed("system"),
+        Some(r) => Cow::Owned(r.to_owned()),
+        None => Cow::Borrowed("user"),
+    });
+    let mut texts: Vec<&str> = Vec::new();
+    if let Some(Json::Array(blocks)) = p.field("content") {
+        for block in blocks {
+            match text(block, "type").as_deref() {
+                Some("input_text" | "output_text" | "text") => {
+                    row.kinds.push(Cow::Borrowed("text"));
+                    texts.push(block.field("text").and_then(View::text).unwrap_or(""));
+                }
+                Some("input_image") => row.kinds.push(Cow::Borrowed("image")),
+                Some(other) => row.kinds.push(Cow::Owned(other.to_owned())),
+                None => row.kinds.push(Cow::Borrowed("unknown")),
+            }
+        }
+    } else if let Some(Json::Str(s)) = p.field("content") {
+        row.kinds.push(Cow::Borrowed("text"));
+        texts.push(s);
+    }
+    row.ints[N_BLOCKS] = Some(row.kinds.len() as i64);
+    row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
+    if role.as_deref() == Some("user") {
+        row.strs[TITLE] = texts.first().and_then(|t| title(t));
+    }
+    row.strs[ROLE] = role;
+    if keep && !texts.is_empty() {
+        row.strs[TEXT] = Some(Cow::Owned(texts.join("\n")));
+    }
+}
+
+/// A user text's first non-blank line (cut to `TITLE_CHARS`), unless it is injected context.
+fn title(t: &str) -> Option<Cow<'static, str>> {
+    let t = t.trim_start();
+    if t.is_empty() || INJECTED.iter().any(|p| t.starts_with(p)) {
+        return None;
+    }
+    let line = t.lines().next().unwrap_or("");
+    Some(Cow::Owned(line.chars().take(TITLE_CHARS).collect()))
+}
+
+fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
+    let mut texts: Vec<&str> = Vec::new();
+    for key in ["summary", "content"] {
+        if let Some(Json::Array(parts)) = p.field(key) {
+            for part in parts {
+                if let Some("summary_text" | "reasoning_text" | "text") = text(part, "type").as_deref() {
+                    row.kinds.push(Cow::Borrowed("thinking"));
+                    texts.push(part.field("text").and_then(View::text).unwrap_or(""));
+                }
+            }
+        }
+    }
+    if texts.is_empty() && p.field("encrypted_content").is_some() {
+        row.kinds.push(Cow::Borrowed("redacted_thinking"));
+    }
+    row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
+    if keep && !texts.is_empty() {
+        row.strs[REASONING] = Some(Cow::Owned(texts.join("\n")));
+    }
+}
+
+fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
+    row.kinds.push(Cow::Borrowed(if kind == "local_shell_call" { "local_shell_call" } else { "tool_use" }));
+    // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON string
+    let input: Option<String> = match kind {
+        "function_call" => text(p, "arguments").map(|a| a.into_owned()),
+        "custom_tool_call" => p.field("input").map(|v| serde_json::to_string(&v.to_value()).unwrap_or_default()),
+        _ => at(p, &["action"]).map(|v| serde_json::to_string(&v.to_value()).unwrap_or_default()),
+    };
+    if kind == "local_shell_call" {
+        if let Some(Json::Array(cmd)) = at(p, &["action", "command"]) {
+            let words: Vec<&str> = cmd.iter().filter_map(View::text).collect();
+            row.strs[TEXT] = keep.then(|| Cow::Owned(words.join(" ")));
+        }
+    }
+    let id = match row.strs[CALL_ID].as_deref() {
+        Some(id) => id.to_owned(),
+        None => return,
+    };
+    let name = row.strs[NAME].as_deref().map(str::to_owned)
+        .or_else(|| (kind == "local_shell_call").then(|| "local_shell".to_owned()));
+    row.events.push(Event {
+        call: true,
+        kind: 0,
+        id,
+        name,
+        is_error: None,
+        chars: None,
+        input_bytes: input.as_ref().map(|s| s.len() as i64),
+        text: if keep { input } else { None },
+    });
+}
+
+fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
+    row.kinds.push(Cow::Borrowed("tool_result"));
+    let (body, success) = match p.field("output") {
+        Some(Json::Object(_)) => {
+            let out = p.field("output").expect("an output");
+            (out.field("content"), out.field("success").and_then(Json::as_bool))
+        }
+        other => (other, None),
+    };
+    let body: Option<String> = match body {
+        Some(Json::Str(s)) => Some(s.to_string()),
+        Some(Json::Array(items)) => {
+            let texts: Vec<&str> = items.iter()
+                .filter(|i| matches!(text(i, "type").as_deref(), Some("input_text" | "output_text" | "text")))
+                .filter_map(|i| i.field("text").and_then(View::text))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    };
+    let (exit, inferred) = body.as_deref().map_or((None, None), outcome);
+    let is_error = inferred.or_else(|| success.map(|ok| !ok));
+    row.ints[EXIT] = exit;
+    row.ints[IS_ERROR] = is_error.map(i64::from);
+    let n = body.as_deref().map(chars);
+    row.ints[TEXT_CHARS] = Some(n.unwrap_or(0));
+    let id = match row.strs[CALL_ID].as_deref() {
+        Some(id) => id.to_owned(),
+        None => return,
+    };
+    row.events.push(Event {
+        call: false,
+        kind: 0,
+        id,
+        name: None,
+        is_error,
+        chars: n,
+        input_bytes: None,
+        text: if keep { body } else { None },
+    });
+}
+
+/// What a tool output's text says of how the tool ended: `(exit code, is_error)`.
+///
+/// A structured shell output is the JSON text `{"output":…, "metadata":{"exit_code":N, …}}`; a
+/// freeform one starts `Exit code: N`; a command the user refused is `exec command rejected by
+/// user`. Anything else says nothing (null, never assumed ok).
+fn outcome(s: &str) -> (Option<i64>, Option<bool>) {
+    if s.starts_with('{') {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(s) {
+            if let Some(code) = v.get("metadata").and_then(|m| m.get("exit_code")).and_then(serde_json::Value::as_i64) {
+                return (Some(code), Some(code != 0));
+            }
+        }
+    }
+    if let Some(rest) = s.strip_prefix("Exit code: ") {
+        let digits: &str = rest.split(|c: char| c == '\n' || c == '\r').next().unwrap_or("").trim();
+        if let Ok(code) = digits.parse::<i64>() {
+            return (Some(code), Some(code != 0));
+        }
+    }
+    if s.trim() == "exec command rejected by user" || s.starts_with("exec command rejected by user") {
+        return (None, Some(true));
+    }
+    (None, None)
+}
+
+fn chars(s: &str) -> i64 {
+    s.chars().count() as i64
+}
+
+/// The FNV-1a hash of a line's kind and of its payload's canonical form.
+fn item_hash(kind: &str, payload: &Json<'_>) -> i64 {
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    h.bytes(kind.as_bytes());
+    h.byte(0);
+    h.value(payload);
+    h.0 as i64
+}
+
+struct Fnv(u64);
+
+impl Fnv {
+    fn byte(&mut self, b: u8) {
+        self.0 ^= u64::from(b);
+        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+    }
+    fn bytes(&mut self, bs: &[u8]) {
+        for &b in bs {
+            self.byte(b);
+        }
+    }
+    fn len(&mut self, n: usize) {
+        self.bytes(&(n as u64).to_le_bytes());
+    }
+    fn value(&mut self, v: &Json<'_>) {
+        match v {
+            Json::Null => self.byte(b'n'),
+            Json::Bool(b) => self.bytes(if *b { b"t" } else { b"f" }),
+            Json::Number(n) => {
+                self.byte(b'#');
+                let s = n.to_string();
+                self.len(s.len());
+                self.bytes(s.as_bytes());
+            }
+            Json::Str(s) => {
+                self.byte(b'"');
+                self.len(s.len());
+                self.bytes(s.as_bytes());
+            }
+            Json::Array(items) => {
+                self.byte(b'[');
+                self.len(items.len());
+                items.iter().for_each(|i| self.value(i));
+            }
+            Json::Object(_) => {
+                let mut entries = v.last_entries();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                self.byte(b'{');
+                self.len(entries.len());
+                for (k, item) in entries {
+                    self.len(k.len());
+                    self.bytes(k.as_bytes());
+                    self.value(item);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::outcome;
+
+    #[test]
+    fn outcomes() {
+        assert_eq!(outcome("Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok"), (Some(0), Some(false)));
+        assert_eq!(outcome("Exit code: 2\nOutput:\n"), (Some(2), Some(true)));
+        assert_eq!(outcome(r#"{"output":"x","metadata":{"exit_code":1,"duration_seconds":0.2}}"#), (Some(1), Some(true)));
+        assert_eq!(outcome("exec command rejected by user"), (None, Some(true)));
+        assert_eq!(outcome("patched a.txt"), (None, None));
+        assert_eq!(outcome(r#"{"output":"x"}"#), (None, None));
     }
 }
