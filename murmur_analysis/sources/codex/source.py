@@ -1,0 +1,175 @@
+"""The ``codex`` source: OpenAI Codex CLI rollouts, read by the native line engine.
+
+Every rollout under a path is read at once by the engine (``native/src/formats/codex.rs``);
+each becomes one conversation (:mod:`.decode`), after three decisions across files:
+
+* **One copy of a thread.** A rollout is known by its first ``session_meta`` id. The same
+  thread under both ``sessions/`` and ``archived_sessions/`` is read once, from ``sessions/``
+  (the active copy, as ccusage prefers it); two copies under the same folder keep the first by
+  path and report the other (``duplicate_conversation``).
+* **A fork's copied prefix** is the parent's, not the child's (:mod:`.fork`), matched against
+  the parent's rows when the parent is in the same load.
+* **Parent links**: ``parent_conversation_id`` is the fork's or spawn's parent thread,
+  ``parent_call_id`` the spawning call where the rollout names it.
+
+Lines the engine could not read are diagnostics rows (a torn last line once the file has been
+still for ``settle_seconds``); a JSON object that is no Codex line is one too (``unknown_line``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow.compute as pc
+
+from ...core.diagnostics import Diagnostics
+from ...core.handoff import Conversation, Summary
+from ...core.identity import Identity as FileIdentity
+from ..base import READ_ALL, ReadContext, Source
+from ..lines import LineRows, report, scan_lines
+from .decode import Identity, decode, identity
+from .fork import NONE, Strip, copied_prefix, fallback_prefix
+from .layout import ARCHIVED, SESSIONS, Found, default_homes, discover, holds_rollouts, is_rollout_file
+
+__all__ = ["CodexSource"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Rollout:
+    found: Found
+    rows: LineRows
+    ident: Identity
+
+
+def _unknown_lines(rows: LineRows, diagnostics: Diagnostics) -> None:
+    """A JSON object that is neither an envelope nor a legacy line is named (not guessed at)."""
+    kinds = rows.table.column("type")
+    odd = pc.or_(pc.is_null(kinds), pc.equal(kinds, ""))
+    for line in rows.table.column("line").filter(odd).to_pylist():
+        diagnostics.report(rows.path, "unknown_line",
+                           f"line {line} is a JSON object but no Codex rollout line (no type, payload or id); skipped",
+                           line)
+
+
+def _dedupe(rollouts: list[_Rollout], diagnostics: Diagnostics) -> list[_Rollout]:
+    """One rollout per thread id: the active copy before the archived one, then the first by path."""
+    chosen: dict[str, _Rollout] = {}
+    for r in sorted(rollouts, key=lambda r: (r.found.archived, str(r.found.path))):
+        cid = r.ident.conversation_id
+        kept = chosen.get(cid)
+        if kept is None:
+            chosen[cid] = r
+        elif kept.found.archived == r.found.archived:
+            diagnostics.report(r.found.path, "duplicate_conversation",
+                               f"thread {cid} is also in {kept.found.path}, which is read; this copy is not")
+    keep = {id(r) for r in chosen.values()}
+    return [r for r in rollouts if id(r) in keep]
+
+
+class CodexSource(Source):
+    """OpenAI Codex CLI rollouts (``sessions/`` and ``archived_sessions/`` of a Codex home).
+
+    Args:
+        settle_seconds: how long a file must be unchanged before its unterminated, unparsable
+            last line is reported as ``partial_line`` rather than taken as still being written.
+
+    Example:
+        >>> import murmur_analysis as ma
+        >>> corpus = ma.load("~/.codex", source="codex")  # doctest: +SKIP
+    """
+
+    name: ClassVar[str] = "codex"
+    description: ClassVar[str] = "OpenAI Codex CLI rollouts ($CODEX_HOME or ~/.codex: sessions/, archived_sessions/)"
+
+    def __init__(self, *, settle_seconds: float = 5.0) -> None:
+        self.settle_seconds = float(settle_seconds)
+        self._paths: dict[str, Path] = {}
+
+    @staticmethod
+    def default_homes() -> list[Path]:
+        """The Codex homes that exist: ``$CODEX_HOME``, else ``~/.codex``."""
+        return default_homes()
+
+    def guess_can_open(self, path: Path) -> bool:
+        """A Codex home (rollouts under ``sessions/`` or ``archived_sessions/``), a tree of rollouts, or a rollout."""
+        if not path.is_dir():
+            return is_rollout_file(path)
+        if any((path / d).is_dir() and holds_rollouts(path / d) for d in (SESSIONS, ARCHIVED)):
+            return True
+        return bool({SESSIONS, ARCHIVED} & set(path.parts)) and holds_rollouts(path)
+
+    def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
+        """Every thread under ``path``, once, in path order (see the module's rules)."""
+        rollouts = self._read(discover(path, diagnostics), diagnostics, ctx.text)
+        chosen = _dedupe(rollouts, diagnostics)
+        by_id = {r.ident.conversation_id: r for r in chosen}
+        self._paths.update((cid, r.found.path) for cid, r in by_id.items())
+        for r in chosen:
+            yield self._conversation(r, by_id.get(r.ident.parent or ""), ctx.text, diagnostics)
+
+    def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
+        """Decode the rollout ``key`` (its path) again, with its parent when the last :meth:`open` read it."""
+        path = Path(str(key))
+        rollouts = self._read([Found(path, ARCHIVED in path.parts)], diagnostics, True)
+        own = rollouts[0]
+        parent_path = self._paths.get(own.ident.parent or "")
+        parent = None
+        if parent_path is not None and parent_path != path:
+            parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), True)[0]
+        return self._conversation(own, parent, True, diagnostics)
+
+    def fingerprint(self, conv: Conversation) -> object:
+        """The identities of the rollout and of the parent rollout its copied prefix was matched against."""
+        own = self.file_identities(conv)
+        parent = conv.extra.get("parent_path")
+        if own is None or parent is None:
+            return own
+        theirs: list[tuple[str, FileIdentity]] | None = self.file_identities(
+            Conversation(self.name, "", (), key=parent, path=parent))
+        return None if theirs is None else [*own, *theirs]
+
+    def _read(self, found: list[Found], diagnostics: Diagnostics, text: bool) -> list[_Rollout]:
+        if not found:
+            return []
+        out: list[_Rollout] = []
+        for f, rows in zip(found, scan_lines("codex", [f.path for f in found], text=text), strict=True):
+            report(rows, diagnostics, self.settle_seconds)
+            _unknown_lines(rows, diagnostics)
+            out.append(_Rollout(f, rows, identity(rows)))
+        return out
+
+    def _strip(self, r: _Rollout, parent: _Rollout | None, diagnostics: Diagnostics) -> Strip:
+        """Where ``r``'s copied prefix ends (:mod:`.fork`)."""
+        ident = r.ident
+        if ident.parent is None:
+            return NONE
+        minted = ident.minted_us if ident.minted_us is not None else ident.created_us
+        if parent is not None and parent is not r:
+            strip = copied_prefix(r.rows.table, parent.rows.table, ident.created_us)
+            if strip.end:
+                return strip
+            guessed = fallback_prefix(r.rows.table, minted)
+            if guessed.end:
+                diagnostics.report(r.found.path, "fork_prefix_unmatched",
+                                   f"no leading run of this fork's items equals its parent {ident.parent}'s items "
+                                   f"up to the fork; the first {guessed.end} rows were cut by the {guessed.rule} rule")
+            return guessed
+        strip = fallback_prefix(r.rows.table, minted)
+        diagnostics.report(r.found.path, "fork_parent_missing",
+                           f"the parent thread {ident.parent} is not in this load: its copied prefix was found by "
+                           f"the {strip.rule} rule ({strip.end} rows not counted as this thread's)")
+        return strip
+
+    def _conversation(self, r: _Rollout, parent: _Rollout | None, text: bool, diagnostics: Diagnostics) -> Conversation:
+        strip = self._strip(r, parent, diagnostics)
+        decoded = decode(r.rows, r.ident, strip.end, text, diagnostics)
+        path = str(r.found.path)
+        summary = Summary(usage=decoded.usage, growth=decoded.growth or None, title=decoded.title)
+        extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
+                 "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
+        return Conversation(self.name, r.ident.conversation_id, (), key=path, path=path, columns=[decoded.columns],
+                            summary=summary, tool_meta=decoded.tool_meta, extra=extra,
+                            parent_conversation_id=r.ident.parent, parent_call_id=r.ident.parent_call)

@@ -1,0 +1,96 @@
+"""Codex usage from ``token_count`` events: one usage row per model call, nothing counted twice.
+
+The rule, over a rollout's ``event_msg/token_count`` rows in line order (numpy over the rows,
+no loop per event):
+
+1. Only events whose ``info`` is an object count; an ``info: null`` event says nothing.
+2. An event counts only when its ``total_token_usage`` *changed* from the previous event's
+   (an event with no total counts too: there is nothing to compare). Codex re-emits the
+   unchanged totals when only the rate limits changed; counting those again is ccusage#1288.
+3. Its delta is its ``last_token_usage``; with no ``last``, the total minus the previous total,
+   field by field, never below 0.
+4. A delta whose input, cached, output and reasoning are all 0 is no call (a context-window
+   reset, ``fill_to_context_window``, writes ``total = {total_tokens: window}`` and a ``last``
+   with only ``total_tokens``: the reset is skipped, and the next total, counted from 0 again,
+   differs from it, so the call after it counts once with its own ``last``).
+
+The previous total of the first event a conversation keeps is the last one before it: for a
+fork, the last total of the copied prefix (stripped, :mod:`.fork`), so a delta worked out from
+totals starts at the parent's spend, not at 0.
+
+Counters follow Codex's ``TokenUsage``: ``input_tokens`` is the whole prompt with
+``cached_input_tokens`` inside it, and ``output_tokens`` holds ``reasoning_output_tokens``: the
+OpenAI rule of :mod:`murmur_analysis.core.providers`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["COUNTERS", "Deltas", "deltas"]
+
+#: The counters of ``TokenUsage`` a delta keeps, in order (``total_tokens`` is only compared).
+COUNTERS = ("input", "cached", "output", "reasoning")
+_TOTALS = (*COUNTERS, "tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class Deltas:
+    """The token_count events that count, and each one's delta.
+
+    Attributes:
+        rows: the index (in the rollout's rows) of each counted event, ascending.
+        values: ``len(COUNTERS) x len(rows)`` delta counters (0 where ``valid`` is false).
+        valid: which of ``values`` were reported (a counter missing from ``last`` is null).
+    """
+
+    rows: np.ndarray
+    values: np.ndarray
+    valid: np.ndarray
+
+
+def _matrix(table: pa.Table, prefix: str, names: tuple[str, ...], take: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The columns ``prefix_<name>`` at rows ``take``: values (0 for null) and validity."""
+    cols = [table.column(f"{prefix}_{n}").take(take) for n in names]
+    values = np.stack([pc.fill_null(c, 0).to_numpy(zero_copy_only=False) for c in cols]).astype(np.int64)
+    valid = np.stack([pc.is_valid(c).to_numpy(zero_copy_only=False) for c in cols])
+    return values.reshape(len(names), len(take)), valid.reshape(len(names), len(take))
+
+
+def token_rows(table: pa.Table) -> np.ndarray:
+    """The rows of ``token_count`` events whose ``info`` is an object, in line order."""
+    mask = pc.and_(pc.and_(pc.equal(table.column("type"), "event_msg"),
+                           pc.equal(table.column("payload_type"), "token_count")),
+                   pc.equal(table.column("info"), 1))
+    return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
+
+
+def deltas(table: pa.Table) -> Deltas:
+    """Every counted ``token_count`` event of one rollout's rows and its delta (the rule above)."""
+    rows = token_rows(table)
+    n = len(rows)
+    take = pa.array(rows, pa.int64())
+    total, total_valid = _matrix(table, "total", _TOTALS, take)
+    last, last_valid = _matrix(table, "last", COUNTERS, take)
+    if n == 0:
+        return Deltas(rows, last, last_valid)
+    has_total = total_valid.any(axis=0)
+    # the last event at or before each one that carried a total; the previous one's, strictly before
+    at = np.maximum.accumulate(np.where(has_total, np.arange(n), -1))
+    prev_at = np.concatenate([[-1], at[:-1]]).astype(np.int64)
+    known = prev_at >= 0
+    safe = np.where(known, prev_at, 0)
+    prev = np.where(known, total[:, safe], 0)
+    prev_valid = np.where(known, total_valid[:, safe], False)
+    changed = ((total != prev) | (total_valid != prev_valid)).any(axis=0)
+    advanced = ~has_total | ~known | changed
+    has_last = last_valid.any(axis=0)
+    grown = np.maximum(total[:4] - prev[:4], 0)
+    values = np.where(has_last, last, grown)
+    valid = np.where(has_last, last_valid, total_valid[:4])
+    counted = advanced & (values != 0).any(axis=0)
+    return Deltas(rows[counted], values[:, counted], valid[:, counted])
