@@ -47,7 +47,7 @@ class _Rollout:
 def _unknown_lines(rows: LineRows, diagnostics: Diagnostics) -> None:
     """A JSON object that is neither an envelope nor a legacy line is named (not guessed at)."""
     kinds = rows.table.column("type")
-    odd = pc.or_(pc.is_null(kinds), pc.equal(kinds, ""))
+    odd = pc.or_kleene(pc.is_null(kinds), pc.equal(kinds, ""))
     for line in rows.table.column("line").filter(odd).to_pylist():
         diagnostics.report(rows.path, "unknown_line",
                            f"line {line} is a JSON object but no Codex rollout line (no type, payload or id); skipped",

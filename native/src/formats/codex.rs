@@ -127,10 +127,13 @@ impl Format for Codex {
                 row.ints[TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
                 (text(line, "type").unwrap_or(Cow::Borrowed("")), payload)
             }
-            None => {
-                row.ints[LEGACY] = Some(1);
-                (legacy_kind(line)?, line)
-            }
+            None => match legacy_kind(line) {
+                Some(kind) => {
+                    row.ints[LEGACY] = Some(1);
+                    (kind, line)
+                }
+                None => return Some(row), // no Codex line: its `type` stays null (the source names it)
+            },
         };
         row.ints[HASH] = Some(item_hash(&kind, payload));
         row.strs[PTYPE] = text(payload, "type");
