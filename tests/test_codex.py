@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
+from murmur_analysis.core.blocks import block_kind, text_chars
 from murmur_analysis.core.diagnostics import Diagnostics
 from murmur_analysis.sources import detect
 from murmur_analysis.sources.codex import CodexSource
@@ -319,7 +320,7 @@ def test_custom_tools_shell_calls_web_search_reasoning_and_developer_messages(tm
     assert m["role"].tolist() == ["system", "user", "user", "assistant", "assistant", "tool", "assistant",
                                   "assistant", "assistant", "tool"]
     assert m["block_kinds"].tolist()[2:5] == [["text", "image"], ["thinking"], ["tool_use"]]
-    assert m["block_kinds"].tolist()[6:8] == [["web_search_call"], ["local_shell_call"]]
+    assert m["block_kinds"].tolist()[6:8] == [["web_search_call"], ["tool_use"]]
     assert m["reasoning_text"].tolist()[3] == "thinking"
     assert corpus.conversations["title"].tolist() == ["look at this"]  # injected context skipped
     calls = corpus.tool_calls.set_index("call_id")
@@ -433,3 +434,24 @@ def test_no_codex_file_is_read_twice_through_a_linked_folder(tmp_path: Path) -> 
     os.symlink(tmp_path / "home" / "sessions", tmp_path / "home" / "sessions" / "loop")
     corpus = ma.load(tmp_path / "home", source="codex")
     assert corpus.conversations["conversation_id"].tolist() == [PARENT]
+
+
+def test_a_conversation_handle_pages_and_assembles_the_messages_the_tables_hold(tmp_path: Path) -> None:
+    rollout(tmp_path, PARENT, [
+        *EXAMPLE,
+        env("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": "hmm"}]}),
+        env("response_item", {"type": "web_search_call", "action": {"type": "search", "query": "q"}}),
+        env("response_item", {"type": "custom_tool_call", "call_id": "p1", "name": "apply_patch", "input": "x"}),
+        env("response_item", {"type": "custom_tool_call_output", "call_id": "p1", "output": "Exit code: 1\n"}),
+        call("unanswered"), output("nobody", "late"),
+    ])
+    corpus = ma.load(tmp_path, source="codex")
+    handle = corpus.conversation(PARENT, source="codex")
+    entries = handle.entries
+    assert [e.side for e in entries] == corpus.messages["role"].tolist()
+    assert [[block_kind(b) for b in e.blocks] for e in entries] == corpus.messages["block_kinds"].tolist()
+    assert [text_chars(e.blocks) for e in entries] == corpus.messages["text_chars"].tolist()
+    page = handle.read_messages(None, 3)
+    assert page.total == len(entries) == 9 and len(page.messages) == 3
+    assert [c.status for c in handle.tool_calls()] == corpus.tool_calls["status"].tolist()
+    assert handle.assemble().dropped_orphans == corpus.orphans["tool_use_id"].tolist() == ["nobody"]

@@ -80,6 +80,8 @@ class Decoded:
     growth: tuple[GrowthRow, ...]
     title: str | None
     tool_meta: dict[str, ToolMeta]
+    lines: pa.Array  # the line number of each message
+    errors: pa.Array  # each message's inferred tool error flag (tool outputs)
 
 
 def _mask(values: pa.Array) -> np.ndarray:
@@ -244,5 +246,6 @@ def decode(rows: LineRows, ident: Identity, start: int, text: bool, diagnostics:
     keep = _mask(pc.equal(t.column("message"), 1)) & (np.arange(t.num_rows) >= start)
     columns, models = _columns(rows, keep, text)
     meta = _tool_meta(t, keep, start, columns.events)
+    take = pa.array(np.flatnonzero(keep), _I64)
     return Decoded(columns, _usage(rows, ident, start, models, keep, diagnostics), _growth(t, keep, start),
-                   _title(t, keep), meta)
+                   _title(t, keep), meta, _col(t, "line").take(take), _col(t, "is_error").take(take))

@@ -28,9 +28,11 @@ import pyarrow.compute as pc
 from ...core.diagnostics import Diagnostics
 from ...core.handoff import Conversation, Summary
 from ...core.identity import Identity as FileIdentity
+from ...core.model import Entry
 from ..base import READ_ALL, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
 from .decode import Identity, decode, identity
+from .entries import entries
 from .fork import NONE, Strip, copied_prefix, fallback_prefix
 from .layout import ARCHIVED, SESSIONS, Found, default_homes, discover, holds_rollouts, is_rollout_file
 
@@ -119,7 +121,7 @@ class CodexSource(Source):
         parent = None
         if parent_path is not None and parent_path != path:
             parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), True)[0]
-        return self._conversation(own, parent, True, diagnostics)
+        return self._conversation(own, parent, True, diagnostics, with_entries=True)
 
     def fingerprint(self, conv: Conversation) -> object:
         """The identities of the rollout and of the parent rollout its copied prefix was matched against."""
@@ -163,13 +165,20 @@ class CodexSource(Source):
                            f"the {strip.rule} rule ({strip.end} rows not counted as this thread's)")
         return strip
 
-    def _conversation(self, r: _Rollout, parent: _Rollout | None, text: bool, diagnostics: Diagnostics) -> Conversation:
+    def _conversation(self, r: _Rollout, parent: _Rollout | None, text: bool, diagnostics: Diagnostics,
+                      with_entries: bool = False) -> Conversation:
         strip = self._strip(r, parent, diagnostics)
         decoded = decode(r.rows, r.ident, strip.end, text, diagnostics)
+        cols = decoded.columns
+        found: list[Entry] = []
+        if with_entries and len(cols):  # a handle pages and assembles the entries' blocks
+            errors = [None if e is None else bool(e) for e in decoded.errors.to_pylist()]
+            found = entries(r.found.path, decoded.lines.to_pylist(), cols.side.to_pylist(), cols.model.to_pylist(),
+                            cols.created_at.to_pylist(), errors)
         path = str(r.found.path)
         summary = Summary(usage=decoded.usage, growth=decoded.growth or None, title=decoded.title)
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
-        return Conversation(self.name, r.ident.conversation_id, (), key=path, path=path, columns=[decoded.columns],
+        return Conversation(self.name, r.ident.conversation_id, found, key=path, path=path, columns=[cols],
                             summary=summary, tool_meta=decoded.tool_meta, extra=extra,
                             parent_conversation_id=r.ident.parent, parent_call_id=r.ident.parent_call)

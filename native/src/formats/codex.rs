@@ -374,7 +374,8 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
 }
 
 fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
-    row.kinds.push(Cow::Borrowed(if kind == "local_shell_call" { "local_shell_call" } else { "tool_use" }));
+    let called = kind != "local_shell_call" || row.strs[CALL_ID].is_some(); // a shell call with no id calls nothing
+    row.kinds.push(Cow::Borrowed(if called { "tool_use" } else { "local_shell_call" }));
     // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON string
     let input: Option<String> = match kind {
         "function_call" => text(p, "arguments").map(|a| a.into_owned()),
