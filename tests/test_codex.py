@@ -23,6 +23,7 @@ from murmur_analysis.sources.lines import scan_lines
 T0 = "2026-01-02T03:04:05.000Z"
 PARENT = "11111111-1111-4111-8111-111111111111"
 CHILD = "22222222-2222-4222-8222-222222222222"
+GRANDCHILD = "33333333-3333-4333-8333-333333333333"
 NOW = {"codex": {"settle_seconds": 0.0}}
 Line = dict[str, Any]
 
@@ -240,15 +241,25 @@ def test_an_archived_copy_of_an_active_rollout_is_read_once(tmp_path: Path) -> N
     assert _usage_sums(corpus) == [2, 1210, 1000, 25, 16]
 
 
-def test_compressed_rollouts_are_named_unless_the_plain_one_is_there(tmp_path: Path) -> None:
+def test_compressed_rollouts_are_read_unless_the_plain_one_is_there(tmp_path: Path) -> None:
+    import zstandard
+
     plain = rollout(tmp_path, PARENT, EXAMPLE)
-    plain.with_name(plain.name + ".zst").write_bytes(b"\x28\xb5\x2f\xfd")
+    plain.with_name(plain.name + ".zst").write_bytes(b"\x28\xb5\x2f\xfd")  # a twin: never opened
     alone = tmp_path / "sessions/2026/01/03" / f"rollout-2026-01-03T00-00-00-{CHILD}.jsonl.zst"
     alone.parent.mkdir(parents=True)
-    alone.write_bytes(b"\x28\xb5\x2f\xfd")
+    child = [{**line, "payload": {**line["payload"], "id": CHILD}} if line["type"] == "session_meta" else line
+             for line in EXAMPLE]
+    alone.write_bytes(zstandard.ZstdCompressor().compress(b"".join(json.dumps(x).encode() + b"\n" for x in child)))
+    broken = alone.with_name(f"rollout-2026-01-03T00-00-01-{GRANDCHILD}.jsonl.zst")
+    broken.write_bytes(b"\x28\xb5\x2f\xfd not a frame")
     corpus = ma.load(tmp_path, source="codex")
-    assert corpus.conversations["conversation_id"].tolist() == [PARENT]
-    assert corpus.diagnostics[["path", "kind"]].values.tolist() == [[str(alone), "unsupported_compression"]]
+    conv = corpus.conversations.set_index("conversation_id")["messages"].to_dict()
+    assert conv == {PARENT: 3, CHILD: 3, GRANDCHILD: 0}  # the broken file: found, nothing read, reported
+    by_id = corpus.usage.groupby("conversation_id")["input_total_tokens"].sum().to_dict()
+    assert by_id[CHILD] == by_id[PARENT] == 1200
+    assert corpus.diagnostics[["path", "kind"]].values.tolist() == [[str(broken), "unreadable"]]
+    assert "zstd" in corpus.diagnostics["detail"].iloc[0]
 
 
 def test_a_generation_one_legacy_rollout(tmp_path: Path) -> None:

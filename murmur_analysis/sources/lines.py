@@ -5,7 +5,9 @@ what one line puts into them. :func:`scan_lines` reads many files of one format 
 every core, from where each should start (a byte offset and its line number, so a file that
 only grew is read on from where an earlier read stopped), and gives each file's rows as a
 :class:`LineRows`: its declared columns as one Arrow table, its block kinds, its tool events
-and what it reported. The buffers the engine built become Arrow arrays without a copy.
+and what it reported. The buffers the engine built become Arrow arrays without a copy. A file
+named ``*.zst`` is zstd-compressed: it is decompressed in memory and read whole (a read of it
+never goes on from a point).
 
 The line rule is the engine's: split on ``\n`` alone, blank lines skipped, a line read iff
 serde_json parses it into an object. Everything else is reported here, once, in the words of
@@ -135,8 +137,41 @@ def scan_lines(
 
     starts = list(starts) if starts is not None else [(0, 1)] * len(paths)
     ints, strs = columns_of(format)
-    scanned = _native.scan_lines(format, [os.fsencode(p) for p in paths], starts, text)
-    return [_rows(Path(p), s, ints, strs) for p, s in zip(paths, scanned, strict=True)]
+    packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
+    plain = [i for i in range(len(paths)) if i not in set(packed)]
+    scanned: list[dict[str, Any] | None] = [None] * len(paths)
+    for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
+                                              [starts[i] for i in plain], text), strict=True):
+        scanned[i] = s
+    datas = [_decompressed(Path(paths[i])) for i in packed]
+    readable = [(i, d) for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
+    for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text), strict=True):
+        scanned[i] = s
+    for i, d in zip(packed, datas, strict=True):
+        if isinstance(d, str):
+            scanned[i] = _native.scan_data(format, [b""], text)[0] | {"error": d}
+    return [_rows(Path(p), s, ints, strs) for p, s in zip(paths, scanned, strict=True) if s is not None]
+
+
+#: How far a compressed file may expand (times its size, plus 64 MiB) before it is refused as a bomb.
+_EXPANSION = 1_000
+
+
+def _decompressed(path: Path) -> bytes | str:
+    """A zstd file's bytes, or why they cannot be had (the file's ``error``)."""
+    import zstandard
+
+    try:
+        with open(path, "rb") as f:
+            limit = os.fstat(f.fileno()).st_size * _EXPANSION + (64 << 20)
+            data = zstandard.ZstdDecompressor().stream_reader(f).read(limit + 1)
+    except OSError as err:
+        return f"could not open: {err.strerror or err}"
+    except zstandard.ZstdError as err:
+        return f"could not decompress (zstd): {err}"
+    if len(data) > limit:
+        return f"refused: it expands past {_EXPANSION} times its size"
+    return data
 
 
 def line_report(line: int, code: int) -> tuple[str, str]:

@@ -413,6 +413,16 @@ fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64,
     out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
 }
 
+/// scan_data(format, datas, text) -> list[dict]: like `scan_lines`, of files already in memory
+/// (decompressed), each read whole from its line 1.
+#[pyfunction]
+fn scan_data(py: Python<'_>, format: &str, datas: Vec<&[u8]>, text: bool) -> PyResult<Vec<PyObject>> {
+    let format = formats::by_name(format).ok_or_else(|| PyValueError::new_err(format!("no line format {format:?}")))?;
+    let out: Vec<lines::Rows> =
+        py.allow_threads(|| in_pool(|| datas.par_iter().map(|d| lines::read_bytes(format, d, 1, text)).collect()));
+    out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
+}
+
 /// line_columns(format) -> (ints, strs): the integer and string columns `format` declares.
 #[pyfunction]
 fn line_columns(format: &str) -> PyResult<(Vec<&'static str>, Vec<&'static str>)> {
@@ -659,6 +669,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(messages, m)?)?;
     m.add_function(wrap_pyfunction!(scan_lines, m)?)?;
     m.add_function(wrap_pyfunction!(line_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_data, m)?)?;
     m.add_function(wrap_pyfunction!(message_runs, m)?)?;
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;

@@ -247,17 +247,34 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
         }
         buf.truncate(filled);
         let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        let pieces = cut(&buf, len);
-        let decided: Vec<(Rows, usize)> =
-            pieces.par_iter().map(|&(s, e)| piece(format, &buf[s..e], text)).collect();
-        let mut torn = 0;
-        for (part, t) in decided {
-            out.join(part);
-            torn = t;
-        }
-        out.end += (len - torn) as u64;
+        block(format, &buf[..len], text, &mut out);
         buf.drain(..len);
     }
+    numbered(out, first_line)
+}
+
+/// Whole lines of data already in memory (a decompressed file), read as [`read`] reads a file.
+pub fn read_bytes(format: &dyn Format, data: &[u8], first_line: i64, text: bool) -> Rows {
+    let mut out = Rows::new(format);
+    out.size = data.len() as u64;
+    block(format, data, text, &mut out);
+    numbered(out, first_line)
+}
+
+/// Decide the whole lines of `buf` on every core and append them to `out`, moving its `end`.
+fn block(format: &dyn Format, buf: &[u8], text: bool, out: &mut Rows) {
+    let pieces = cut(buf, buf.len());
+    let decided: Vec<(Rows, usize)> = pieces.par_iter().map(|&(s, e)| piece(format, &buf[s..e], text)).collect();
+    let mut torn = 0;
+    for (part, t) in decided {
+        out.join(part);
+        torn = t;
+    }
+    out.end += (buf.len() - torn) as u64;
+}
+
+/// The rows' line numbers counted from `first_line`.
+fn numbered(mut out: Rows, first_line: i64) -> Rows {
     for n in out.line_no.iter_mut() {
         *n += first_line - 1;
     }

@@ -4,8 +4,7 @@ A Codex home is ``$CODEX_HOME``, else ``~/.codex``. Active rollouts live under `
 (``YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``, or flat in early versions) and archived
 ones under ``archived_sessions/``; both are read. A rollout may be zstd-compressed
 (``rollout-….jsonl.zst``): where the plain ``.jsonl`` stands beside it the plain one wins, as in
-Codex; a compressed one alone is reported (``unsupported_compression``), since this toolkit's
-environment has no zstd decoder.
+Codex; a compressed one alone is read (decompressed in memory by the line reader).
 """
 
 from __future__ import annotations
@@ -114,7 +113,7 @@ def discover(path: Path, diagnostics: Diagnostics) -> list[Found]:
     """Every rollout under ``path`` (a home, a ``sessions/`` tree, any folder, or one file), in path order.
 
     A home's ``sessions/`` is listed before its ``archived_sessions/``. A compressed rollout whose
-    plain twin is found too is left to it; one standing alone is reported and not read.
+    plain twin is found too is left to it.
     """
     if not is_dir(path):
         found = [Found(path, ARCHIVED in path.parts)]
@@ -128,11 +127,7 @@ def discover(path: Path, diagnostics: Diagnostics) -> list[Found]:
     plain = {f.path for f in found if not f.path.name.endswith(".zst")}
     out: list[Found] = []
     for f in found:
-        if f.path.name.endswith(".zst"):
-            if f.path.with_suffix("") not in plain:
-                diagnostics.report(f.path, "unsupported_compression",
-                                   "a zstd-compressed rollout, and no zstd decoder is installed (the zstandard "
-                                   "module); not read")
+        if f.path.name.endswith(".zst") and f.path.with_suffix("") in plain:
             continue
         out.append(f)
     return out
