@@ -1,13 +1,115 @@
 //! Claude Code session lines (`projects/<project>/<session>.jsonl`): one row per object line.
+//!
+//! Every object line is a row, whatever its `type` (`user`, `assistant`, `system`, `summary`,
+//! `ai-title`, `attachment`, `progress`, ...): the source decides what each becomes. The
+//! envelope, the Anthropic message inside `message` (or, in old sessions, `role`/`content` at
+//! the top level), its content blocks, its `usage`, and the metadata of compaction, summary and
+//! title lines are read here; nothing is counted or deduplicated (that needs every file of a load).
 
-use crate::json::Json;
-use crate::lines::{flag, iso_us, text, Format, Row};
+use std::borrow::Cow;
+
+use crate::json::{Json, View};
+use crate::lines::{at, flag, iso_us, text, Event, Format, Row};
 
 /// Claude Code's session JSONL.
 pub struct ClaudeCode;
 
-const INTS: &[&str] = &["ts_us", "is_sidechain"];
-const STRS: &[&str] = &["type", "uuid", "parent_uuid", "session_id"];
+/// The usage counters, in the order of the `u_*` integer columns and of the bits of `u_bad`.
+const COUNTERS: &[(&[&str], usize)] = &[
+    (&["input_tokens"], I_INPUT),
+    (&["output_tokens"], I_INPUT + 1),
+    (&["cache_read_input_tokens"], I_INPUT + 2),
+    (&["cache_creation_input_tokens"], I_INPUT + 3),
+    (&["cache_creation", "ephemeral_5m_input_tokens"], I_INPUT + 4),
+    (&["cache_creation", "ephemeral_1h_input_tokens"], I_INPUT + 5),
+];
+
+const INTS: &[&str] = &[
+    "ts_us",
+    "is_sidechain",
+    "is_meta",
+    "is_compact_summary",
+    "is_api_error",
+    "n_blocks",
+    "text_chars",
+    // usage (present: `has_usage` 1)
+    "has_usage",
+    "u_input",
+    "u_output",
+    "u_cache_read",
+    "u_cache_creation",
+    "u_cache_5m",
+    "u_cache_1h",
+    "has_cache_breakdown",
+    "u_bad",
+    // compact_boundary
+    "pre_tokens",
+    "post_tokens",
+];
+const I_TS: usize = 0;
+const I_SIDECHAIN: usize = 1;
+const I_META: usize = 2;
+const I_COMPACT_SUMMARY: usize = 3;
+const I_API_ERROR: usize = 4;
+const I_BLOCKS: usize = 5;
+const I_CHARS: usize = 6;
+const I_HAS_USAGE: usize = 7;
+const I_INPUT: usize = 8;
+const I_BREAKDOWN: usize = 14;
+const I_BAD: usize = 15;
+const I_PRE: usize = 16;
+const I_POST: usize = 17;
+
+const STRS: &[&str] = &[
+    "type",
+    "subtype",
+    "uuid",
+    "parent_uuid",
+    "logical_parent_uuid",
+    "session_id",
+    "cwd",
+    "version",
+    "agent_id",
+    "request_id",
+    "msg_id",
+    "role",
+    "model",
+    "stop_reason",
+    "service_tier",
+    "speed",
+    "text",
+    "reasoning",
+    "compact_trigger",
+    "summary",
+    "leaf_uuid",
+    "ai_title",
+    "result_agent_id",
+    "message_kind",
+];
+const S_TYPE: usize = 0;
+const S_SUBTYPE: usize = 1;
+const S_UUID: usize = 2;
+const S_PARENT: usize = 3;
+const S_LOGICAL_PARENT: usize = 4;
+const S_SESSION: usize = 5;
+const S_CWD: usize = 6;
+const S_VERSION: usize = 7;
+const S_AGENT: usize = 8;
+const S_REQUEST: usize = 9;
+const S_MSG_ID: usize = 10;
+const S_ROLE: usize = 11;
+const S_MODEL: usize = 12;
+const S_STOP: usize = 13;
+const S_TIER: usize = 14;
+const S_SPEED: usize = 15;
+const S_TEXT: usize = 16;
+const S_REASONING: usize = 17;
+const S_TRIGGER: usize = 18;
+const S_SUMMARY: usize = 19;
+const S_LEAF: usize = 20;
+const S_TITLE: usize = 21;
+const S_RESULT_AGENT: usize = 22;
+const S_MESSAGE_KIND: usize = 23;
 
 impl Format for ClaudeCode {
     fn ints(&self) -> &'static [&'static str] {
@@ -16,14 +118,210 @@ impl Format for ClaudeCode {
     fn strs(&self) -> &'static [&'static str] {
         STRS
     }
-    fn row<'a>(&self, line: &'a Json<'a>, _text: bool) -> Option<Row<'a>> {
+    fn row<'a>(&self, line: &'a Json<'a>, keep: bool) -> Option<Row<'a>> {
         let mut row = Row::of(self);
-        row.ints[0] = text(line, "timestamp").and_then(|t| iso_us(&t));
-        row.ints[1] = flag(line, "isSidechain");
-        row.strs[0] = text(line, "type");
-        row.strs[1] = text(line, "uuid");
-        row.strs[2] = text(line, "parentUuid");
-        row.strs[3] = text(line, "sessionId");
+        envelope(&mut row, line);
+        // The message: `message` when it is an object, else the old top-level role/content shape.
+        let message = line.field("message");
+        row.strs[S_MESSAGE_KIND] = Some(Cow::Borrowed(match message {
+            None => "absent",
+            Some(Json::Object(_)) => "object",
+            Some(Json::Null) => "null",
+            Some(_) => "other",
+        }));
+        let body = match message {
+            Some(m @ Json::Object(_)) => Some(m),
+            _ if line.has("role") || line.has("content") => Some(line),
+            _ => None,
+        };
+        if let Some(m) = body {
+            if !std::ptr::eq(m, line) {
+                row.strs[S_MSG_ID] = text(m, "id");
+                row.strs[S_MODEL] = text(m, "model");
+                row.strs[S_STOP] = text(m, "stop_reason");
+            }
+            row.strs[S_ROLE] = text(m, "role");
+            content(&mut row, m.field("content"), keep);
+            if let Some(u @ Json::Object(_)) = m.field("usage") {
+                usage(&mut row, u);
+            }
+        }
         Some(row)
+    }
+}
+
+/// The envelope fields every kind of line may carry, and the metadata lines' own.
+fn envelope<'a>(row: &mut Row<'a>, line: &'a Json<'a>) {
+    row.ints[I_TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
+    row.ints[I_SIDECHAIN] = flag(line, "isSidechain");
+    row.ints[I_META] = flag(line, "isMeta");
+    row.ints[I_COMPACT_SUMMARY] = flag(line, "isCompactSummary");
+    row.ints[I_API_ERROR] = flag(line, "isApiErrorMessage");
+    for (i, key) in [
+        (S_TYPE, "type"),
+        (S_SUBTYPE, "subtype"),
+        (S_UUID, "uuid"),
+        (S_PARENT, "parentUuid"),
+        (S_LOGICAL_PARENT, "logicalParentUuid"),
+        (S_SESSION, "sessionId"),
+        (S_CWD, "cwd"),
+        (S_VERSION, "version"),
+        (S_AGENT, "agentId"),
+        (S_REQUEST, "requestId"),
+        (S_SUMMARY, "summary"),
+        (S_LEAF, "leafUuid"),
+        (S_TITLE, "aiTitle"),
+    ] {
+        row.strs[i] = text(line, key);
+    }
+    if let Some(meta) = line.field("compactMetadata") {
+        row.ints[I_PRE] = counter(meta.field("preTokens")).0;
+        row.ints[I_POST] = counter(meta.field("postTokens")).0;
+        row.strs[S_TRIGGER] = text(meta, "trigger");
+    }
+    row.strs[S_RESULT_AGENT] = at(line, &["toolUseResult"]).and_then(|r| text(r, "agentId"));
+}
+
+/// A token counter: an integer in `0..=i64::MAX`, else null; the flag says a value was written
+/// that is not one (a string, a float, a negative or too large a number; `null` is not reported).
+fn counter(value: Option<&Json<'_>>) -> (Option<i64>, bool) {
+    match value {
+        None | Some(Json::Null) => (None, false),
+        Some(Json::Number(n)) => match n.as_i64() {
+            Some(v) if v >= 0 => (Some(v), false),
+            _ => (None, true),
+        },
+        Some(_) => (None, true),
+    }
+}
+
+fn usage<'a>(row: &mut Row<'a>, u: &'a Json<'a>) {
+    row.ints[I_HAS_USAGE] = Some(1);
+    let mut bad = 0i64;
+    for (bit, (path, col)) in COUNTERS.iter().enumerate() {
+        let (value, wrong) = counter(at(u, path));
+        row.ints[*col] = value;
+        if wrong {
+            bad |= 1 << bit;
+        }
+    }
+    row.ints[I_BREAKDOWN] = Some(i64::from(matches!(u.field("cache_creation"), Some(Json::Object(_)))));
+    row.ints[I_BAD] = Some(bad);
+    row.strs[S_TIER] = text(u, "service_tier");
+    row.strs[S_SPEED] = text(u, "speed");
+}
+
+fn chars(s: &str) -> i64 {
+    s.chars().count() as i64
+}
+
+fn joined(parts: &[&str]) -> Option<Cow<'static, str>> {
+    (!parts.is_empty()).then(|| Cow::Owned(parts.join("\n")))
+}
+
+/// A tool result's content: its text (a string, or its text blocks joined) and its characters.
+fn result_text<'a>(content: Option<&'a Json<'a>>) -> (Vec<&'a str>, i64) {
+    match content {
+        Some(Json::Str(s)) => (vec![s.as_ref()], chars(s)),
+        Some(Json::Array(blocks)) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.field("type").and_then(View::text) == Some("text"))
+                .filter_map(|b| b.field("text").and_then(View::text))
+                .collect();
+            let n = texts.iter().map(|t| chars(t)).sum();
+            (texts, n)
+        }
+        _ => (Vec::new(), 0),
+    }
+}
+
+/// The content: block kinds, text and reasoning, text characters, tool events.
+fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
+    let blocks = match content {
+        Some(Json::Str(s)) => {
+            row.kinds.push(Cow::Borrowed("text"));
+            row.ints[I_BLOCKS] = Some(1);
+            row.ints[I_CHARS] = Some(chars(s));
+            if keep {
+                row.strs[S_TEXT] = Some(Cow::Borrowed(s.as_ref()));
+            }
+            return;
+        }
+        Some(Json::Array(blocks)) => blocks,
+        _ => {
+            row.ints[I_BLOCKS] = Some(0);
+            row.ints[I_CHARS] = Some(0);
+            return;
+        }
+    };
+    let (mut texts, mut thoughts): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    let mut n_chars = 0i64;
+    for block in blocks {
+        let kind = block.field("type").and_then(View::text).unwrap_or("unknown");
+        row.kinds.push(Cow::Borrowed(kind));
+        match kind {
+            "text" => {
+                if let Some(t) = block.field("text").and_then(View::text) {
+                    n_chars += chars(t);
+                    texts.push(t);
+                }
+            }
+            "thinking" => {
+                if let Some(t) = block.field("thinking").and_then(View::text) {
+                    n_chars += chars(t);
+                    thoughts.push(t);
+                }
+            }
+            "tool_use" | "server_tool_use" => row.events.push(call(block, kind == "server_tool_use", keep)),
+            "tool_result" => {
+                let (parts, n) = result_text(block.field("content"));
+                n_chars += n;
+                row.events.push(Event {
+                    call: false,
+                    kind: 0,
+                    id: text(block, "tool_use_id").map(|s| s.into_owned()).unwrap_or_default(),
+                    is_error: block.field("is_error").and_then(Json::as_bool),
+                    chars: Some(n),
+                    text: if keep && !parts.is_empty() { Some(parts.join("\n")) } else { None },
+                    ..Event::default()
+                });
+            }
+            k if k.ends_with("_tool_result") => {
+                // A provider-run tool's result (advisor_tool_result, web_search_tool_result, ...).
+                let error = at(block, &["content", "type"])
+                    .and_then(View::text)
+                    .map(|t| t.ends_with("_error"));
+                row.events.push(Event {
+                    call: false,
+                    kind: 1,
+                    id: text(block, "tool_use_id").map(|s| s.into_owned()).unwrap_or_default(),
+                    is_error: error,
+                    chars: Some(0),
+                    ..Event::default()
+                });
+            }
+            _ => {}
+        }
+    }
+    row.ints[I_BLOCKS] = Some(blocks.len() as i64);
+    row.ints[I_CHARS] = Some(n_chars);
+    if keep {
+        row.strs[S_TEXT] = joined(&texts);
+        row.strs[S_REASONING] = joined(&thoughts);
+    }
+}
+
+/// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event.
+fn call(block: &Json<'_>, server: bool, keep: bool) -> Event {
+    let input = block.field("input").map(|i| serde_json::to_string(&i.to_value()).unwrap_or_default());
+    Event {
+        call: true,
+        kind: u8::from(server),
+        id: text(block, "id").map(|s| s.into_owned()).unwrap_or_default(),
+        name: text(block, "name").map(|s| s.into_owned()),
+        input_bytes: input.as_ref().map(|s| s.len() as i64),
+        text: if keep { input } else { None },
+        ..Event::default()
     }
 }
