@@ -70,6 +70,9 @@ class Usage:
     * ``output_tokens + reasoning_tokens`` is everything generated: ``output_tokens`` excludes
       the reasoning where the split is served (``reasoning_tokens`` not null) and holds all of
       it where no split is served (``reasoning_tokens`` null).
+    * ``cache_write_5m_tokens`` and ``cache_write_1h_tokens`` split ``cache_write_tokens`` by
+      how long the cache keeps it (Anthropic's 5-minute and 1-hour writes, priced apart); where
+      the split is reported, ``cache_write_tokens`` is their sum.
     * A counter the provider did not report is ``None``, never 0.
 
     ``estimated_*`` hold a runtime's own estimates (murmur's cl100k counts) beside the
@@ -89,6 +92,8 @@ class Usage:
     estimated_output_tokens: int | None = None
     provider_input_tokens: int | None = None
     provider_output_tokens: int | None = None
+    cache_write_5m_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
     extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     problems: tuple[str, ...] = ()
 
@@ -100,6 +105,8 @@ class Usage:
         output_tokens: int | None = None,
         cache_read_tokens: int | None = None,
         cache_write_tokens: int | None = None,
+        cache_write_5m_tokens: int | None = None,
+        cache_write_1h_tokens: int | None = None,
         input_total_tokens: int | None = None,
         reasoning_tokens: int | None = None,
         uncached_tokens: int | None = None,
@@ -119,6 +126,11 @@ class Usage:
             output_tokens: the provider's output counter as reported.
             cache_read_tokens: tokens read from the prompt cache.
             cache_write_tokens: tokens written to the prompt cache.
+            cache_write_5m_tokens: the part of the writes kept five minutes (Anthropic's
+                ``cache_creation.ephemeral_5m_input_tokens``).
+            cache_write_1h_tokens: the part kept one hour (``ephemeral_1h_input_tokens``). When
+                either part is reported, ``cache_write_tokens`` is their sum (an unreported part
+                counted as none) and a scalar that disagrees is kept in ``extra`` only.
             input_total_tokens: the whole prompt, when the runtime already computed it.
             reasoning_tokens: the reasoning split, when the provider served one.
             uncached_tokens: the uncached rest of the prompt, when the runtime reports it
@@ -141,6 +153,14 @@ class Usage:
         """
         found = list(problems)
         read, write = cache_read_tokens, cache_write_tokens
+        kept = dict(extra) if extra else {}
+        if cache_write_5m_tokens is not None or cache_write_1h_tokens is not None:
+            write = int64_held((cache_write_5m_tokens or 0) + (cache_write_1h_tokens or 0))
+            if write is None:
+                found.append("the 5-minute and 1-hour cache writes pass the int64 limit 2**63-1 together; "
+                             "cache_write_tokens is read as not reported")
+            if cache_write_tokens is not None and cache_write_tokens != write:
+                kept["cache_write_tokens_reported"] = cache_write_tokens
         total, uncached, contradicted = _whole_prompt(
             input_tokens, read, write, input_total_tokens, uncached_tokens, cache_in_input, found
         )
@@ -159,7 +179,9 @@ class Usage:
             estimated_output_tokens=estimated_output_tokens,
             provider_input_tokens=input_tokens,
             provider_output_tokens=output_tokens,
-            extra=dict(extra) if extra else EMPTY,
+            cache_write_5m_tokens=cache_write_5m_tokens,
+            cache_write_1h_tokens=cache_write_1h_tokens,
+            extra=kept or EMPTY,
             problems=tuple(found),
         )
 

@@ -11,6 +11,12 @@ the reasoning slice. Our normalized counters (``docs/tokens.md``) map onto it as
     genai-prices output_tokens            = output_tokens + reasoning_tokens
     genai-prices output_reasoning_tokens  = reasoning_tokens
 
+A cache write split by how long it is kept (Anthropic's ``cache_write_5m_tokens`` and
+``cache_write_1h_tokens``) is priced by slice: the 1-hour part at the model's 1-hour write rate
+(genai-prices' ``cache_write_1h_mtok``; where a price has none, twice the base input rate, as
+Anthropic bills it), the rest at the cache-write rate (the 5-minute one). Both are in
+``cache_write_cost_usd``; a write with no split is priced at the cache-write rate.
+
 A slice a runtime did not report (a null cache or reasoning counter) is inside the counter it
 belongs to, so it is priced as that counter: where an unreported cache slice leaves the uncached
 ``input_tokens`` null, the uncached price applies to ``input_total_tokens`` less the slices that
@@ -171,6 +177,7 @@ class _Rates:
     input: Decimal
     cache_read: Decimal
     cache_write: Decimal
+    cache_write_1h: Decimal
     output: Decimal
     reasoning: Decimal
     fee: Decimal
@@ -187,10 +194,13 @@ def _rates(model_price: Any) -> list[_Rates]:
     """Ask genai-prices for the rates of every tier of one model price (its one calculation rule)."""
     from genai_prices import Usage
 
-    def cost(u: int = 0, r: int = 0, w: int = 0, o: int = 0, z: int = 0) -> Decimal:
+    def cost(u: int = 0, r: int = 0, w: int = 0, o: int = 0, z: int = 0, h: int = 0) -> Decimal:
         usage = Usage(input_tokens=u + r + w, cache_read_tokens=r, cache_write_tokens=w,
-                      output_tokens=o + z, output_reasoning_tokens=z)
+                      output_tokens=o + z, output_reasoning_tokens=z,
+                      **({"cache_write_1h_tokens": h} if h else {}))
         return Decimal(model_price.calc_price(usage)["total_price"])
+
+    has_1h = getattr(model_price, "cache_write_1h_mtok", None) is not None
 
     out: list[_Rates] = []
     bounds = [0, *_tier_starts(model_price)]
@@ -205,6 +215,7 @@ def _rates(model_price: Any) -> list[_Rates]:
             per_input,
             (cost(r=t0) - fee) / t0,
             (cost(w=t0) - fee) / t0,
+            (cost(w=t0, h=t0) - fee) / t0 if has_1h else 2 * per_input,
             cost(u=t0, o=1) - base,
             cost(u=t0, z=1) - base,
             fee,
@@ -303,9 +314,10 @@ class Pricer:
         n = usage.num_rows
         # Costs are floats, so each counter is priced as the nearest float: past 2**53 that rounds
         # (by at most one part in 2**53), where a checked cast would refuse the whole table.
-        counts = {name: usage.column(name).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False) for name in (
+        counts = {name: usage.column(name).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+                  if name in usage.column_names else np.full(n, np.nan) for name in (
             "input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens",
-            "input_total_tokens")}
+            "input_total_tokens", "cache_write_1h_tokens")}
         r, w = counts["cache_read_tokens"], counts["cache_write_tokens"]
         o, z = counts["output_tokens"], counts["reasoning_tokens"]
         whole = counts["input_total_tokens"]  # the tier is chosen by the whole prompt
@@ -314,7 +326,8 @@ class Pricer:
         u = np.where(np.isnan(counts["input_tokens"]), whole - np.nan_to_num(r) - np.nan_to_num(w),
                      counts["input_tokens"])
         prompt = np.where(np.isnan(whole), np.nan_to_num(u) + np.nan_to_num(r) + np.nan_to_num(w), whole)
-        rate_names = ("input", "cache_read", "cache_write", "output", "reasoning", "fee")
+        h = np.nan_to_num(counts["cache_write_1h_tokens"])  # the 1-hour part of the writes, where split
+        rate_names = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning", "fee")
         rates = {name: np.full(n, np.nan) for name in rate_names}
         keyed = pa.table({"model": usage.column("model"), "provider": usage.column("provider"),
                           "row": pa.array(np.arange(n, dtype=np.int64))})
@@ -343,7 +356,7 @@ class Pricer:
         parts = {
             "input_cost_usd": u * rates["input"],
             "cache_read_cost_usd": r * rates["cache_read"],
-            "cache_write_cost_usd": w * rates["cache_write"],
+            "cache_write_cost_usd": (w - h) * rates["cache_write"] + h * rates["cache_write_1h"],
             "output_cost_usd": o * rates["output"] + np.nan_to_num(z) * rates["reasoning"],
         }
         total = sum((np.nan_to_num(v) for v in parts.values()), rates["fee"])

@@ -40,7 +40,7 @@ __all__ = ["SCHEMA_VERSION", "SOURCE_TABLES", "TABLES", "Column", "built_schema"
 
 #: The version of the declared tables: raised whenever a column is added, removed, renamed or
 #: changes type or meaning. Exports stamp it in every file.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _TS = pa.timestamp("us", tz="UTC")
 _STR = pa.string()
@@ -74,14 +74,18 @@ class Column(Generic[_In]):
 
 
 def _tokens(value: Callable[[str], Callable[[_In], object]]) -> tuple[Column[_In], ...]:
-    """The five token columns, each computed by ``value(name)`` (name: the ``Usage`` field)."""
+    """The token columns, each computed by ``value(name)`` (name: the ``Usage`` field)."""
     return tuple(Column(name, _I64, doc, value=value(name)) for name, doc in (
         ("input_tokens", "uncached input tokens (input_total minus the cache slices); null when "
                          "a slice the API has was not reported"),
         ("output_tokens", "generated tokens: reasoning excluded where reasoning_tokens is "
                           "reported, all of it included where no split is served"),
         ("cache_read_tokens", "input tokens read from the prompt cache"),
-        ("cache_write_tokens", "input tokens written to the prompt cache"),
+        ("cache_write_tokens", "input tokens written to the prompt cache (the 5-minute and 1-hour writes together)"),
+        ("cache_write_5m_tokens", "the part of cache_write_tokens kept five minutes, where the API splits it "
+                                  "(Anthropic); null where no split is reported"),
+        ("cache_write_1h_tokens", "the part of cache_write_tokens kept one hour, where the API splits it "
+                                  "(Anthropic); null where no split is reported"),
         ("reasoning_tokens", "reasoning tokens, where the provider reports the split"),
     ))
 
@@ -121,7 +125,7 @@ def _cost(name: str, doc: str) -> Column:
 
 
 _KEY: tuple[Column, ...] = (
-    Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, or a plugin's name"),
+    Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, claude_code, or a plugin's name"),
     Column("conversation_id", _STR, "the conversation, unique within its source"),
 )
 
@@ -201,7 +205,8 @@ USAGE: tuple[Column[UsageRow], ...] = (
     _cost("cost_usd", "what the response cost in USD (genai-prices or user prices); null when unpriced"),
     _cost("input_cost_usd", "the cost of input_tokens (the uncached prompt)"),
     _cost("cache_read_cost_usd", "the cost of cache_read_tokens; null when not reported"),
-    _cost("cache_write_cost_usd", "the cost of cache_write_tokens; null when not reported"),
+    _cost("cache_write_cost_usd", "the cost of cache_write_tokens; null when not reported (1-hour writes at "
+                                  "their own rate, the rest at the 5-minute rate)"),
     _cost("output_cost_usd", "the cost of output_tokens and reasoning_tokens"),
 )
 
@@ -224,12 +229,13 @@ GROWTH: tuple[Column[GrowthRow], ...] = (
     Column("context_tokens", _I64, "provider tokens in context: the last reported whole prompt plus all it "
                                    "generated (reasoning included); null on compaction rows"),
     Column("orphans", _I64, "orphan results assembly would drop at that point"),
-    Column("tokens_before", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt before "
-                                  "it (not a provider count)"),
-    Column("tokens_after", _I64, "for a murmur compaction: the runtime's cl100k estimate of the prompt after it"),
-    Column("summary", _STR, "for a murmur compaction: the summary text that replaced the history "
-                            "(out/compaction-summaries.jsonl), as written; null when none was written or "
-                            "the load left text out (text=False)", text=True),
+    Column("tokens_before", _I64, "for a compaction: the prompt before it as the runtime counted it (murmur: its "
+                                  "cl100k estimate, not a provider count; Claude Code: compactMetadata.preTokens)"),
+    Column("tokens_after", _I64, "for a compaction: the prompt after it as the runtime counted it (murmur: its "
+                                 "cl100k estimate; Claude Code: compactMetadata.postTokens)"),
+    Column("summary", _STR, "for a compaction: the summary text that replaced the history, as written (murmur: "
+                            "out/compaction-summaries.jsonl; Claude Code: the isCompactSummary user line after the "
+                            "boundary); null when none was written or the load left text out (text=False)", text=True),
 )
 
 STEPS: tuple[Column[StepRow], ...] = (
