@@ -43,6 +43,7 @@ BUILTIN: dict[str, str] = {
     "litany": "murmur_analysis.sources.litany:LitanySource",
     "flexigpt": "murmur_analysis.sources.flexigpt:FlexiGPTSource",
     "dispatch": "murmur_analysis.sources.dispatch:DispatchSource",
+    "claude_code": "murmur_analysis.sources.claude_code:ClaudeCodeSource",
     "codex": "murmur_analysis.sources.codex:CodexSource",
 }
 

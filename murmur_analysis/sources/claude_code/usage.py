@@ -1,0 +1,169 @@
+"""Which lines of a load are the model responses, each counted once (``docs/tokens.md``, Claude Code).
+
+Claude Code writes one assistant response as several lines (one content block each), every one
+carrying a ``message.usage``: identical on some builds, growing on others, placeholders on
+subagent files. It copies lines into a resumed session's file, and a ``/btw`` sidechain replays
+a parent's message under a new ``requestId``. So the responses are decided over every file of a
+load at once, as columns (no Python per line):
+
+1. **Copies.** A line whose ``uuid`` an earlier session also holds is a copy: the session whose
+   first line is earliest owns it, and the copies are not counted.
+2. **One response.** Lines with the same ``message.id`` and ``requestId`` (a missing
+   ``requestId`` a value of its own, so such lines are one response by ``message.id``) are one
+   response; a line with no ``message.id`` is a response alone.
+3. **Sidechain replays.** Responses of one ``message.id`` under different ``requestId``\\ s, where
+   some are sidechain lines only: a sidechain one is counted only when no other is a main-chain
+   one, and then only the largest.
+4. **Counters.** Each counter is the largest any line of the response reports (a line that
+   reports less is an earlier snapshot). The row's time, message and conversation are those of
+   its first line (the earliest session first, then line order).
+
+``<synthetic>`` lines (the runtime's own error notices) are no model responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..lines import LineRows
+
+__all__ = ["COUNTERS", "SYNTHETIC", "Counted", "count_responses", "responses_of"]
+
+#: The model name Claude Code writes on its own notices (``API Error: ...``).
+SYNTHETIC = "<synthetic>"
+#: The engine's usage columns, in the order of the bits of ``u_bad``, and the field each is.
+COUNTERS = {
+    "u_input": "input_tokens",
+    "u_output": "output_tokens",
+    "u_cache_read": "cache_read_input_tokens",
+    "u_cache_creation": "cache_creation_input_tokens",
+    "u_cache_5m": "cache_creation.ephemeral_5m_input_tokens",
+    "u_cache_1h": "cache_creation.ephemeral_1h_input_tokens",
+}
+_SHIFT = 32  # a line's order: its file's rank, then its row
+_KEEP = ["ts_us", "uuid", "msg_id", "request_id", "is_sidechain", "model", "session_id", "service_tier", "speed",
+         "has_cache_breakdown", "u_bad", *COUNTERS]
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The responses of a load, one row each, and where each stands.
+
+    Attributes:
+        responses: one row per response (pandas): ``file`` and ``row`` (its first line), ``ts_us``,
+            ``msg_id``, ``model``, ``session_id``, ``service_tier``, ``speed``, the counters by
+            their engine names (nullable ``Int64``), ``has_cache_breakdown``, ``bad_<counter>``
+            (1 where a line wrote a value that is no counter), ``lines``.
+        covered: per file, a mask of the rows that are assistant lines but no response's first
+            line (the other lines of a response, copies, replays, synthetic lines).
+    """
+
+    responses: pd.DataFrame
+    covered: list[np.ndarray]
+
+
+def _assistant(rows: LineRows) -> np.ndarray:
+    t = rows.table
+    return pc.fill_null(pc.equal(t.column("type"), "assistant"), False).to_numpy(zero_copy_only=False)
+
+
+def responses_of(rows: Sequence[LineRows], ranks: Sequence[int]) -> pa.Table:
+    """Every assistant line with usage of a load, as one table (``file``, ``row``, ``ord``, the usage columns)."""
+    parts = []
+    for i, r in enumerate(rows):
+        t = r.table
+        usage = pc.fill_null(pc.equal(t.column("has_usage"), 1), False).to_numpy(zero_copy_only=False)
+        real = pc.fill_null(pc.not_equal(t.column("model"), SYNTHETIC), True).to_numpy(zero_copy_only=False)
+        at = np.flatnonzero(_assistant(r) & usage & real)
+        part = t.select(_KEEP).take(pa.array(at))
+        parts.append(part.append_column("file", pa.array(np.full(len(at), i, np.int64)))
+                     .append_column("row", pa.array(at.astype(np.int64)))
+                     .append_column("ord", pa.array((np.int64(ranks[i]) << _SHIFT) + at.astype(np.int64))))
+    if not parts:
+        return pa.table({c: pa.array([], pa.int64()) for c in ("file", "row", "ord")})
+    return pa.concat_tables(parts)
+
+
+def _without_copies(lines: pa.Table) -> pa.Table:
+    """The lines whose ``uuid`` no earlier session holds (rule 1)."""
+    ranked = lines.append_column("rank", pc.shift_right(lines.column("ord"), _SHIFT))
+    first = ranked.filter(pc.is_valid(ranked.column("uuid"))).group_by("uuid").aggregate([("rank", "min")])
+    joined = ranked.join(first, keys="uuid", join_type="left outer")
+    own = pc.or_(pc.is_null(joined.column("rank_min")), pc.equal(joined.column("rank"), joined.column("rank_min")))
+    return joined.filter(own).drop_columns(["rank", "rank_min"])
+
+
+def _grouped(lines: pa.Table) -> pd.DataFrame:
+    """One row per response (rule 2): the first line's order, the counters' maxima, the flags."""
+    n = lines.num_rows
+    alone = pc.binary_join_element_wise("\x00", pc.cast(lines.column("ord"), pa.string()), "")
+    key = pc.if_else(pc.is_valid(lines.column("msg_id")), lines.column("msg_id"), alone)
+    lines = lines.append_column("key", key)
+    lines = lines.append_column("req", pc.fill_null(lines.column("request_id"), "\x00none"))
+    lines = lines.append_column("side", pc.fill_null(lines.column("is_sidechain"), 0))
+    for bit, name in enumerate(COUNTERS):
+        lines = lines.append_column(f"bad_{name}", pc.bit_wise_and(pc.shift_right(
+            pc.fill_null(lines.column("u_bad"), 0), bit), 1))
+    aggs = [("ord", "min"), ("side", "min"), ("has_cache_breakdown", "max"), ("ord", "count"),
+            *((name, "max") for name in COUNTERS), *((f"bad_{name}", "max") for name in COUNTERS)]
+    grouped = lines.group_by(["key", "req"], use_threads=False).aggregate(aggs) if n else None
+    if grouped is None:
+        return pd.DataFrame()
+    frame = grouped.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    names = {f"{name}_max": name for name in (*COUNTERS, *(f"bad_{c}" for c in COUNTERS), "has_cache_breakdown")}
+    return frame.rename(columns={**names, "ord_min": "ord", "side_min": "sidechain", "ord_count": "lines"})
+
+
+def _replays_dropped(frame: pd.DataFrame) -> pd.DataFrame:
+    """Sidechain responses that replay another response of their ``message.id`` left out (rule 3)."""
+    if frame.empty:
+        return frame
+    total = frame[["u_input", "u_output", "u_cache_read", "u_cache_creation"]].fillna(0).sum(axis=1)
+    frame = frame.assign(_total=total.astype("int64"), _side=frame["sidechain"].fillna(0).astype("int64"))
+    by = frame.groupby("key", sort=False)
+    main = by["_side"].transform("min") == 0  # the message.id has a main-chain response
+    many = by["_side"].transform("size") > 1
+    # among sidechain-only ids: the largest total, the first line on a tie
+    order = frame.sort_values(["_total", "ord"], ascending=[False, True])
+    best = ~order.duplicated("key")
+    best = best.reindex(frame.index)
+    keep = (frame["_side"] == 0) | ~many | (~main & best)
+    return frame[keep].drop(columns=["_total", "_side"])
+
+
+def count_responses(rows: Sequence[LineRows], ranks: Sequence[int]) -> Counted:
+    """The load's responses, each once, by the rules of the module doc.
+
+    Args:
+        rows: every file of the load, as scanned.
+        ranks: each file's rank: files ordered by their first line's time (then load order).
+    """
+    lines = responses_of(rows, ranks)
+    frame = _replays_dropped(_grouped(_without_copies(lines))) if lines.num_rows else pd.DataFrame()
+    rank_file = np.argsort(np.asarray(ranks, dtype=np.int64))
+    if frame.empty:
+        responses = pd.DataFrame(columns=["file", "row"])
+    else:
+        first = lines.drop_columns([c for c in (*COUNTERS, "u_bad", "has_cache_breakdown") if c in lines.column_names])
+        owners = first.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).set_index("ord")
+        frame = frame.set_index("ord")
+        responses = frame.join(owners[["file", "row", "ts_us", "msg_id", "model", "session_id", "service_tier",
+                                       "speed"]], how="left").reset_index()
+        responses = responses.sort_values("ord", kind="stable").reset_index(drop=True)
+        responses["file"] = rank_file[(responses["ord"].to_numpy(np.int64) >> _SHIFT)]
+    covered = []
+    for i, r in enumerate(rows):
+        t = r.table
+        usage = pc.fill_null(pc.equal(t.column("has_usage"), 1), False).to_numpy(zero_copy_only=False)
+        synthetic = pc.fill_null(pc.equal(t.column("model"), SYNTHETIC), False).to_numpy(zero_copy_only=False)
+        mask = _assistant(r) & (usage | synthetic)
+        mine = responses["row"][responses["file"] == i].to_numpy(np.int64) if len(responses) else np.array([], np.int64)
+        mask[mine] = False
+        covered.append(mask)
+    return Counted(responses, covered)
