@@ -129,10 +129,7 @@ def projects_of(path: Path) -> Path | None:
     """
     if not is_dir(path):
         return None
-    if is_dir(path / PROJECTS):
-        root = path / PROJECTS
-    else:
-        root = path
+    root = path / PROJECTS if is_dir(path / PROJECTS) else path
     if _holds_sessions(root):
         return root
     for entry in listing(root, None)[:_SCAN_DIRS * 4]:

@@ -1,6 +1,6 @@
-"""One Claude Code file's scanned rows as the hand-off's pieces: message columns, tool events,
-compaction rows, a title, and the calls that spawned subagents.
+"""One Claude Code file's scanned rows as the hand-off's pieces.
 
+Message columns, tool events, compaction rows, a title, and the calls that spawned subagents.
 Everything here works on whole columns; Python runs per tool event, per compaction and per
 subagent, never per line.
 """
@@ -144,7 +144,7 @@ def spawning_calls(files: Sequence[SessionFile], rows: Sequence[LineRows],
             continue
         ev = r.events
         results = ev.filter(pc.invert(ev.column("call")))
-        first = {}
+        first: dict[int, str] = {}
         for row, call in zip(results.column("row").to_pylist(), results.column("call_id").to_pylist(), strict=True):
             first.setdefault(row, call)
         agents = r.table.column("result_agent_id")

@@ -113,7 +113,8 @@ class ClaudeCodeSource(Source):
     """
 
     name: ClassVar[str] = "claude_code"
-    description: ClassVar[str] = "Claude Code sessions (~/.claude/projects, ~/.config/claude/projects, CLAUDE_CONFIG_DIR)"
+    description: ClassVar[str] = ("Claude Code sessions (~/.claude/projects, ~/.config/claude/projects, "
+                                  "CLAUDE_CONFIG_DIR)")
 
     def __init__(self, *, settle_seconds: float = 5.0) -> None:
         self.settle_seconds = float(settle_seconds)
@@ -153,7 +154,8 @@ class ClaudeCodeSource(Source):
 
     # ------------------------------------------------------------------------------ reading
 
-    def _load(self, files: list[SessionFile], root: Path, diagnostics: Diagnostics, text: bool) -> Iterator[Conversation]:
+    def _load(self, files: list[SessionFile], root: Path, diagnostics: Diagnostics,
+              text: bool) -> Iterator[Conversation]:
         if not files:
             return
         rows = scan_lines(FORMAT, [f.path for f in files], text=text)
@@ -204,7 +206,7 @@ class ClaudeCodeSource(Source):
         out: list[UsageRow] = []
         for resp in (responses.itertuples(index=False) if responses is not None else ()):
             usage = response_usage(resp)
-            seq = int(position[int(resp.row)])
+            seq = int(position[int(str(resp.row))])
             per_message[seq] = usage
             model = resp.model if isinstance(resp.model, str) and resp.model != SYNTHETIC else None
             out.append(UsageRow(usage, message_id=resp.msg_id if isinstance(resp.msg_id, str) else None, seq=seq,

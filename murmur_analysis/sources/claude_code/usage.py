@@ -1,4 +1,4 @@
-"""Which lines of a load are the model responses, each counted once (``docs/tokens.md``, Claude Code).
+r"""Which lines of a load are the model responses, each counted once (``docs/tokens.md``, Claude Code).
 
 Claude Code writes one assistant response as several lines (one content block each), every one
 carrying a ``message.usage``: identical on some builds, growing on others, placeholders on
@@ -70,7 +70,8 @@ class Counted:
 
 def _assistant(rows: LineRows) -> np.ndarray:
     t = rows.table
-    return pc.fill_null(pc.equal(t.column("type"), "assistant"), False).to_numpy(zero_copy_only=False)
+    mask: np.ndarray = pc.fill_null(pc.equal(t.column("type"), "assistant"), False).to_numpy(zero_copy_only=False)
+    return mask
 
 
 def responses_of(rows: Sequence[LineRows], ranks: Sequence[int]) -> pa.Table:
@@ -115,9 +116,11 @@ def _grouped(lines: pa.Table) -> pd.DataFrame:
     grouped = lines.group_by(["key", "req"], use_threads=False).aggregate(aggs) if n else None
     if grouped is None:
         return pd.DataFrame()
-    frame = grouped.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    frame: pd.DataFrame = grouped.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
     names = {f"{name}_max": name for name in (*COUNTERS, *(f"bad_{c}" for c in COUNTERS), "has_cache_breakdown")}
-    return frame.rename(columns={**names, "ord_min": "ord", "side_min": "sidechain", "ord_count": "lines"})
+    names.update(ord_min="ord", side_min="sidechain", ord_count="lines")
+    renamed: pd.DataFrame = frame.rename(columns=names)
+    return renamed
 
 
 def _replays_dropped(frame: pd.DataFrame) -> pd.DataFrame:
@@ -134,7 +137,8 @@ def _replays_dropped(frame: pd.DataFrame) -> pd.DataFrame:
     best = ~order.duplicated("key")
     best = best.reindex(frame.index)
     keep = (frame["_side"] == 0) | ~many | (~main & best)
-    return frame[keep].drop(columns=["_total", "_side"])
+    kept: pd.DataFrame = frame[keep].drop(columns=["_total", "_side"])
+    return kept
 
 
 def count_responses(rows: Sequence[LineRows], ranks: Sequence[int]) -> Counted:
