@@ -1,0 +1,334 @@
+"""Claude Code: session lines as formats-agents.md Part A gives them, read through the public API.
+
+Each counting rule of ``docs/tokens.md`` (## Claude Code) is asserted with exact numbers on a
+home built from inline lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import murmur_analysis as ma
+from murmur_analysis.sources.claude_code import ClaudeCodeSource, default_homes
+
+OPUS = "claude-opus-4-5-20251101"
+
+# The A.1.3 example line, as formats-agents.md writes it.
+A13 = {"parentUuid": "u-1", "isSidechain": False, "userType": "external", "cwd": "/p", "sessionId": "s-1",
+       "version": "2.1.170", "gitBranch": "main", "type": "assistant", "requestId": "req_1", "uuid": "a-1",
+       "timestamp": "2026-07-01T10:00:01.000Z",
+       "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": OPUS,
+                   "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                                "input": {"file_path": "/p/README.md"}}],
+                   "stop_reason": "tool_use",
+                   "usage": {"input_tokens": 3, "cache_creation_input_tokens": 2285, "cache_read_input_tokens": 22137,
+                             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 2285},
+                             "output_tokens": 61, "service_tier": "standard"}}}
+
+
+def user(uuid: str, content: Any, ts: str = "2026-07-01T10:00:00.000Z", session: str = "s-1",
+         **extra: Any) -> dict[str, Any]:
+    return {"type": "user", "uuid": uuid, "parentUuid": None, "sessionId": session, "timestamp": ts,
+            "message": {"role": "user", "content": content}, **extra}
+
+
+def assistant(uuid: str, msg: str | None, req: str | None, usage: dict[str, Any] | None,
+              content: list[Any] | None = None, ts: str = "2026-07-01T10:00:01.000Z", session: str = "s-1",
+              model: str = OPUS, **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "model": model,
+                               "content": content if content is not None else [{"type": "text", "text": "ok"}]}
+    if msg is not None:
+        message["id"] = msg
+    if usage is not None:
+        message["usage"] = usage
+    line: dict[str, Any] = {"type": "assistant", "uuid": uuid, "sessionId": session, "timestamp": ts,
+                            "message": message, **extra}
+    if req is not None:
+        line["requestId"] = req
+    return line
+
+
+def counters(i: int = 10, o: int = 5, r: int = 0, w: int = 0) -> dict[str, int]:
+    return {"input_tokens": i, "output_tokens": o, "cache_read_input_tokens": r, "cache_creation_input_tokens": w}
+
+
+def write(path: Path, lines: list[Any], tail: str = "\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + tail)
+    return path
+
+
+def home(tmp_path: Path, sessions: dict[str, list[Any]]) -> Path:
+    """A config dir: ``sessions`` maps a path under ``projects/-p/`` to its lines."""
+    root = tmp_path / "claude"
+    for name, lines in sessions.items():
+        write(root / "projects" / "-p" / name, lines)
+    return root
+
+
+def load(path: Path, **kw: Any) -> ma.Corpus:
+    return ma.load(path, source="claude_code", options={"claude_code": {"settle_seconds": 0.0}}, **kw)
+
+
+def test_the_a13_line_decodes_to_one_response_with_its_tool_call(tmp_path: Path) -> None:
+    corpus = load(home(tmp_path, {"s-1.jsonl": [user("u-1", "Read the README"), A13]}))
+    u = corpus.usage.iloc[0]
+    assert len(corpus.usage) == 1
+    assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == (3, 61, 22137, 2285)
+    assert (u.cache_write_5m_tokens, u.cache_write_1h_tokens, u.input_total_tokens) == (0, 2285, 3 + 22137 + 2285)
+    assert (u.message_id, u.seq, u.model, u.provider, u.accounting, u.session_id) == (
+        "msg_1", 1, OPUS, "anthropic", "anthropic", "s-1")
+    assert str(u.created_at) == "2026-07-01 10:00:01+00:00"
+    # opus 4.5: $5 input, $25 output, $0.50 cache read, $10 a 1-hour write per million tokens
+    expected = Decimal(3 * 5 + 61 * 25 + 22137 * 0.5 + 2285 * 10) / 10**6
+    assert u.cost_usd == pytest.approx(float(expected), rel=1e-12)
+    assert u.cache_write_cost_usd == pytest.approx(2285 * 10 / 1e6, rel=1e-12)
+    call = corpus.tool_calls.iloc[0]
+    assert (call.call_id, call.tool_name, call.input, call.input_bytes, call.status) == (
+        "toolu_1", "Read", '{"file_path":"/p/README.md"}', 28, "unanswered")
+    m = corpus.messages
+    assert list(m.role) == ["user", "assistant"] and list(m.block_kinds.iloc[1]) == ["tool_use"]
+    assert corpus.conversations.iloc[0].title == "Read the README"
+
+
+def test_five_minute_writes_are_priced_at_the_cache_write_rate(tmp_path: Path) -> None:
+    usage = {**counters(0, 0, 0, 1000), "cache_creation": {"ephemeral_5m_input_tokens": 600,
+                                                          "ephemeral_1h_input_tokens": 400}}
+    corpus = load(home(tmp_path, {"s-1.jsonl": [assistant("a", "m", "r", usage)]}))
+    u = corpus.usage.iloc[0]
+    assert (u.cache_write_tokens, u.cache_write_5m_tokens, u.cache_write_1h_tokens) == (1000, 600, 400)
+    assert u.cache_write_cost_usd == pytest.approx((600 * 6.25 + 400 * 10) / 1e6, rel=1e-12)
+
+
+def test_a_response_over_several_lines_is_one_row_of_each_counters_maximum(tmp_path: Path) -> None:
+    lines = [user("u", "hi"),
+             assistant("a1", "m1", "r1", counters(3, 2, 100, 50), [{"type": "thinking", "thinking": "hmm"}]),
+             assistant("a2", "m1", "r1", counters(3, 61, 100, 50), ts="2026-07-01T10:00:02.000Z"),
+             assistant("a3", "m1", "r1", counters(3, 40, 100, 50), [{"type": "tool_use", "id": "t", "name": "X",
+                                                                     "input": {}}], ts="2026-07-01T10:00:03.000Z")]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    assert len(corpus.usage) == 1
+    u = corpus.usage.iloc[0]
+    assert (u.output_tokens, u.input_total_tokens, u.seq) == (61, 153, 1)
+    assert str(u.created_at) == "2026-07-01 10:00:01+00:00"  # the first line's time
+    m = corpus.messages
+    assert list(m.output_tokens.isna()) == [True, False, True, True]
+    conv = corpus.conversations.iloc[0]
+    assert (conv.tokens, conv.unreported_responses, conv.messages) == (153 + 61, 0, 4)
+    assert m.reasoning_text.iloc[1] == "hmm" and m.text.iloc[2] == "ok"
+
+
+def test_lines_without_request_id_are_one_response_by_message_id(tmp_path: Path) -> None:
+    lines = [assistant("a1", "m1", None, counters(10, 5)), assistant("a2", "m1", None, counters(10, 9))]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    assert list(corpus.usage.output_tokens) == [9]
+
+
+def test_lines_without_message_id_are_each_a_response(tmp_path: Path) -> None:
+    lines = [assistant("a1", None, "r", counters(10, 5)), assistant("a2", None, "r", counters(10, 5))]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    assert list(corpus.usage.output_tokens) == [5, 5]
+
+
+def test_a_resumed_sessions_copies_count_once_in_the_earliest_session(tmp_path: Path) -> None:
+    first = [user("u1", "go", session="s-1"), assistant("a1", "m1", "r1", counters(10, 5), session="s-1"),
+             assistant("b1", None, None, counters(7, 1), session="s-1")]  # no id: only the uuid tells a copy
+    later = [{**line, "sessionId": "s-2"} for line in first] + [
+        user("u2", "more", ts="2026-07-02T09:00:00.000Z", session="s-2"),
+        assistant("a2", "m2", "r2", counters(20, 8), ts="2026-07-02T09:00:01.000Z", session="s-2")]
+    corpus = load(home(tmp_path, {"s-2.jsonl": later, "s-1.jsonl": first}))
+    by = corpus.usage.groupby("conversation_id").output_tokens.sum().to_dict()
+    assert by == {"s-1": 6, "s-2": 8}
+    conv = corpus.conversations.set_index("conversation_id")
+    assert conv.loc["s-2", "messages"] == 5 and conv.loc["s-2", "unreported_responses"] == 0
+
+
+def test_a_sidechain_replay_under_a_new_request_id_is_not_counted_again(tmp_path: Path) -> None:
+    main = assistant("a1", "m1", "r1", counters(10, 5, 90000))
+    replay = assistant("b1", "m1", "r9", counters(10, 5, 90000), isSidechain=True, ts="2026-07-01T11:00:00.000Z")
+    other = assistant("b2", "m7", "r7", counters(1, 1), isSidechain=True, ts="2026-07-01T11:00:01.000Z")
+    corpus = load(home(tmp_path, {"s-1.jsonl": [main, replay, other]}))
+    assert list(corpus.usage.message_id) == ["m1", "m7"]
+    assert corpus.usage.cache_read_tokens.sum() == 90000
+
+
+def test_synthetic_lines_are_messages_but_no_responses(tmp_path: Path) -> None:
+    synthetic = assistant("a1", "0b0e7e4c-uuid", None, counters(0, 0), [{"type": "text", "text": "API Error: x"}],
+                          model="<synthetic>", isApiErrorMessage=True)
+    corpus = load(home(tmp_path, {"s-1.jsonl": [user("u", "hi"), synthetic]}))
+    assert corpus.usage.empty
+    m = corpus.messages.iloc[1]
+    assert (m.role, m.origin, m.text) == ("assistant", "api_error", "API Error: x")
+    assert corpus.messages.model.isna().all()
+    assert corpus.conversations.iloc[0].unreported_responses == 0
+
+
+def test_a_subagent_is_its_own_conversation_linked_to_the_spawning_call(tmp_path: Path) -> None:
+    task = {"type": "tool_use", "id": "toolu_T", "name": "Task", "input": {"prompt": "look"}}
+    main = [user("u1", "start"), assistant("a1", "m1", "r1", counters(10, 5), [task]),
+            user("u2", [{"type": "tool_result", "tool_use_id": "toolu_T", "content": "found"}],
+                 ts="2026-07-01T10:00:09.000Z", toolUseResult={"agentId": "abc", "status": "completed"})]
+    sub = [user("s1", "look", ts="2026-07-01T10:00:02.000Z", isSidechain=True, agentId="abc"),
+           assistant("s2", "m2", "r2", counters(4, 2), ts="2026-07-01T10:00:03.000Z", isSidechain=True,
+                     agentId="abc", model="claude-sonnet-4-5")]
+    root = home(tmp_path, {"s-1.jsonl": main, "s-1/subagents/agent-abc.jsonl": sub,
+                           "s-1/subagents/agent-xyz.jsonl": [{**line, "uuid": line["uuid"] + "x", "message": {
+                               **line["message"], **({"id": "m3"} if "id" in line["message"] else {})}}
+                               for line in sub]})
+    (root / "projects/-p/s-1/subagents/agent-xyz.meta.json").write_text('{"agentType":"x","toolUseId":"toolu_M"}')
+    corpus = load(root)
+    conv = corpus.conversations.set_index("conversation_id")
+    assert set(conv.index) == {"s-1", "s-1/agent-abc", "s-1/agent-xyz"}
+    assert conv.loc["s-1/agent-abc", "parent_conversation_id"] == "s-1"
+    assert conv.loc["s-1/agent-abc", "parent_call_id"] == "toolu_T"  # by toolUseResult.agentId
+    assert conv.loc["s-1/agent-xyz", "parent_call_id"] == "toolu_M"  # by the meta.json
+    assert pd.isna(conv.loc["s-1", "parent_conversation_id"])
+    assert corpus.usage.groupby("conversation_id").output_tokens.sum().to_dict() == {
+        "s-1": 5, "s-1/agent-abc": 2, "s-1/agent-xyz": 2}
+    call = corpus.tool_calls.iloc[0]
+    assert (call.status, str(call.result_at)) == ("ok", "2026-07-01 10:00:09+00:00")
+
+
+def test_a_subagent_line_mirrored_in_the_main_file_counts_once(tmp_path: Path) -> None:
+    line = assistant("s2", "m2", "r2", counters(4, 2), isSidechain=True, agentId="abc")
+    corpus = load(home(tmp_path, {"s-1.jsonl": [user("u", "x"), {**line, "uuid": "copy"}],
+                                  "s-1/subagents/agent-abc.jsonl": [line]}))
+    assert corpus.usage.output_tokens.sum() == 2 and len(corpus.usage) == 1
+
+
+def test_a_compact_boundary_is_a_compaction_growth_row(tmp_path: Path) -> None:
+    lines = [user("u1", "a" * 10), assistant("a1", "m1", "r1", counters(10, 5)),
+             {"type": "system", "subtype": "compact_boundary", "uuid": "c", "parentUuid": None,
+              "logicalParentUuid": "a1", "sessionId": "s-1", "timestamp": "2026-07-01T10:05:00.000Z",
+              "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": 155000,
+                                                                       "postTokens": 9000}},
+             user("u2", "This session is being continued", ts="2026-07-01T10:05:01.000Z", isCompactSummary=True)]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    g = corpus.growth[corpus.growth.event == "compaction"].iloc[0]
+    assert (g.position, g.tokens_before, g.tokens_after, g.summary) == (2, 155000, 9000,
+                                                                        "This session is being continued")
+    assert str(g["at"]) == "2026-07-01 10:05:00+00:00" and g.chars == 10 + 2 + len("Conversation compacted")
+    assert (corpus.growth.event == "message").sum() == 4
+    assert corpus.messages.origin.tolist()[3] == "compact_summary"
+
+
+def test_titles_last_ai_title_then_summary_then_first_user_text(tmp_path: Path) -> None:
+    corpus = load(home(tmp_path, {
+        "a.jsonl": [user("u", "first\nsecond", session="a"), {"type": "ai-title", "aiTitle": "one", "sessionId": "a"},
+                    {"type": "ai-title", "aiTitle": "two", "sessionId": "a"}],
+        "b.jsonl": [{"type": "summary", "summary": "Sum", "leafUuid": "x"}, user("v", "hello", session="b")],
+        "c.jsonl": [user("m", "<command-name>/x</command-name>", session="c", isMeta=True),
+                    user("w", "\n  real prompt\nmore", session="c")]}))
+    assert corpus.conversations.set_index("conversation_id").title.to_dict() == {"a": "two", "b": "Sum",
+                                                                                 "c": "real prompt"}
+    assert corpus.messages[corpus.messages.conversation_id == "c"].origin.fillna("-").tolist() == ["meta", "-"]
+
+
+def test_every_unreadable_line_is_named_and_a_torn_tail_waits_to_settle(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    path = write(root / "projects/-p/s-1.jsonl", [user("u", "hi"), "not json", "[1]",
+                                                  '{"type":"user","uuid":"t","sessionId":"s-1"'], tail="")
+    waiting = ma.load(root, source="claude_code", options={"claude_code": {"settle_seconds": 3600.0}})
+    assert waiting.diagnostics[["line", "kind"]].values.tolist() == [[2, "bad_json"], [3, "bad_json"]]
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    settled = load(root)
+    assert settled.diagnostics[["line", "kind"]].values.tolist() == [[2, "bad_json"], [3, "bad_json"],
+                                                                      [4, "partial_line"]]
+    assert len(settled.messages) == 1
+
+
+def test_a_counter_that_is_no_integer_is_null_and_reported(tmp_path: Path) -> None:
+    bad = {"input_tokens": "12", "output_tokens": -1, "cache_read_input_tokens": 1.5, "cache_creation_input_tokens": 0}
+    corpus = load(home(tmp_path, {"s-1.jsonl": [assistant("a", "m", "r", bad)]}))
+    u = corpus.usage.iloc[0]
+    assert pd.isna(u.input_tokens) and pd.isna(u.output_tokens) and pd.isna(u.cache_read_tokens)
+    assert u.cache_write_tokens == 0
+    kinds = corpus.diagnostics[corpus.diagnostics.kind == "bad_usage"].detail.tolist()
+    assert len(kinds) == 3 and all("usage of m" in k for k in kinds)
+    assert any("output_tokens is not an integer" in k for k in kinds)
+
+
+def test_message_not_an_object_and_the_old_top_level_shape(tmp_path: Path) -> None:
+    lines = [{"type": "user", "uuid": "n", "sessionId": "s-1", "message": None},
+             {"type": "user", "uuid": "o", "sessionId": "s-1", "message": "text?"},
+             {"type": "user", "uuid": "p", "sessionId": "s-1", "role": "user", "content": "old shape"}]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    assert corpus.messages.text.tolist()[2] == "old shape" and len(corpus.messages) == 3
+    assert corpus.diagnostics[["line", "kind"]].values.tolist() == [[2, "not_a_message"]]
+
+
+def test_text_false_leaves_texts_null_and_counts_the_same(tmp_path: Path) -> None:
+    root = home(tmp_path, {"s-1.jsonl": [user("u", "hi"), A13]})
+    lean, full = load(root, text=False), load(root)
+    assert lean.messages.text.isna().all() and lean.tool_calls.input.isna().all()
+    assert lean.usage.drop(columns=[]).equals(full.usage)
+    assert lean.tool_calls.input_bytes.tolist() == [28]
+
+
+def test_detection_and_default_homes(tmp_path: Path) -> None:
+    root = home(tmp_path, {"s-1.jsonl": [A13]})
+    src = ClaudeCodeSource()
+    project = root / "projects" / "-p"
+    assert all(src.guess_can_open(p) for p in (root, root / "projects", project, project / "s-1.jsonl"))
+    write(tmp_path / "codex.jsonl", [{"type": "session_meta", "payload": {"id": "x"}, "timestamp": "t"}])
+    assert not src.guess_can_open(tmp_path / "codex.jsonl") and not src.guess_can_open(tmp_path / "nothing")
+    assert ma.load(root).conversations.source.tolist() == ["claude_code"]
+    one = ma.load(project / "s-1.jsonl")
+    assert one.usage.output_tokens.tolist() == [61]
+    other = tmp_path / "other"
+    (other / "projects").mkdir(parents=True)
+    env = {"CLAUDE_CONFIG_DIR": f" {root} , {other / 'projects'},{tmp_path / 'missing'}"}
+    assert default_homes(env) == [root, other]
+    xdg = {"XDG_CONFIG_HOME": str(tmp_path / "x"), "HOME": str(tmp_path)}
+    (tmp_path / "x" / "claude" / "projects").mkdir(parents=True)
+    assert default_homes(xdg)[0] == tmp_path / "x" / "claude"
+
+
+def test_workflow_journals_are_not_read_and_flat_agents_name_their_session(tmp_path: Path) -> None:
+    corpus = load(home(tmp_path, {
+        "s-1.jsonl": [user("u", "x")],
+        "s-1/subagents/workflows/w1/journal.jsonl": [{"type": "user", "sessionId": "s-1", "uuid": "j"}],
+        "s-1/subagents/workflows/w1/agent-q.jsonl": [user("q", "y", isSidechain=True)],
+        "agent-old.jsonl": [user("o", "z", session="s-0", isSidechain=True)]}))
+    conv = corpus.conversations.set_index("conversation_id")
+    assert sorted(conv.index) == ["s-0/agent-old", "s-1", "s-1/workflows/w1/agent-q"]
+    assert conv.loc["s-0/agent-old", "parent_conversation_id"] == "s-0"
+
+
+def _response_lines(outputs: list[int], msg: str, req: str, start: int) -> list[dict[str, Any]]:
+    return [assistant(f"{msg}-{k}", msg, req, counters(10, o, 100, 20), ts=f"2026-07-01T10:{start:02d}:{k:02d}.000Z")
+            for k, o in enumerate(outputs)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(responses=st.lists(st.lists(st.integers(1, 500), min_size=1, max_size=6), min_size=1, max_size=5),
+       seed=st.integers(0, 2**16))
+def test_splitting_and_file_order_never_change_the_totals(tmp_path_factory: pytest.TempPathFactory,
+                                                          responses: list[list[int]], seed: int) -> None:
+    """However many lines carry a response (output growing or not), and however files are named, totals stay."""
+    rng = random.Random(seed)
+    tmp = tmp_path_factory.mktemp("split")
+    sessions: dict[str, list[Any]] = {}
+    for i, outputs in enumerate(responses):
+        lines = _response_lines(outputs, f"m{i}", f"r{i}", i)
+        name = f"{rng.choice('abcdef')}{i}.jsonl"
+        sessions[name] = lines
+        if rng.random() < 0.5:  # a resumed session's copy of this response, in a file named anywhere
+            sessions[f"{rng.choice('abcdef')}copy{i}.jsonl"] = [
+                {**line, "timestamp": line["timestamp"].replace("2026-07-01", "2026-07-05")} for line in lines]
+    corpus = load(home(tmp, sessions))
+    assert len(corpus.usage) == len(responses)
+    assert corpus.usage.output_tokens.sum() == sum(max(o) for o in responses)
+    assert corpus.usage.input_total_tokens.sum() == 130 * len(responses)
