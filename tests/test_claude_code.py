@@ -332,3 +332,19 @@ def test_splitting_and_file_order_never_change_the_totals(tmp_path_factory: pyte
     assert len(corpus.usage) == len(responses)
     assert corpus.usage.output_tokens.sum() == sum(max(o) for o in responses)
     assert corpus.usage.input_total_tokens.sum() == 130 * len(responses)
+
+
+def test_a_rewinds_abandoned_branch_is_kept_marked_and_counted_once(tmp_path: Path) -> None:
+    def child(uuid: str, parent: str, ts: str, **kw: Any) -> dict[str, Any]:
+        return {**user(uuid, f"prompt {uuid}", ts=ts, **kw), "parentUuid": parent}
+
+    lines = [user("u0", "start"), {**assistant("a0", "m0", "r0", counters(10, 1)), "parentUuid": "u0"},
+             child("old", "a0", "2026-07-01T10:01:00.000Z"),
+             {**assistant("a1", "m1", "r1", counters(10, 2), ts="2026-07-01T10:01:01.000Z"), "parentUuid": "old"},
+             child("new", "a0", "2026-07-01T10:02:00.000Z"),
+             {**assistant("a2", "m2", "r2", counters(10, 3), ts="2026-07-01T10:02:01.000Z"), "parentUuid": "new"},
+             # a compaction's replay: two children written at one time are no branch
+             child("r1", "a2", "2026-07-01T10:03:00.000Z"), child("r2", "a2", "2026-07-01T10:03:00.000Z")]
+    corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
+    assert corpus.messages.status.fillna("-").tolist() == ["-", "-", "abandoned", "abandoned", "-", "-", "-", "-"]
+    assert corpus.usage.output_tokens.tolist() == [1, 2, 3]

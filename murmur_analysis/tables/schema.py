@@ -142,7 +142,8 @@ MESSAGES: tuple[Column[EntryColumns], ...] = (
     Column("n_blocks", pa.int32(), "content blocks in the entry"),
     Column("text_chars", _I64, "characters of text, reasoning and tool-result text"),
     *_tokens(_entry_usage),
-    Column("status", _STR, "the runtime's status of the message (FlexiGPT), when it has one"),
+    Column("status", _STR, "the runtime's status of the message (FlexiGPT), when it has one; Claude Code: "
+                           "abandoned on a rewind's abandoned branch"),
     Column("error", _STR, "the runtime's error for the message, when it has one"),
     Column("source_id", _STR, "a join key a hook supplied (murmur)"),
     Column("block_kinds", pa.list_(_STR), "the kind of each block, in order (unknown kinds by their tag)"),

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,7 +21,7 @@ from ..lines import LineRows
 from .layout import SessionFile
 from .usage import SYNTHETIC
 
-__all__ = ["compactions", "entry_columns", "spawning_calls", "title"]
+__all__ = ["abandoned", "compactions", "entry_columns", "spawning_calls", "title"]
 
 _STR = pa.string()
 _I64 = pa.int64()
@@ -62,8 +63,11 @@ def _events(rows: LineRows, position: np.ndarray, text: bool) -> ToolEvents:
 
 
 def entry_columns(m: pa.Table, rows: LineRows, index: np.ndarray, position: np.ndarray,
-                  usages: list[Usage | None] | None, text: bool) -> EntryColumns:
-    """The message lines ``m`` (the file's rows at ``index``) as the frame builder's columns."""
+                  usages: list[Usage | None] | None, text: bool, lost: np.ndarray) -> EntryColumns:
+    """The message lines ``m`` (the file's rows at ``index``) as the frame builder's columns.
+
+    ``lost`` marks the lines on a rewind's abandoned branch: their ``status`` is ``abandoned``.
+    """
     n = m.num_rows
     assistant = pc.fill_null(pc.equal(m.column("type"), "assistant"), False)
     own_id = pc.and_(assistant, pc.is_valid(m.column("msg_id")))
@@ -78,7 +82,7 @@ def entry_columns(m: pa.Table, rows: LineRows, index: np.ndarray, position: np.n
         created_at=m.column("ts_us").combine_chunks().cast(_TIMESTAMP),
         n_blocks=pc.fill_null(m.column("n_blocks"), 0).combine_chunks().cast(pa.int32()),
         text_chars=pc.fill_null(m.column("text_chars"), 0).combine_chunks(),
-        status=nulls,
+        status=pc.if_else(pa.array(lost, pa.bool_()), pa.scalar("abandoned"), nulls),
         error=nulls,
         source_id=nulls,
         block_kinds=rows.kinds.take(pa.array(index, _I64)) if n else pa.array([], pa.list_(_STR)),
@@ -156,3 +160,40 @@ def spawning_calls(files: Sequence[SessionFile], rows: Sequence[LineRows],
 
 def _chunk(values: pa.ChunkedArray | pa.Array) -> pa.Array:
     return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def abandoned(rows: LineRows) -> np.ndarray:
+    """Which of the file's rows are on a rewind's abandoned branch (``formats-agents.md`` A.3.4).
+
+    A line with two or more typed user prompts as children (``user`` lines that are no harness
+    line and hold no tool result) whose times differ was rewound: every child but the latest
+    starts an abandoned branch, and so does everything below it. Children written at one time are
+    a compaction's replay, not a branch. The parent chain is walked by pointer doubling, as arrays.
+    """
+    t = rows.table
+    n = t.num_rows
+    uuids = pd.Series(t.column("uuid").to_pylist())
+    first = ~uuids.duplicated() & uuids.notna()
+    index = pd.Index(uuids[first])
+    where = np.flatnonzero(first.to_numpy())
+    found = index.get_indexer(pd.Index(t.column("parent_uuid").to_pylist()))
+    parent = np.where(found >= 0, where[np.maximum(found, 0)], -1).astype(np.int64)
+    answers = np.zeros(n, bool)
+    ev = rows.events
+    answers[ev.filter(pc.invert(ev.column("call"))).column("row").to_numpy()] = True
+    prompt = (pc.fill_null(pc.equal(t.column("type"), "user"), False).to_numpy(zero_copy_only=False)
+              & ~_true(t.column("is_meta")).to_numpy(zero_copy_only=False) & ~answers & (parent >= 0))
+    frame = pd.DataFrame({"parent": parent[prompt], "ts": pd.array(t.column("ts_us").to_pylist(), "Int64")[prompt],
+                          "row": np.flatnonzero(prompt)})
+    by = frame.groupby("parent")["ts"]
+    rewound = (by.transform("nunique") > 1) & (frame["ts"] < by.transform("max"))
+    mark = np.zeros(n, bool)
+    mark[frame["row"][rewound.fillna(False).to_numpy(bool)].to_numpy(np.int64)] = True
+    up = parent.copy()
+    for _ in range(n.bit_length() + 1):  # bounded: a malformed file may hold a cycle
+        has = up >= 0
+        if not has.any():
+            break
+        mark[has] |= mark[up[has]]
+        up = np.where(has, up[np.maximum(up, 0)], -1)
+    return mark

@@ -17,7 +17,9 @@ Its messages are its ``user``, ``assistant`` and ``system`` lines, one row each,
 harness lines (``isMeta``) are kept as ``user`` rows with ``origin = "meta"``, the compaction
 summary with ``origin = "compact_summary"``, the runtime's error notices (``<synthetic>``,
 ``isApiErrorMessage``) with ``origin = "api_error"`` and no model. Metadata lines (titles,
-summaries, snapshots, queue operations, attachments, progress) are no messages. A resumed
+summaries, snapshots, queue operations, attachments, progress) are no messages. A rewind's
+abandoned branch (:func:`.pieces.abandoned`) is kept, its rows' ``status`` ``abandoned``; its
+responses were billed, so they count, once, like any other. A resumed
 session's copied lines stay messages of both sessions; their usage counts once.
 
 The title is the last ``ai-title``, else the last ``summary`` line's, else the first line of the
@@ -48,7 +50,7 @@ from ...core.providers import accounting
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
 from .layout import SessionFile, files_under, looks_like_claude, projects_of
-from .pieces import compactions, entry_columns, spawning_calls, title
+from .pieces import abandoned, compactions, entry_columns, spawning_calls, title
 from .usage import COUNTERS, SYNTHETIC, count_responses
 
 __all__ = ["FORMAT", "ClaudeCodeSource"]
@@ -191,7 +193,7 @@ class ClaudeCodeSource(Source):
                                                         "content", int(m.column("line")[at].as_py()))
         usage_rows, usages = self._usage(responses, position, covered, len(index))
         summary = Summary(usage=tuple(usage_rows), growth=compactions(m, text) or None, title=title(t, m))
-        columns = entry_columns(m, rows, index, position, usages, text)
+        columns = entry_columns(m, rows, index, position, usages, text, abandoned(rows)[index])
         return Conversation(self.name, cid, (), key=key, path=str(f.path), columns=[columns], summary=summary,
                             parent_conversation_id=parent, parent_call_id=call)
 
