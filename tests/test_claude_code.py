@@ -348,3 +348,13 @@ def test_a_rewinds_abandoned_branch_is_kept_marked_and_counted_once(tmp_path: Pa
     corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
     assert corpus.messages.status.fillna("-").tolist() == ["-", "-", "abandoned", "abandoned", "-", "-", "-", "-"]
     assert corpus.usage.output_tokens.tolist() == [1, 2, 3]
+
+
+def test_a_conversation_pages_its_lines_as_entries(tmp_path: Path) -> None:
+    corpus = load(home(tmp_path, {"s-1.jsonl": [user("u", "hi"), A13, {"type": "ai-title", "aiTitle": "t"}]}))
+    handle = corpus.conversation("s-1")
+    entries = handle.entries
+    assert [(e.position, e.side, e.id) for e in entries] == [(0, "user", "u"), (1, "assistant", "msg_1")]
+    assert type(entries[1].blocks[0]).__name__ == "ToolUse" and entries[1].usage is not None
+    page = handle.read_messages(None, 1)
+    assert page.total == 2 and len(page.messages) == 1

@@ -49,6 +49,7 @@ from ...core.model import Usage
 from ...core.providers import accounting
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
+from .entries import entries
 from .layout import SessionFile, files_under, looks_like_claude, projects_of
 from .pieces import abandoned, compactions, entry_columns, spawning_calls, title
 from .usage import COUNTERS, SYNTHETIC, count_responses
@@ -194,7 +195,9 @@ class ClaudeCodeSource(Source):
         usage_rows, usages = self._usage(responses, position, covered, len(index))
         summary = Summary(usage=tuple(usage_rows), growth=compactions(m, text) or None, title=title(t, m))
         columns = entry_columns(m, rows, index, position, usages, text, abandoned(rows)[index])
-        return Conversation(self.name, cid, (), key=key, path=str(f.path), columns=[columns], summary=summary,
+        view = entries(f.path, m.column("line").to_pylist(), columns.id.to_pylist(), columns.side.to_pylist(),
+                       columns.model.to_pylist(), columns.created_at.to_pylist(), usages)
+        return Conversation(self.name, cid, view, key=key, path=str(f.path), columns=[columns], summary=summary,
                             parent_conversation_id=parent, parent_call_id=call)
 
     @staticmethod
