@@ -172,19 +172,19 @@ def abandoned(rows: LineRows) -> np.ndarray:
     """
     t = rows.table
     n = t.num_rows
-    uuids = pd.Series(t.column("uuid").to_pylist())
-    first = ~uuids.duplicated() & uuids.notna()
-    index = pd.Index(uuids[first])
-    where = np.flatnonzero(first.to_numpy())
-    found = index.get_indexer(pd.Index(t.column("parent_uuid").to_pylist()))
-    parent = np.where(found >= 0, where[np.maximum(found, 0)], -1).astype(np.int64)
+    # each line's parent: the first line holding its parentUuid (-1: none in this file)
+    found = pc.index_in(t.column("parent_uuid"), value_set=t.column("uuid").combine_chunks())
+    parent = pc.fill_null(found, -1).to_numpy(zero_copy_only=False).astype(np.int64)
     answers = np.zeros(n, bool)
     ev = rows.events
     answers[ev.filter(pc.invert(ev.column("call"))).column("row").to_numpy()] = True
     prompt = (pc.fill_null(pc.equal(t.column("type"), "user"), False).to_numpy(zero_copy_only=False)
               & ~_true(t.column("is_meta")).to_numpy(zero_copy_only=False) & ~answers & (parent >= 0))
-    frame = pd.DataFrame({"parent": parent[prompt], "ts": pd.array(t.column("ts_us").to_pylist(), "Int64")[prompt],
-                          "row": np.flatnonzero(prompt)})
+    if prompt.sum() < 2:
+        return np.zeros(n, bool)
+    at = np.flatnonzero(prompt)
+    ts = pd.array(t.column("ts_us").take(pa.array(at)).to_numpy(zero_copy_only=False), "Int64")
+    frame = pd.DataFrame({"parent": parent[at], "ts": ts, "row": at})
     by = frame.groupby("parent")["ts"]
     rewound = (by.transform("nunique") > 1) & (frame["ts"] < by.transform("max"))
     mark = np.zeros(n, bool)

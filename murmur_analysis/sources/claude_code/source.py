@@ -76,17 +76,17 @@ def _value(v: Any) -> int | None:
     return None if v is None or pd.isna(v) else int(v)
 
 
-def response_usage(resp: Any) -> Usage:
+def response_usage(resp: dict[str, Any]) -> Usage:
     """One response's counters (a row of :attr:`.usage.Counted.responses`), normalized the Anthropic way."""
-    split = bool(_value(resp.has_cache_breakdown))
+    split = bool(_value(resp["has_cache_breakdown"]))
     problems = [f"{field} is not an integer in 0..2**63-1 on a line of this response; that line's value is read as "
-                "not reported" for name, field in COUNTERS.items() if _value(getattr(resp, f"bad_{name}")) == 1]
-    extra = {k: getattr(resp, k) for k in ("service_tier", "speed") if isinstance(getattr(resp, k), str)}
+                "not reported" for name, field in COUNTERS.items() if _value(resp[f"bad_{name}"]) == 1]
+    extra = {k: resp[k] for k in ("service_tier", "speed") if isinstance(resp[k], str)}
     return Usage.normalize(
-        input_tokens=_value(resp.u_input), output_tokens=_value(resp.u_output),
-        cache_read_tokens=_value(resp.u_cache_read), cache_write_tokens=_value(resp.u_cache_creation),
-        cache_write_5m_tokens=_value(resp.u_cache_5m) if split else None,
-        cache_write_1h_tokens=_value(resp.u_cache_1h) if split else None,
+        input_tokens=_value(resp["u_input"]), output_tokens=_value(resp["u_output"]),
+        cache_read_tokens=_value(resp["u_cache_read"]), cache_write_tokens=_value(resp["u_cache_creation"]),
+        cache_write_5m_tokens=_value(resp["u_cache_5m"]) if split else None,
+        cache_write_1h_tokens=_value(resp["u_cache_1h"]) if split else None,
         cache_in_input=_ANTHROPIC.cache_in_input, reasoning_in_output=_ANTHROPIC.reasoning_in_output,
         cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra, problems=problems,
     )
@@ -169,7 +169,9 @@ class ClaudeCodeSource(Source):
         counted = count_responses(rows, _ranks(rows))
         sessions = [f.session or _first(r.table.column("session_id")) for f, r in zip(files, rows, strict=True)]
         spawns = spawning_calls(files, rows, sessions)
-        by_file = {i: g for i, g in counted.responses.groupby("file")} if len(counted.responses) else {}
+        by_file: dict[int, list[dict[str, Any]]] = {}
+        for record in counted.responses.to_dict("records"):
+            by_file.setdefault(int(record["file"]), []).append({str(k): v for k, v in record.items()})
         for i, (f, r) in enumerate(zip(files, rows, strict=True)):
             session = sessions[i]
             if f.agent is None:
@@ -181,7 +183,7 @@ class ClaudeCodeSource(Source):
                                      diagnostics, parent, call)
 
     def _conversation(self, f: SessionFile, rows: LineRows, cid: str, key: tuple[str, str], covered: np.ndarray,
-                      responses: pd.DataFrame | None, text: bool, diagnostics: Diagnostics,
+                      responses: list[dict[str, Any]] | None, text: bool, diagnostics: Diagnostics,
                       parent: str | None, call: str | None) -> Conversation:
         t = rows.table
         index = np.flatnonzero(pc.is_in(t.column("type"), value_set=_MESSAGES).to_numpy(zero_copy_only=False))
@@ -201,7 +203,7 @@ class ClaudeCodeSource(Source):
                             parent_conversation_id=parent, parent_call_id=call)
 
     @staticmethod
-    def _usage(responses: pd.DataFrame | None, position: np.ndarray, covered: np.ndarray,
+    def _usage(responses: list[dict[str, Any]] | None, position: np.ndarray, covered: np.ndarray,
                n: int) -> tuple[list[UsageRow], list[Usage | None] | None]:
         """The file's usage rows, and each message's usage (its response's first line holds it)."""
         per_message: list[Usage | None] = [None] * n
@@ -209,14 +211,15 @@ class ClaudeCodeSource(Source):
             if position[row] >= 0:
                 per_message[int(position[row])] = _COUNTED_ELSEWHERE
         out: list[UsageRow] = []
-        for resp in (responses.itertuples(index=False) if responses is not None else ()):
+        for resp in responses or ():
             usage = response_usage(resp)
-            seq = int(position[int(str(resp.row))])
+            seq = int(position[int(resp["row"])])
             per_message[seq] = usage
-            model = resp.model if isinstance(resp.model, str) and resp.model != SYNTHETIC else None
-            out.append(UsageRow(usage, message_id=resp.msg_id if isinstance(resp.msg_id, str) else None, seq=seq,
-                                model=model, provider="anthropic", created_at=_time(resp.ts_us), found_in="entry",
+            model = resp["model"] if isinstance(resp["model"], str) and resp["model"] != SYNTHETIC else None
+            msg_id, session = resp["msg_id"], resp["session_id"]
+            out.append(UsageRow(usage, message_id=msg_id if isinstance(msg_id, str) else None, seq=seq,
+                                model=model, provider="anthropic", created_at=_time(resp["ts_us"]), found_in="entry",
                                 accounting="anthropic", provider_source="runtime",
-                                session_id=resp.session_id if isinstance(resp.session_id, str) else None))
+                                session_id=session if isinstance(session, str) else None))
         return out, (per_message if any(u is not None for u in per_message) else None)
 
