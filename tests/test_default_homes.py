@@ -52,3 +52,29 @@ def test_report_daily_with_no_path_prints_the_homes_report(
     bare = capsys.readouterr().out
     assert main(["report", "daily", "-q", "--json", str(SAMPLES / "flexigpt")]) == 0
     assert bare == capsys.readouterr().out and bare.strip()
+
+
+def test_report_daily_with_no_argument_reads_claude_and_codex_homes_as_ccusage_finds_them(tmp_path: Path) -> None:
+    """A home laid out like ``~/.claude`` and ``~/.codex``: no argument, every default home read."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLES / "claude_code", home / ".claude")
+    shutil.copytree(SAMPLES / "codex", home / ".codex")
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME")}
+    env["HOME"] = str(home)
+    cli = [sys.executable, "-m", "murmur_analysis.ui.cli"]
+    bare = subprocess.run([*cli, "report", "daily", "-q", "--json"], env=env, capture_output=True, text=True,
+                          check=True)
+    given = subprocess.run([*cli, "report", "daily", "-q", "--json", str(home / ".claude"), str(home / ".codex")],
+                           env=env, capture_output=True, text=True, check=True)
+    assert bare.stdout == given.stdout and '"responses"' in bare.stdout
+    summary = subprocess.run([*cli, "summary", "-q"], env=env, capture_output=True, text=True, check=True).stdout
+    assert "claude_code" in summary and "codex" in summary
+    # CLAUDE_CONFIG_DIR replaces the defaults, as in ccusage; CODEX_HOME likewise
+    only = {**env, "CLAUDE_CONFIG_DIR": str(home / ".claude" / "projects"), "CODEX_HOME": str(tmp_path / "none")}
+    alone = subprocess.run([*cli, "summary", "-q"], env=only, capture_output=True, text=True, check=True).stdout
+    assert "claude_code" in alone and "codex" not in alone

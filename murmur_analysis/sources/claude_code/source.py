@@ -50,7 +50,7 @@ from ...core.providers import accounting
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
 from .entries import entries
-from .layout import SessionFile, files_under, looks_like_claude, projects_of
+from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
 from .pieces import abandoned, compactions, entry_columns, spawning_calls, title
 from .usage import COUNTERS, SYNTHETIC, count_responses
 
@@ -122,6 +122,11 @@ class ClaudeCodeSource(Source):
     def __init__(self, *, settle_seconds: float = 5.0) -> None:
         self.settle_seconds = float(settle_seconds)
         self._digests: dict[str, str] = {}
+
+    @classmethod
+    def default_homes(cls) -> list[Path]:
+        """The Claude Code config dirs that exist (``CLAUDE_CONFIG_DIR``'s, else the two defaults)."""
+        return default_homes()
 
     def guess_can_open(self, path: Path) -> bool:
         """A config dir, a ``projects/`` dir or a project dir holding sessions, or a session ``.jsonl``."""

@@ -90,8 +90,8 @@ class CodexSource(Source):
         self.settle_seconds = float(settle_seconds)
         self._paths: dict[str, Path] = {}
 
-    @staticmethod
-    def default_homes() -> list[Path]:
+    @classmethod
+    def default_homes(cls) -> list[Path]:
         """The Codex homes that exist: ``$CODEX_HOME``, else ``~/.codex``."""
         return default_homes()
 
