@@ -56,6 +56,7 @@ class Case:
         peer_number: runs the peer on the home and returns the number the rule is about.
         peer: what ``peer_number`` returns with the pinned peer (recorded).
         right: what the rule says.
+        ours: the same number as murmur-analysis gives it, through its public API.
     """
 
     name: str
@@ -65,6 +66,7 @@ class Case:
     peer_number: Callable[[Path], Any]
     peer: Any
     right: Any
+    ours: Callable[[Path], Any]
 
 
 def _claude(build: Callable[[Path], list[Any]]) -> Callable[[Path], None]:
@@ -84,6 +86,41 @@ def _daily_total(field: str) -> Callable[[Path], Any]:
 
 def _codex_total(field: str) -> Callable[[Path], Any]:
     return lambda home: (ccusage_codex("daily", home)["totals"] or {}).get(field, 0)  # totals: null when empty
+
+
+def _our_sum(column: str) -> Callable[[Path], Any]:
+    """The sum of one ``usage`` column of ``ma.load(home)``."""
+    def total(home: Path) -> Any:
+        import murmur_analysis as ma
+
+        value = ma.load(home).usage[column].sum()
+        return round(float(value), 6) if column.endswith("_usd") else int(value)
+    return total
+
+
+def _our_json(report: str) -> Callable[[Path], Any]:
+    """``murmur-analysis report <report> HOME --ccusage-json`` (ccusage's field names), parsed."""
+    def run(home: Path) -> Any:
+        import json
+        import subprocess
+
+        done = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "report", report, str(home),
+                               "--ccusage-json", "-q"], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+    return run
+
+
+def _our_sessions(home: Path) -> list[str]:
+    """The sessions: conversations no other conversation spawned (a subagent is its own, linked)."""
+    import murmur_analysis as ma
+
+    conv = ma.load(home).conversations
+    return sorted(conv.loc[conv["parent_conversation_id"].isna(), "conversation_id"])
+
+
+def _our_blocks(home: Path) -> list[tuple[str, str, str | None, bool, int, int]]:
+    return [(b["startTime"], b["endTime"], b["actualEndTime"], b["isGap"], b["entries"], b["totalTokens"])
+            for b in _our_json("blocks")(home)["blocks"]]
 
 
 # ---------------------------------------------------------------------------- Claude Code
@@ -278,56 +315,61 @@ CASES: tuple[Case, ...] = (
     # ccusage#888 (and #901, #938): the first line of a response wins, its partial output_tokens
     # with it; the right count is the response's largest (its last line's).
     Case("partial_first_line", "ccusage#888", "claude_code", _claude(partial_first_line),
-         _daily_total("outputTokens"), peer=50, right=400),
+         _daily_total("outputTokens"), peer=50, right=400, ours=_our_sum("output_tokens")),
     # ccusage#976 (and #797): with no requestId there is no dedup key, so each line of the response
     # counts; the right count is one response's.
     Case("no_request_id", "ccusage#976", "claude_code", _claude(no_request_id),
-         _daily_total("cacheReadTokens"), peer=2_000, right=1_000),
+         _daily_total("cacheReadTokens"), peer=2_000, right=1_000, ours=_our_sum("cache_read_tokens")),
     # ccusage#913: a /btw sidechain replaying a parent response under a new requestId is counted
     # again, its cache reads included; the right count is the parent's once.
     Case("sidechain_replay", "ccusage#913", "claude_code", _claude(sidechain_replay),
-         _daily_total("cacheReadTokens"), peer=40_000, right=20_000),
+         _daily_total("cacheReadTokens"), peer=40_000, right=20_000,
+         ours=_our_sum("cache_read_tokens")),
     # ccusage#899: every cache write is priced at the five-minute rate (1.25x input: $6.25 per
     # million on Opus 4.5); one-hour writes cost 2x input ($10 per million).
     Case("one_hour_cache", "ccusage#899", "claude_code", _claude(one_hour_cache),
-         lambda home: round(ccusage("daily", home)["totals"]["totalCost"], 6), peer=6.25, right=10.0),
+         lambda home: round(ccusage("daily", home)["totals"]["totalCost"], 6), peer=6.25, right=10.0,
+         ours=_our_sum("cost_usd")),
     # ccusage#560 (and #809): the session is the file's folder, so a project's sessions merge into
     # one row named after the project, and subagent files make a session called "subagents".
     Case("sessions_of_a_project", "ccusage#560", "claude_code", _claude(sessions_of_a_project),
-         _session_ids, peer=["-home-dev-shop", "subagents"], right=[S1, S2]),
+         _session_ids, peer=["-home-dev-shop", "subagents"], right=[S1, S2], ours=_our_sessions),
     # Agreed: a resumed session's copied lines keep their keys and count once.
     Case("resumed_copy", "", "claude_code", _claude(resumed_copy), _daily_total("outputTokens"),
-         peer=150, right=150),
+         peer=150, right=150, ours=_our_sum("output_tokens")),
     # Agreed: a <synthetic> line costs nothing and a torn last line is not read; but ccusage lists
     # "<synthetic>" among the models used.
     Case("synthetic_and_torn", "", "claude_code", _claude(synthetic_and_torn), _daily_total("totalTokens"),
-         peer=110, right=110),
+         peer=110, right=110, ours=lambda home: _our_sum("input_total_tokens")(home) + _our_sum("output_tokens")(home)),
     # ccusage's five-hour blocks (the definition ``report blocks`` follows): a block starts at its
     # first response's hour (UTC) and ends five hours later; a response more than five hours after
     # the block's start or after the previous response starts the next block, and a silence of
     # more than five hours is a gap block from five hours after the last response to the next one.
     # (start, end, last response, gap, responses, tokens) per block:
-    Case("blocks", "", "claude_code", _claude(blocks_home), _blocks, peer=BLOCKS, right=BLOCKS),
+    Case("blocks", "", "claude_code", _claude(blocks_home), _blocks, peer=BLOCKS, right=BLOCKS, ours=_our_blocks),
     # No issue found: a block counts a <synthetic> line as an entry and lists "<synthetic>" among
     # its models (the daily report leaves it out of modelsUsed); it is no model response.
     Case("synthetic_in_blocks", "", "claude_code", _claude(synthetic_and_torn),
          lambda home: [(b["entries"], b["models"]) for b in ccusage("blocks", home)["blocks"]],
-         peer=[(2, [cc.SONNET, "<synthetic>"])], right=[(1, [cc.SONNET])]),
+         peer=[(2, [cc.SONNET, "<synthetic>"])], right=[(1, [cc.SONNET])],
+         ours=lambda home: [(b["entries"], b["models"]) for b in _our_json("blocks")(home)["blocks"]]),
     # @ccusage/codex#1288: a token_count re-emitting an unchanged total (a rate-limit refresh) is
     # counted again; the right input is the two responses' (cached inside input, as its JSON gives it).
     Case("reemitted_total", "ccusage#1288", "codex", _codex(reemitted_total), _codex_total("inputTokens"),
-         peer=4_000, right=3_000),
+         peer=4_000, right=3_000, ours=_our_sum("input_total_tokens")),
     # ccusage#1371: a fork's copy of its parent's items is counted again.
     Case("fork_copy", "ccusage#1371", "codex", _codex(fork_copy), _codex_total("inputTokens"),
-         peer=6_500, right=3_500),
+         peer=6_500, right=3_500, ours=_our_sum("input_total_tokens")),
     # ccusage#950: a thread_spawn subagent's copy of its parent, re-stamped to the spawn, is counted again.
     Case("spawn_copy", "ccusage#950", "codex", _codex(spawn_copy), _codex_total("inputTokens"),
-         peer=6_500, right=3_500),
+         peer=6_500, right=3_500, ours=_our_sum("input_total_tokens")),
     # ccusage#1177 (and #1230): archived_sessions/ is never read.
-    Case("archived", "ccusage#1177", "codex", _codex(archived), _codex_total("inputTokens"), peer=0, right=1_000),
-    # No issue found: .jsonl.zst rollouts (a Codex feature newer than the peer) are not read.
-    Case("compressed", "", "codex", _codex(compressed), _codex_total("inputTokens"), peer=0, right=1_000),
+    Case("archived", "ccusage#1177", "codex", _codex(archived), _codex_total("inputTokens"), peer=0, right=1_000,
+         ours=_our_sum("input_total_tokens")),
+    # No issue found: the peer never reads .jsonl.zst rollouts (a Codex feature newer than the peer).
+    Case("compressed", "", "codex", _codex(compressed), _codex_total("inputTokens"), peer=0, right=1_000,
+         ours=_our_sum("input_total_tokens")),
     # Agreed: info null is skipped, and so is the reset's zero delta; the responses after it count.
     Case("reset_and_null", "", "codex", _codex(reset_and_null), _codex_total("inputTokens"),
-         peer=1_300, right=1_300),
+         peer=1_300, right=1_300, ours=_our_sum("input_total_tokens")),
 )

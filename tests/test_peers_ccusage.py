@@ -18,6 +18,13 @@ def test_the_peer_reports_what_is_recorded_for_each_rule(case: Case, tmp_path: P
         assert case.peer != case.right, case.issue
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_murmur_analysis_gives_the_right_number_for_each_rule(case: Case, tmp_path: Path) -> None:
+    """Where the peer is right ours agrees with it; where a known issue makes it wrong, ours is right."""
+    case.build(tmp_path)
+    assert case.ours(tmp_path) == case.right, case.issue or "the peer agrees with the rule here"
+
+
 def test_the_peers_are_the_pinned_versions() -> None:
     package = (Path(__file__).parent / "peers" / "package.json").read_text()
     assert package.count(f'"{VERSION}"') == 2
@@ -46,3 +53,32 @@ def test_ccusage_codex_reads_the_sample_codex_home() -> None:
     # sessions/ alone, .jsonl alone: not the archived copy, not the .zst; the legacy file has no usage
     assert [s["sessionFile"].rsplit("-", 5)[-5][:8] for s in sessions] == ["0199b1a2", "0199b1c4", "0199b1d0"]
     assert [s["inputTokens"] for s in sessions] == [56_382, 60_582, 59_282]
+
+
+@pytest.mark.parametrize("report", ["daily", "weekly", "monthly"])
+def test_where_ccusage_is_right_our_ccusage_json_gives_its_totals(report: str, tmp_path: Path) -> None:
+    """A home of the rules ccusage counts right (resumed copies, five-hour blocks, ordinary responses)."""
+    import json
+    import subprocess
+    import sys
+
+    from peer_homes import blocks_home, cc, resumed_copy
+
+    for build in (resumed_copy, blocks_home):
+        folder = tmp_path / build.__name__
+        for session in build(folder):
+            session.write()
+    home = tmp_path / "home" / "projects"
+    home.mkdir(parents=True)
+    for build in (resumed_copy, blocks_home):
+        for project in (tmp_path / build.__name__ / "projects").iterdir():
+            project.rename(home / f"{project.name}-{build.__name__}")
+    theirs = ccusage(report, home.parent)
+    done = subprocess.run([sys.executable, "-m", "murmur_analysis.ui.cli", "report", report, str(home.parent),
+                           "--ccusage-json", "-q"], capture_output=True, text=True, check=True)
+    ours = json.loads(done.stdout)
+    keys = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens", "totalTokens")
+    assert {k: ours["totals"][k] for k in keys} == {k: theirs["totals"][k] for k in keys}
+    rows = {"daily": "date", "weekly": "week", "monthly": "month"}[report]
+    assert [(r[rows], r["totalTokens"]) for r in ours[report]] == [(r[rows], r["totalTokens"]) for r in theirs[report]]
+    assert cc.SONNET in {m for r in ours[report] for m in r["modelsUsed"]}
