@@ -374,9 +374,17 @@ class Pairer:
         return columns
 
     def pairing(self) -> Pairing:
-        """Close the last run: the rows as :data:`~murmur_analysis.handoff.PAIRED` columns, and the counts."""
-        columns = self.finish_columns()
-        rows = pa.RecordBatch.from_arrays([pa.array(columns[f.name], f.type) for f in PAIRED], schema=PAIRED)
+        """Close the last run: the rows as :data:`~murmur_analysis.handoff.PAIRED` columns, and the counts.
+
+        The columns come from the engine as Arrow buffers, with no Python object per row.
+        """
+        done = self._walk.finish_arrow()
+        self._summary = PairSummary(*done["summary"])
+        self.answered, self.exact = done["answered"], done["exact"]
+        n = done["rows"]
+        rows = pa.RecordBatch.from_arrays(
+            [pa.Array.from_buffers(f.type, n, [pa.py_buffer(b) for b in done[f.name]]) for f in PAIRED],
+            schema=PAIRED)
         return Pairing(rows, *self.summary())
 
     def save(self) -> _native.PairState:

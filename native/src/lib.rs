@@ -648,6 +648,54 @@ impl PyPairer {
         Ok(d.into_py(py))
     }
 
+    /// finish_arrow() -> dict: like `finish`, the rows' PAIRED columns (`call_id`, `tool_name`,
+    /// `kind`, `called_seq`, `result_seq`, `status`, `is_error`, `result_chars`, `input_bytes`,
+    /// `input_text`, `result_text`) as Arrow buffers (no Python object per row), the number of
+    /// `rows`, and `summary`, `answered` and `exact`.
+    fn finish_arrow(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.inner.finish();
+        let summary = self.inner.summary();
+        let (own, answers) = (&self.inner.rows, &self.inner.answers);
+        let d = PyDict::new(py);
+        let n = own.len() + answers.len();
+        let (mut call_id, mut name, mut kind, mut status) =
+            (Strings::default(), Strings::default(), Strings::default(), Strings::default());
+        let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
+        let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
+            (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
+        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
+        // the rows, then one row per result answering a call of the rows before a resumed walk
+        for (rows, i) in (0..own.len()).map(|i| (own, i)).chain((0..answers.len()).map(|i| (answers, i))) {
+            call_id.push(Some(&rows.call_id[i]));
+            name.push(rows.name[i].as_deref());
+            kind.push(Some(if rows.kind[i] == 0 { "client" } else { "server" }));
+            status.push(Some(pair::STATUSES[rows.status[i] as usize]));
+            called.push(rows.called_seq[i]);
+            result.push(rows.result_seq[i]);
+            is_error.push(rows.is_error[i].map(i64::from));
+            chars.push(rows.result_chars[i]);
+            input_bytes.push(rows.input_bytes[i]);
+            input_text.push(text(&rows.input_text[i]));
+            result_text.push(text(&rows.result_text[i]));
+        }
+        d.set_item("rows", n)?;
+        d.set_item("call_id", strings(py, call_id)?)?;
+        d.set_item("tool_name", strings(py, name)?)?;
+        d.set_item("kind", strings(py, kind)?)?;
+        d.set_item("called_seq", ints(py, called)?)?;
+        d.set_item("result_seq", ints(py, result)?)?;
+        d.set_item("status", strings(py, status)?)?;
+        d.set_item("is_error", bools(py, is_error)?)?;
+        d.set_item("result_chars", ints(py, chars)?)?;
+        d.set_item("input_bytes", ints(py, input_bytes)?)?;
+        d.set_item("input_text", strings(py, input_text)?)?;
+        d.set_item("result_text", strings(py, result_text)?)?;
+        d.set_item("summary", summary)?;
+        d.set_item("answered", &self.inner.answered)?;
+        d.set_item("exact", self.inner.exact())?;
+        Ok(d.into_py(py))
+    }
+
     /// save(index, side) -> PairState: after `finish`, what a walk of the entries after these
     /// needs, with the message-run state after the last entry (`index`, `side`).
     fn save(&self, index: i64, side: Option<String>) -> PyPairState {
