@@ -50,7 +50,7 @@ def test_a_column_added_to_messages_by_one_declaration_is_loaded(monkeypatch: py
         assert messages.schema.field("text_length").type == pa.int32()
         rows = messages.select(["source", "text", "text_length"]).to_pylist()
         # every source, the native murmur scan and the entry-decoded ones alike
-        assert {r["source"] for r in rows} == {"murmur", "litany", "flexigpt", "dispatch"}
+        assert {r["source"] for r in rows} == {"murmur", "litany", "flexigpt", "dispatch", "claude_code", "codex"}
         assert [r["text_length"] for r in rows] == [None if r["text"] is None else len(r["text"]) for r in rows]
         assert any(r["text_length"] for r in rows) == text
 

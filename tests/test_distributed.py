@@ -20,7 +20,7 @@ from murmur_analysis.sources.base import READ_ALL, Diagnostics, ReadContext
 from murmur_analysis.sources.dispatch import DispatchSource
 from murmur_analysis.tables.schema import TABLES
 
-RUNTIMES = {"murmur", "litany", "flexigpt", "dispatch"}
+RUNTIMES = {"murmur", "litany", "flexigpt", "dispatch", "claude_code", "codex"}
 
 
 def assert_same(frames: dict[str, Any], eager: ma.Corpus) -> None:

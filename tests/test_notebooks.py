@@ -89,7 +89,7 @@ def _alts(nb: nbformat.NotebookNode) -> list[str]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs_on_the_samples_from_another_folder(path: Path, tmp_path: Path) -> None:
     nb = _on_samples(path, tmp_path)
-    assert "conversations=17 " in _text(nb)  # every sample conversation
+    assert "conversations=27 " in _text(nb)  # every sample conversation
     assert "<Corpus" not in _text(nb, slice(0, -1))  # no cell echoes the corpus
     assert all(alt.strip() for alt in _alts(nb))
 
@@ -111,24 +111,30 @@ def test_a_month_with_unpriced_responses_is_drawn_as_a_lower_bound(samples: Path
 def test_a_compaction_is_labelled_with_the_numbers_its_line_draws(samples: Path, tmp_path: Path) -> None:
     nb = _on_samples(NOTEBOOKS[4], tmp_path)
     [alt] = [a for a in _alts(nb) if a.startswith("Small multiples")]
-    growth = ma.load(samples).growth
+    corpus = ma.load(samples)
+    growth = corpus.growth
+    titles = corpus.conversations.set_index(["source", "conversation_id"])["title"]
     compactions = growth[growth["event"] == "compaction"]
-    assert len(compactions) == 1
-    compaction = compactions.iloc[0]
-    line = growth[(growth["conversation_id"] == compaction["conversation_id"]) & (growth["event"] != "compaction")
-                  & growth["context_tokens"].notna()].sort_values("position")
-    said = re.search(r"a compaction after message (\d+) \(context ([\d,]+) → ([\d,]+) \(−([\d,]+) tokens\)\)", alt)
-    assert said, alt
-    position, before, after, drop = (int(g.replace(",", "")) for g in said.groups())
-    assert position == compaction["position"]
-    shown = line.set_index("position")["context_tokens"]
-    assert before == shown[shown.index <= position].iloc[-1]  # the line's value at the compaction
-    assert after == shown[shown.index > position][lambda v: v != before].iloc[0]  # where the line drops to
-    assert drop == before - after
-    assert (before, after) != (compaction["tokens_before"], compaction["tokens_after"])  # not the runtime's estimate
+    assert len(compactions) == 2  # murmur's and Claude Code's samples each compact once
     table = next(o["data"]["text/html"] for c in nb.cells for o in c.get("outputs", [])
                  if "context_dropped_tokens" in o.get("data", {}).get("text/html", ""))
-    assert f">{drop:,}<" in table and "compacted_tokens" not in table  # the table gives the same number
+    assert "compacted_tokens" not in table
+    for compaction in compactions.itertuples():
+        line = growth[(growth["conversation_id"] == compaction.conversation_id) & (growth["event"] != "compaction")
+                      & growth["context_tokens"].notna()].sort_values("position")
+        panel = f"{compaction.source} · {titles[(compaction.source, compaction.conversation_id)]}: "
+        assert panel in alt, (panel, alt)
+        said = re.search(r"a compaction after message (\d+) \(context ([\d,]+) → ([\d,]+) \(−([\d,]+) tokens\)\)",
+                         alt[alt.index(panel):].split("; ")[0])
+        assert said, alt
+        position, before, after, drop = (int(g.replace(",", "")) for g in said.groups())
+        assert position == compaction.position
+        shown = line.set_index("position")["context_tokens"]
+        assert before == shown[shown.index <= position].iloc[-1]  # the line's value at the compaction
+        assert after == shown[shown.index > position][lambda v, b=before: v != b].iloc[0]  # where the line drops to
+        assert drop == before - after
+        assert (before, after) != (compaction.tokens_before, compaction.tokens_after)  # not the runtime's estimate
+        assert f">{drop:,}<" in table  # the table gives the same number
 
 
 @pytest.mark.slow

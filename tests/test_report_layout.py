@@ -58,7 +58,7 @@ def test_every_table_fits_the_columns_and_keeps_the_cost(samples: Path, command:
     if command[-1] in (*SPEND, "summary"):
         assert "cost" in header.split()
         total = next(line for line in lines if line.startswith("Total"))
-        assert "$0.21" in total  # the samples' whole cost, in dollars with two decimals
+        assert "$0.39" in total  # the samples' whole cost, in dollars with two decimals
     wide = run(*command, samples, "--wide", columns=columns).stdout.splitlines()
     left = [h for h in wide[0].split("  ") if h.strip() and h.strip() not in header]
     if left:  # what does not fit is named on stderr, never dropped silently
@@ -208,7 +208,7 @@ def test_summary_json(samples: Path, corpus: ma.Corpus) -> None:
     assert doc["totals"]["tokens"]["total"] == metrics.token_usage(corpus, by=[])["total_tokens"].iloc[0]
     assert doc["diagnostics"] == len(corpus.diagnostics)
     text = run("summary", samples, "--wide").stdout
-    assert "<NA>" not in text and "$0.21" in text
+    assert "<NA>" not in text and "$0.39" in text
 
 
 # --------------------------------------------------------------------------------- habits

@@ -51,8 +51,8 @@ def test_every_source_times_its_calls_and_results_as_its_messages() -> None:
     calls = tables["tool_calls"].to_pandas()
     timed = calls.dropna(subset=["called_at", "result_at"])
     # every source with timed messages has timed calls; dispatch records no message times
-    assert set(timed.source) == {"murmur", "litany", "flexigpt"}
-    assert set(calls.source) == {"murmur", "litany", "flexigpt", "dispatch"}
+    assert set(timed.source) == {"murmur", "litany", "flexigpt", "claude_code", "codex"}
+    assert set(calls.source) == {"murmur", "litany", "flexigpt", "dispatch", "claude_code", "codex"}
 
 
 def test_latency_is_a_subtraction_and_unknown_ends_are_null(tmp_path: Path) -> None:
