@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
-__all__ = ["NOT_REPORTED", "bar_labels", "category", "figure", "image", "table"]
+__all__ = ["NOT_REPORTED", "SOURCE_COLOURS", "bar_labels", "category", "figure", "image", "source_colour", "table"]
 
 #: How a null is shown to a reader.
 NOT_REPORTED = "not reported"
@@ -146,17 +146,34 @@ def category(*parts: Any) -> str:
     return " · ".join(NOT_REPORTED if _is_null(p) else str(p) for p in parts)
 
 
-def bar_labels(ax: Any, bars: Any, texts: Iterable[str], inside: bool = False) -> None:
-    """Write a text at the end of each horizontal bar (a count, a value).
+#: Each built-in runtime's colour, the same in every figure (colour-blind-safe hues, far apart).
+SOURCE_COLOURS = {
+    "murmur": "#4c72b0", "litany": "#dd8452", "flexigpt": "#55a868", "dispatch": "#c44e52",
+    "claude_code": "#8172b3", "codex": "#937860",
+}
+_MORE_COLOURS = ("#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
+
+
+def source_colour(source: str) -> str:
+    """The colour of ``source`` in every figure; a plugin's source gets one of a few more, by its name."""
+    if source in SOURCE_COLOURS:
+        return SOURCE_COLOURS[source]
+    return _MORE_COLOURS[sum(source.encode()) % len(_MORE_COLOURS)]
+
+
+def bar_labels(ax: Any, bars: Any, texts: Iterable[str], inside: bool = False, upright: bool = False) -> None:
+    """Write a text at the end of each bar (a count, a value).
 
     Args:
         ax: the axes.
-        bars: the container ``ax.barh`` returned.
+        bars: the container ``ax.barh`` (or ``ax.bar``) returned.
         texts: one text per bar.
         inside: put the text in the middle of the bar (white) instead of after its end.
+        upright: turn the text a quarter (for narrow vertical bars side by side, whose labels
+            would run into each other).
     """
     ax.bar_label(bars, labels=list(texts), label_type="center" if inside else "edge", padding=0 if inside else 3,
-                 fontsize="small", color="white" if inside else "black")
+                 fontsize="small", color="white" if inside else "black", rotation=90 if upright else 0)
 
 
 def table(frame: pd.DataFrame, percent: Sequence[str] = (), precision: int = 2) -> Any:
