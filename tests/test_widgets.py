@@ -265,7 +265,7 @@ def test_conversations_are_picked_by_title_source_and_time_newest_first(samples:
     assert {v[0] for _, v in conversation_options(corpus, "litany")} == {"litany"}
 
 
-@pytest.mark.parametrize("source", ["murmur", "litany", "flexigpt", "dispatch"])
+@pytest.mark.parametrize("source", ["murmur", "litany", "flexigpt", "dispatch", "claude_code", "codex"])
 def test_every_sample_conversation_renders(samples: Path, source: str) -> None:
     corpus = ma.load(samples)
     explorer = Explorer(corpus)
@@ -274,3 +274,24 @@ def test_every_sample_conversation_renders(samples: Path, source: str) -> None:
         explorer.picker.value = value
         assert "newest first" in explorer.status.value or "no messages" in explorer.status.value
         assert "murmur-message" in explorer.view.value
+
+
+@pytest.mark.parametrize("source", ["claude_code", "codex"])
+def test_a_claude_code_or_codex_conversation_shows_its_own_texts_and_tool_calls(samples: Path, source: str) -> None:
+    import html
+
+    corpus = ma.load(samples, source=source)
+    explorer = Explorer(corpus, page_size=500)
+    explorer.source.value = source
+    calls = corpus.tool_calls
+    shown = 0
+    for _label, value in explorer.picker.options:
+        explorer.picker.value = value
+        cid = explorer._handle().conversation_id  # type: ignore[union-attr]
+        texts = corpus.messages.query("conversation_id == @cid")["text"].dropna()
+        for text in texts[texts.str.len().between(1, 200)]:
+            assert html.escape(text.splitlines()[0]) in explorer.view.value
+            shown += 1
+        for name in calls.query("conversation_id == @cid")["tool_name"].dropna():
+            assert html.escape(name) in explorer.view.value
+    assert shown > 0
