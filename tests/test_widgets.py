@@ -287,11 +287,13 @@ def test_a_claude_code_or_codex_conversation_shows_its_own_texts_and_tool_calls(
     shown = 0
     for _label, value in explorer.picker.options:
         explorer.picker.value = value
-        cid = explorer._handle().conversation_id  # type: ignore[union-attr]
-        texts = corpus.messages.query("conversation_id == @cid")["text"].dropna()
-        for text in texts[texts.str.len().between(1, 200)]:
-            assert html.escape(text.splitlines()[0]) in explorer.view.value
+        handle = explorer._handle()
+        assert handle is not None
+        messages = corpus.messages[corpus.messages["conversation_id"] == handle.conversation_id]
+        texts = messages["text"].dropna()
+        for said in texts[texts.str.len().between(1, 200)]:
+            assert html.escape(said.splitlines()[0]) in explorer.view.value
             shown += 1
-        for name in calls.query("conversation_id == @cid")["tool_name"].dropna():
+        for name in calls.loc[calls["conversation_id"] == handle.conversation_id, "tool_name"].dropna():
             assert html.escape(name) in explorer.view.value
     assert shown > 0
