@@ -197,7 +197,8 @@ def test_a_subagent_is_its_own_conversation_linked_to_the_spawning_call(tmp_path
     assert corpus.usage.groupby("conversation_id").output_tokens.sum().to_dict() == {
         "s-1": 5, "s-1/agent-abc": 2, "s-1/agent-xyz": 2}
     call = corpus.tool_calls.iloc[0]
-    assert (call.status, str(call.result_at)) == ("ok", "2026-07-01 10:00:09+00:00")
+    # the result writes no is_error: answered, its outcome unknown (never taken for a success)
+    assert (call.status, str(call.result_at)) == ("unknown", "2026-07-01 10:00:09+00:00")
 
 
 def test_a_subagent_line_mirrored_in_the_main_file_counts_once(tmp_path: Path) -> None:

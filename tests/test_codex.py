@@ -303,7 +303,7 @@ def test_a_tool_error_is_inferred_only_from_the_output(tmp_path: Path) -> None:
     got = [(None if pd.isna(e) else bool(e), None if pd.isna(x) else int(x))
            for e, x in zip(calls["is_error"], calls["exit_code"], strict=True)]
     assert got == [(e, x) for _, e, x in OUTCOMES]
-    assert calls["status"].tolist() == ["error" if e else "ok" for _, e, _ in OUTCOMES]
+    assert calls["status"].tolist() == [{True: "error", False: "ok", None: "unknown"}[e] for _, e, _ in OUTCOMES]
 
 
 def test_custom_tools_shell_calls_web_search_reasoning_and_developer_messages(tmp_path: Path) -> None:

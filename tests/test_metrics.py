@@ -173,3 +173,24 @@ def test_metrics_and_widgets_are_attributes() -> None:
     assert out.split() == expected
     with pytest.raises(AttributeError):
         ma.nothing_here  # noqa: B018
+
+
+def test_an_answer_that_says_no_outcome_is_never_counted_as_a_success(tmp_path: Path) -> None:
+    """Codex outputs without an exit code: answered, outcome unknown, left out of the error rate."""
+    home = tmp_path / "sessions" / "2026" / "01" / "02"
+    home.mkdir(parents=True)
+    meta = {"timestamp": "2026-01-02T03:04:05.000Z", "type": "session_meta",
+            "payload": {"id": "11111111-1111-4111-8111-111111111111", "timestamp": "2026-01-02T03:04:05.000Z"}}
+    lines = [meta]
+    for i, output in enumerate(["Exit code: 1\nWall time: 0.1 seconds\nOutput:\nno", "Exit code: 0\nOutput:\nyes",
+                                "plain text, no code", "more text"]):
+        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.000Z", "type": "response_item",
+                      "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{i}"}})
+        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.500Z", "type": "response_item",
+                      "payload": {"type": "function_call_output", "call_id": f"c{i}", "output": output}})
+    (home / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines))
+    corpus = ma.load(tmp_path, source="codex")
+    assert corpus.tool_calls["status"].tolist() == ["error", "ok", "unknown", "unknown"]
+    [row] = metrics.tool_error_rates(corpus, by="source").itertuples()
+    assert (row.calls, row.answered, row.errors, row.outcome_unknown, row.error_rate) == (4, 4, 1, 2, 0.5)

@@ -46,7 +46,7 @@ __all__ = [
 #: one takes it over: it serves once.
 PairState = _native.PairState
 
-ToolStatus = Literal["ok", "error", "unanswered", "orphan_result", "duplicate_result"]
+ToolStatus = Literal["ok", "error", "unanswered", "orphan_result", "duplicate_result", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)

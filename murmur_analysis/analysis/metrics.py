@@ -272,14 +272,17 @@ def tool_error_rates(
         confidence: the interval's confidence level (95% by default).
 
     Returns:
-        One row per group: ``calls``, ``answered``, ``errors``, ``unanswered``, ``error_rate``
-        (null when nothing was answered), ``ci_low`` and ``ci_high`` (Wilson), ``timed``
+        One row per group: ``calls``, ``answered``, ``errors``, ``unanswered``,
+        ``outcome_unknown`` (answered by a result that does not say whether the call failed:
+        status ``unknown``, e.g. a Codex output with no exit code), ``error_rate`` (errors over
+        the answered calls whose outcome is known; null when there are none: an unknown outcome is
+        never taken for a success), ``ci_low`` and ``ci_high`` (Wilson), ``timed``
         (calls with a duration) and ``p50_ms``, ``p95_ms`` of ``duration_ms`` (null when
         the runtime timed none).
     """
     keys = _keys(by)
-    columns = [*keys, "calls", "answered", "errors", "unanswered", "error_rate", "ci_low", "ci_high", "timed",
-               "p50_ms", "p95_ms"]
+    columns = [*keys, "calls", "answered", "errors", "unanswered", "outcome_unknown", "error_rate", "ci_low",
+               "ci_high", "timed", "p50_ms", "p95_ms"]
     tool_calls = _frame(data, "tool_calls")
     calls = tool_calls[tool_calls["called_seq"].notna()]
     if calls.empty:
@@ -287,8 +290,9 @@ def tool_error_rates(
     status = calls["status"].astype("string")
     flags = pd.DataFrame({
         "errors": (status == "error").astype("int64"),
-        "answered": status.isin(["ok", "error"]).astype("int64"),
+        "answered": status.isin(["ok", "error", "unknown"]).astype("int64"),
         "unanswered": (status == "unanswered").astype("int64"),
+        "outcome_unknown": (status == "unknown").astype("int64"),
         "timed": calls["duration_ms"].notna().astype("int64"),
         "duration_ms": calls["duration_ms"].astype("float64"),
     })
@@ -296,10 +300,10 @@ def tool_error_rates(
         flags[key] = calls[key]
     grouped = flags.groupby(keys, dropna=False, observed=True, sort=True)
     out = grouped.size().rename("calls").to_frame()
-    for column in ("answered", "errors", "unanswered", "timed"):
+    for column in ("answered", "errors", "unanswered", "outcome_unknown", "timed"):
         out[column] = grouped[column].sum()
     out = out[out["calls"] >= min_calls]
-    answered = out["answered"].to_numpy()
+    answered = (out["answered"] - out["outcome_unknown"]).to_numpy()  # the outcomes known
     out["error_rate"] = np.where(answered > 0, out["errors"] / np.maximum(answered, 1), np.nan)
     out["ci_low"], out["ci_high"] = wilson_interval(out["errors"].to_numpy(), answered, confidence)
     out["p50_ms"] = grouped["duration_ms"].quantile(0.5).reindex(out.index)

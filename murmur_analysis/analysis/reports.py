@@ -243,7 +243,7 @@ def build(
         conv = _conversations(corpus, since, until, tz)
         if kind == "tools":
             rows = metrics.tool_error_rates(_keep(corpus.tool_calls, conv))
-            keys, additive = ["source", "tool_name"], ["calls", "answered", "errors", "unanswered"]
+            keys, additive = ["source", "tool_name"], ["calls", "answered", "errors", "unanswered", "outcome_unknown"]
         elif kind == "orphans":
             rows = metrics.orphan_drops(_keep(corpus.orphans, conv))
             keys, additive = ["source", "conversation_id"], ["assembly", "record", "disagree"]
@@ -261,8 +261,8 @@ def build(
         tokens, overflows = _token_totals(kind, spend)
         totals = {c: tokens[c] if c in TOKEN_KINDS else totals[c] for c in columns}
         problems += overflows
-    if kind == "tools" and totals.get("answered"):
-        errors, answered = totals["errors"], totals["answered"]
+    if kind == "tools" and totals.get("answered", 0) - totals.get("outcome_unknown", 0):
+        errors, answered = totals["errors"], totals["answered"] - totals["outcome_unknown"]  # outcomes known
         low, high = metrics.wilson_interval(np.array([errors]), np.array([answered]))
         totals.update(error_rate=errors / answered, ci_low=float(low[0]), ci_high=float(high[0]))
     return Report(kind, rows, totals, keys, detail, problems, tz)
@@ -276,7 +276,7 @@ def summary(corpus: Corpus) -> Report:
 
     Returns:
         The ``summary`` report: per source ``conversations``, ``messages``, ``tool_calls``,
-        ``tool_errors``, ``error_rate`` (errors over answered calls), ``orphans``,
+        ``tool_errors``, ``error_rate`` (errors over the answered calls whose outcome is known), ``orphans``,
         ``total_tokens`` (null where nobody reported tokens, or where the sum passes ``int64``)
         and ``cost_usd``; with totals.
     """
@@ -301,7 +301,7 @@ def summary(corpus: Corpus) -> Report:
     tokens, overflows = _token_totals("summary", corpus.usage, ["total_tokens"])
     totals["total_tokens"] = tokens["total_tokens"]
     problems += overflows
-    answered = rates["answered"].sum() if len(rates) else 0
+    answered = (rates["answered"] - rates["outcome_unknown"]).sum() if len(rates) else 0  # outcomes known
     if answered:
         totals["error_rate"] = float(rates["errors"].sum() / answered)
     return Report("summary", rows, totals, ["source"], None, problems)

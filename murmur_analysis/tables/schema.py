@@ -165,8 +165,10 @@ TOOL_CALLS: tuple[Column[CallColumns], ...] = (
     Column("result_at", _TS, "created_at of the entry holding the result; null when unanswered or where the "
                              "runtime records no time (result_at - called_at: the call's latency as written)",
            value=lambda calls: calls.at("result_seq")),
-    _paired("status", _STR, "ok, error, unanswered (a client call no result answered), orphan_result or "
-                            "duplicate_result; a provider-run call is ok unless its result says error"),
+    _paired("status", _STR, "ok (the result says no error), error, unknown (answered, and the result says "
+                            "neither: never taken for a success), unanswered (a client call no result "
+                            "answered), orphan_result or duplicate_result; a provider-run call is ok unless "
+                            "its result says error"),
     _paired("is_error", pa.bool_(), "the result's error flag, as written"),
     _recorded("duration_ms", _F64, "how long the call ran, where the runtime timed it"),
     Column("input_bytes", _I64, "size of the call's input as JSON text",

@@ -23,10 +23,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 /// Row statuses, in `STATUSES` order.
-pub const STATUSES: [&str; 5] = ["ok", "error", "unanswered", "orphan_result", "duplicate_result"];
+pub const STATUSES: [&str; 6] = ["ok", "error", "unanswered", "orphan_result", "duplicate_result", "unknown"];
 const OK: u8 = 0;
 const ERROR: u8 = 1;
 const UNANSWERED: u8 = 2;
+const UNKNOWN: u8 = 5;
 const ORPHAN: u8 = 3;
 const DUPLICATE: u8 = 4;
 
@@ -146,11 +147,13 @@ impl Rows {
     }
 }
 
+/// A result says an error (`error`), says none (`ok`), or says nothing either way (`unknown`:
+/// never taken for a success).
 fn result_status(is_error: Option<bool>) -> u8 {
-    if is_error == Some(true) {
-        ERROR
-    } else {
-        OK
+    match is_error {
+        Some(true) => ERROR,
+        Some(false) => OK,
+        None => UNKNOWN,
     }
 }
 
