@@ -42,7 +42,7 @@ from typing import Any
 
 import orjson
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 DATA = Path(__file__).resolve().parent / "data"
 START_MS = 1_776_816_000_000  # 2026-04-22T00:00:00Z
 SORTED = orjson.OPT_SORT_KEYS
@@ -542,12 +542,13 @@ def _claude_session(rng: random.Random, text: TextSource, cwd: str, session: str
             blocks.append({"type": "tool_use", "id": call, "name": rng.choice(_CLAUDE_TOOLS),
                            "input": {"file_path": f"{cwd}/src/m{rng.randint(0, 99)}.py"}})
         write = rng.randint(0, 3_000)
+        fresh = rng.randint(1, 30)
         final_output = rng.randint(20, 1_500)
         # the final usage back-filled onto every line of the response, as main sessions are written
         # (a shape ccusage counts right, so the daily totals of the two readers can be compared)
         for block in blocks:
             output = final_output
-            usage = {"input_tokens": rng.randint(1, 30), "cache_creation_input_tokens": write,
+            usage = {"input_tokens": fresh, "cache_creation_input_tokens": write,
                      "cache_read_input_tokens": context,
                      "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": write},
                      "output_tokens": output, "service_tier": "standard"}
