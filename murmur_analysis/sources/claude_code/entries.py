@@ -14,7 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from ...core.files import open_regular
+from ...core.handoff import EntryColumns
 from ...core.model import Entry, Text, Usage
 from ...core.wire import blocks_from_wire
 
@@ -30,16 +33,20 @@ def _blocks(line: dict[str, Any]) -> tuple[Any, ...]:
     return blocks_from_wire(content, "brazen") if isinstance(content, list) else ()
 
 
-def entries(path: Path, lines: Sequence[int], ids: Sequence[str | None], sides: Sequence[str],
-            models: Sequence[str | None], times: Sequence[datetime | None],
+def entries(path: Path, lines: pa.Array, columns: EntryColumns,
             usages: Sequence[Usage | None] | None) -> Iterator[Entry]:
-    """The entries of the message lines ``lines`` (1-based) of ``path``, one per line, in order."""
+    """The entries of the message lines ``lines`` (1-based) of ``path``, one per line, in order.
+
+    Their id, side, model and time are ``columns``'; nothing is read until the entries are.
+    """
     try:
         with open_regular(path) as fh:
             raw = fh.read().split(b"\n")
     except OSError:
         return
-    for i, n in enumerate(lines):
+    ids, sides, models = columns.id.to_pylist(), columns.side.to_pylist(), columns.model.to_pylist()
+    times: list[datetime | None] = columns.created_at.to_pylist()
+    for i, n in enumerate(lines.to_pylist()):
         try:
             line = json.loads(raw[n - 1])
         except (IndexError, ValueError):

@@ -48,63 +48,82 @@ from ...core.identity import file_identity
 from ...core.model import Usage
 from ...core.providers import accounting
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
-from ..lines import LineRows, report, scan_lines
+from ..lines import report, scan_lines
 from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
-from .pieces import abandoned, compactions, entry_columns, spawning_calls, title
-from .usage import COUNTERS, SYNTHETIC, count_responses
+from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
+from .usage import COUNTERS, SYNTHETIC, Counted, count_responses
+from .whole import Whole, firsts, mask
 
 __all__ = ["FORMAT", "ClaudeCodeSource"]
 
 #: The engine's format of these files.
 FORMAT = "claude_code"
-_MESSAGES = pa.array(["user", "assistant", "system"])
-_STR = pa.string()
-_I64 = pa.int64()
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANTHROPIC = accounting("anthropic")
 #: Nothing counted on this line: another line holds its response's usage (or it is no response).
 _COUNTED_ELSEWHERE = Usage()
 
 
-def _time(us: Any) -> datetime | None:
-    return None if us is None or pd.isna(us) else _EPOCH + timedelta(microseconds=int(us))
+def _problems(bad: int) -> list[str]:
+    """What a response's ``bad_<counter>`` bits say: the counters a line wrote that are no integers."""
+    return [f"{field} is not an integer in 0..2**63-1 on a line of this response; that line's value is read as "
+            "not reported" for bit, field in enumerate(COUNTERS.values()) if bad >> bit & 1]
 
 
-def _value(v: Any) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)
+def _column(frame: pd.DataFrame, name: str) -> list[Any]:
+    """A column of the responses as Python values, missing ones ``None``."""
+    values: list[Any] = frame[name].astype(object).where(frame[name].notna(), None).tolist()
+    return values
 
 
-def response_usage(resp: dict[str, Any]) -> Usage:
-    """One response's counters (a row of :attr:`.usage.Counted.responses`), normalized the Anthropic way."""
-    split = bool(_value(resp["has_cache_breakdown"]))
-    problems = [f"{field} is not an integer in 0..2**63-1 on a line of this response; that line's value is read as "
-                "not reported" for name, field in COUNTERS.items() if _value(resp[f"bad_{name}"]) == 1]
-    extra = {k: resp[k] for k in ("service_tier", "speed") if isinstance(resp[k], str)}
-    return Usage.normalize(
-        input_tokens=_value(resp["u_input"]), output_tokens=_value(resp["u_output"]),
-        cache_read_tokens=_value(resp["u_cache_read"]), cache_write_tokens=_value(resp["u_cache_creation"]),
-        cache_write_5m_tokens=_value(resp["u_cache_5m"]) if split else None,
-        cache_write_1h_tokens=_value(resp["u_cache_1h"]) if split else None,
-        cache_in_input=_ANTHROPIC.cache_in_input, reasoning_in_output=_ANTHROPIC.reasoning_in_output,
-        cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra, problems=problems,
-    )
+def response_usages(responses: pd.DataFrame) -> list[Usage]:
+    """Each response's counters (the rows of :attr:`.usage.Counted.responses`), normalized the Anthropic way."""
+    if not len(responses):
+        return []
+    counters = [_column(responses, name) for name in COUNTERS]
+    split = _column(responses, "has_cache_breakdown")
+    bad = np.zeros(len(responses), np.int64)
+    for bit, name in enumerate(COUNTERS):
+        bad |= (responses[f"bad_{name}"].fillna(0).to_numpy(np.int64) == 1).astype(np.int64) << bit
+    tiers, speeds = _column(responses, "service_tier"), _column(responses, "speed")
+    out = []
+    for i, (u_in, u_out, u_read, u_write, u_5m, u_1h) in enumerate(zip(*counters, strict=True)):
+        extra = {k: v for k, v in (("service_tier", tiers[i]), ("speed", speeds[i])) if isinstance(v, str)}
+        out.append(Usage.normalize(
+            input_tokens=u_in, output_tokens=u_out, cache_read_tokens=u_read, cache_write_tokens=u_write,
+            cache_write_5m_tokens=u_5m if split[i] else None, cache_write_1h_tokens=u_1h if split[i] else None,
+            cache_in_input=_ANTHROPIC.cache_in_input, reasoning_in_output=_ANTHROPIC.reasoning_in_output,
+            cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra, problems=_problems(int(bad[i])) if bad[i]
+            else (),
+        ))
+    return out
 
 
-def _ranks(rows: Sequence[LineRows]) -> list[int]:
-    """Each file's rank when files are ordered by their first line's time (untimed last), then load order."""
-    firsts = [pc.min(r.table.column("ts_us")).as_py() for r in rows]
-    order = sorted(range(len(rows)), key=lambda i: (firsts[i] is None, firsts[i] or 0, i))
-    ranks = [0] * len(rows)
+def _ranks(w: Whole) -> list[int]:
+    """Each file's rank when files are ordered by their earliest line's time (untimed last), then load order."""
+    ts = w.table.column("ts_us")
+    earliest: list[int | None] = [None] * w.files
+    full = np.flatnonzero(np.diff(w.starts) > 0)
+    if len(full):
+        heads = w.starts[full]
+        timed = np.add.reduceat(mask(pc.is_valid(ts)).astype(np.int64), heads)
+        low = np.minimum.reduceat(pc.fill_null(ts, np.iinfo(np.int64).max).to_numpy(zero_copy_only=False), heads)
+        for i, k, v in zip(full.tolist(), timed.tolist(), low.tolist(), strict=True):
+            earliest[i] = int(v) if k else None
+    order = sorted(range(w.files), key=lambda i: (earliest[i] is None, earliest[i] or 0, i))
+    ranks = [0] * w.files
     for rank, i in enumerate(order):
         ranks[i] = rank
     return ranks
 
 
-def _first(column: pa.ChunkedArray | pa.Array, last: bool = False) -> Any:
-    present = pc.drop_null(column)
-    return present[-1 if last else 0].as_py() if len(present) else None
+def _sessions(files: Sequence[SessionFile], w: Whole) -> list[str | None]:
+    """Each file's session: its place's, else the first ``sessionId`` its lines name."""
+    named = w.table.column("session_id")
+    at = firsts(np.flatnonzero(mask(pc.is_valid(named))), w.starts)
+    found = named.take(pa.array(np.maximum(at, 0), pa.int64())).to_pylist() if w.table.num_rows else [None] * w.files
+    return [f.session or (v if i >= 0 else None) for f, i, v in zip(files, at.tolist(), found, strict=True)]
 
 
 class ClaudeCodeSource(Source):
@@ -171,60 +190,78 @@ class ClaudeCodeSource(Source):
         self._digests[str(root)] = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
         for r in rows:
             report(r, diagnostics, self.settle_seconds)
-        counted = count_responses(rows, _ranks(rows))
-        sessions = [f.session or _first(r.table.column("session_id")) for f, r in zip(files, rows, strict=True)]
-        spawns = spawning_calls(files, rows, sessions)
-        by_file: dict[int, list[dict[str, Any]]] = {}
-        for record in counted.responses.to_dict("records"):
-            by_file.setdefault(int(record["file"]), []).append({str(k): v for k, v in record.items()})
-        for i, (f, r) in enumerate(zip(files, rows, strict=True)):
+        w = Whole.of(rows)
+        messages = Messages.of(w)
+        counted = count_responses(w, _ranks(w))
+        sessions = _sessions(files, w)
+        spawns = spawning_calls(files, w, sessions)
+        usage_rows, usages = _usage(counted, messages)
+        parts = EntryParts.build(w, messages, text, abandoned(w))
+        growth, names = compactions(messages, text), titles(w, messages)
+        odd = _odd_lines(messages)
+        for i, f in enumerate(files):
             session = sessions[i]
             if f.agent is None:
                 cid, parent, call = f.name, None, None
             else:
                 cid = f"{session}/{f.name}" if session else f.name
                 parent, call = session, f.spawned_by or spawns.get((session, f.agent))
-            yield self._conversation(f, r, cid, (str(f.path), str(root)), counted.covered[i], by_file.get(i), text,
-                                     diagnostics, parent, call)
+            for line in odd.get(i, ()):
+                diagnostics.report(f.path, "not_a_message", "its message is not a JSON object; read as a message with "
+                                                            "no content", line)
+            columns = parts.of(i, usages[i])
+            a, b = messages.span(i)
+            summary = Summary(usage=tuple(usage_rows[i]), growth=growth[i] or None, title=names[i])
+            view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, usages[i])
+            yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
+                               summary=summary, parent_conversation_id=parent, parent_call_id=call)
 
-    def _conversation(self, f: SessionFile, rows: LineRows, cid: str, key: tuple[str, str], covered: np.ndarray,
-                      responses: list[dict[str, Any]] | None, text: bool, diagnostics: Diagnostics,
-                      parent: str | None, call: str | None) -> Conversation:
-        t = rows.table
-        index = np.flatnonzero(pc.is_in(t.column("type"), value_set=_MESSAGES).to_numpy(zero_copy_only=False))
-        position = np.full(t.num_rows, -1, np.int64)
-        position[index] = np.arange(len(index))
-        m = t.take(pa.array(index))
-        odd = np.flatnonzero(pc.equal(m.column("message_kind"), "other").to_numpy(zero_copy_only=False))
-        for at in odd.tolist():
-            diagnostics.report(f.path, "not_a_message", "its message is not a JSON object; read as a message with no "
-                                                        "content", int(m.column("line")[at].as_py()))
-        usage_rows, usages = self._usage(responses, position, covered, len(index))
-        summary = Summary(usage=tuple(usage_rows), growth=compactions(m, text) or None, title=title(t, m))
-        columns = entry_columns(m, rows, index, position, usages, text, abandoned(rows)[index])
-        view = entries(f.path, m.column("line").to_pylist(), columns.id.to_pylist(), columns.side.to_pylist(),
-                       columns.model.to_pylist(), columns.created_at.to_pylist(), usages)
-        return Conversation(self.name, cid, view, key=key, path=str(f.path), columns=[columns], summary=summary,
-                            parent_conversation_id=parent, parent_call_id=call)
 
-    @staticmethod
-    def _usage(responses: list[dict[str, Any]] | None, position: np.ndarray, covered: np.ndarray,
-               n: int) -> tuple[list[UsageRow], list[Usage | None] | None]:
-        """The file's usage rows, and each message's usage (its response's first line holds it)."""
-        per_message: list[Usage | None] = [None] * n
-        for row in np.flatnonzero(covered).tolist():
-            if position[row] >= 0:
-                per_message[int(position[row])] = _COUNTED_ELSEWHERE
-        out: list[UsageRow] = []
-        for resp in responses or ():
-            usage = response_usage(resp)
-            seq = int(position[int(resp["row"])])
-            per_message[seq] = usage
-            model = resp["model"] if isinstance(resp["model"], str) and resp["model"] != SYNTHETIC else None
-            msg_id, session = resp["msg_id"], resp["session_id"]
-            out.append(UsageRow(usage, message_id=msg_id if isinstance(msg_id, str) else None, seq=seq,
-                                model=model, provider="anthropic", created_at=_time(resp["ts_us"]), found_in="entry",
-                                accounting="anthropic", provider_source="runtime",
-                                session_id=session if isinstance(session, str) else None))
-        return out, (per_message if any(u is not None for u in per_message) else None)
+def _odd_lines(messages: Messages) -> dict[int, list[int]]:
+    """Per file, the lines of message lines whose ``message`` is no JSON object."""
+    odd = np.flatnonzero(mask(pc.equal(messages.m.column("message_kind"), "other")))
+    files = np.searchsorted(messages.starts, odd, side="right") - 1
+    lines = messages.m.column("line").take(pa.array(odd, pa.int64())).to_pylist()
+    out: dict[int, list[int]] = {}
+    for f, line in zip(files.tolist(), lines, strict=True):
+        out.setdefault(f, []).append(int(line))
+    return out
 
+
+def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], list[list[Usage | None] | None]]:
+    """Per file, its usage rows, and each of its messages' usage (a response's first line holds it)."""
+    n_files = len(messages.starts) - 1
+    per_message = np.full(len(messages.index), None, object)
+    covered = np.flatnonzero(counted.covered)
+    covered = covered[messages.position[covered] >= 0]
+    held = np.zeros(len(messages.index), bool)
+    held[np.searchsorted(messages.index, covered)] = True
+    per_message[held] = _COUNTED_ELSEWHERE
+    resp = counted.responses
+    out: list[list[UsageRow]] = [[] for _ in range(n_files)]
+    if len(resp):
+        usages = response_usages(resp)
+        rows = resp["row"].to_numpy(np.int64)
+        at = np.searchsorted(messages.index, rows)
+        values = np.empty(len(usages), object)
+        values[:] = usages
+        per_message[at] = values
+        held[at] = True
+        seqs = messages.position[rows].tolist()
+        files = np.searchsorted(messages.starts, at, side="right") - 1
+        models, ids, sessions = _column(resp, "model"), _column(resp, "msg_id"), _column(resp, "session_id")
+        for i, (usage, f, ts) in enumerate(zip(usages, files.tolist(), _column(resp, "ts_us"), strict=True)):
+            model, msg_id, session = models[i], ids[i], sessions[i]
+            out[f].append(UsageRow(
+                usage, message_id=msg_id if isinstance(msg_id, str) else None, seq=seqs[i],
+                model=model if isinstance(model, str) and model != SYNTHETIC else None, provider="anthropic",
+                created_at=None if ts is None else _EPOCH + timedelta(microseconds=int(ts)), found_in="entry",
+                accounting="anthropic", provider_source="runtime",
+                session_id=session if isinstance(session, str) else None))
+    has = np.zeros(n_files, bool)
+    has[np.searchsorted(messages.starts, np.flatnonzero(held), side="right") - 1] = True
+    per_file: list[list[Usage | None] | None] = []
+    for i in range(n_files):
+        a, b = messages.span(i)
+        per_file.append(per_message[a:b].tolist() if has[i] else None)
+    return out, per_file

@@ -31,7 +31,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..lines import LineRows
+from .whole import Whole, mask, true
 
 __all__ = ["COUNTERS", "SYNTHETIC", "Counted", "count_responses", "responses_of"]
 
@@ -56,39 +56,33 @@ class Counted:
     """The responses of a load, one row each, and where each stands.
 
     Attributes:
-        responses: one row per response (pandas): ``file`` and ``row`` (its first line), ``ts_us``,
-            ``msg_id``, ``model``, ``session_id``, ``service_tier``, ``speed``, the counters by
-            their engine names (nullable ``Int64``), ``has_cache_breakdown``, ``bad_<counter>``
-            (1 where a line wrote a value that is no counter), ``lines``.
-        covered: per file, a mask of the rows that are assistant lines but no response's first
+        responses: one row per response (pandas), in load order (file, then row): ``file`` and
+            ``row`` (its first line, in the load's table), ``ts_us``, ``msg_id``, ``model``,
+            ``session_id``, ``service_tier``, ``speed``, the counters by their engine names
+            (nullable ``Int64``), ``has_cache_breakdown``, ``bad_<counter>`` (1 where a line
+            wrote a value that is no counter), ``lines``.
+        covered: a mask of the load's rows that are assistant lines but no response's first
             line (the other lines of a response, copies, replays, synthetic lines).
     """
 
     responses: pd.DataFrame
-    covered: list[np.ndarray]
+    covered: np.ndarray
 
 
-def _assistant(rows: LineRows) -> np.ndarray:
-    t = rows.table
-    mask: np.ndarray = pc.fill_null(pc.equal(t.column("type"), "assistant"), False).to_numpy(zero_copy_only=False)
-    return mask
+def _assistant(t: pa.Table) -> np.ndarray:
+    return mask(pc.equal(t.column("type"), "assistant"))
 
 
-def responses_of(rows: Sequence[LineRows], ranks: Sequence[int]) -> pa.Table:
+def responses_of(w: Whole, ranks: Sequence[int]) -> pa.Table:
     """Every assistant line with usage of a load, as one table (``file``, ``row``, ``ord``, the usage columns)."""
-    parts = []
-    for i, r in enumerate(rows):
-        t = r.table
-        usage = pc.fill_null(pc.equal(t.column("has_usage"), 1), False).to_numpy(zero_copy_only=False)
-        real = pc.fill_null(pc.not_equal(t.column("model"), SYNTHETIC), True).to_numpy(zero_copy_only=False)
-        at = np.flatnonzero(_assistant(r) & usage & real)
-        part = t.select(_KEEP).take(pa.array(at))
-        parts.append(part.append_column("file", pa.array(np.full(len(at), i, np.int64)))
-                     .append_column("row", pa.array(at.astype(np.int64)))
-                     .append_column("ord", pa.array((np.int64(ranks[i]) << _SHIFT) + at.astype(np.int64))))
-    if not parts:
-        return pa.table({c: pa.array([], pa.int64()) for c in ("file", "row", "ord")})
-    return pa.concat_tables(parts)
+    t = w.table
+    at = np.flatnonzero(_assistant(t) & true(t.column("has_usage")) & ~mask(pc.equal(t.column("model"), SYNTHETIC)))
+    file = w.file[at]
+    order = (np.asarray(ranks, np.int64)[file] << _SHIFT) + (at - w.starts[file]) if len(at) else at
+    return (t.select(_KEEP).take(pa.array(at, pa.int64())).combine_chunks()
+            .append_column("file", pa.array(file, pa.int64()))
+            .append_column("row", pa.array(at, pa.int64()))
+            .append_column("ord", pa.array(order, pa.int64())))
 
 
 def _without_copies(lines: pa.Table) -> pa.Table:
@@ -141,16 +135,15 @@ def _replays_dropped(frame: pd.DataFrame) -> pd.DataFrame:
     return kept
 
 
-def count_responses(rows: Sequence[LineRows], ranks: Sequence[int]) -> Counted:
+def count_responses(w: Whole, ranks: Sequence[int]) -> Counted:
     """The load's responses, each once, by the rules of the module doc.
 
     Args:
-        rows: every file of the load, as scanned.
+        w: every file of the load, as scanned.
         ranks: each file's rank: files ordered by their first line's time (then load order).
     """
-    lines = responses_of(rows, ranks)
+    lines = responses_of(w, ranks)
     frame = _replays_dropped(_grouped(_without_copies(lines))) if lines.num_rows else pd.DataFrame()
-    rank_file = np.argsort(np.asarray(ranks, dtype=np.int64))
     if frame.empty:
         responses = pd.DataFrame(columns=["file", "row"])
     else:
@@ -159,15 +152,9 @@ def count_responses(rows: Sequence[LineRows], ranks: Sequence[int]) -> Counted:
         frame = frame.set_index("ord")
         responses = frame.join(owners[["file", "row", "ts_us", "msg_id", "model", "session_id", "service_tier",
                                        "speed"]], how="left").reset_index()
-        responses = responses.sort_values("ord", kind="stable").reset_index(drop=True)
-        responses["file"] = rank_file[(responses["ord"].to_numpy(np.int64) >> _SHIFT)]
-    covered = []
-    for i, r in enumerate(rows):
-        t = r.table
-        usage = pc.fill_null(pc.equal(t.column("has_usage"), 1), False).to_numpy(zero_copy_only=False)
-        synthetic = pc.fill_null(pc.equal(t.column("model"), SYNTHETIC), False).to_numpy(zero_copy_only=False)
-        mask = _assistant(r) & (usage | synthetic)
-        mine = responses["row"][responses["file"] == i].to_numpy(np.int64) if len(responses) else np.array([], np.int64)
-        mask[mine] = False
-        covered.append(mask)
+        responses = responses.sort_values("row", kind="stable").reset_index(drop=True)
+    covered = _assistant(w.table) & (true(w.table.column("has_usage")) | mask(pc.equal(w.table.column("model"),
+                                                                                       SYNTHETIC)))
+    if len(responses):
+        covered[responses["row"].to_numpy(np.int64)] = False
     return Counted(responses, covered)

@@ -1,0 +1,95 @@
+"""Every file of a load as one table: the rows the engine scanned, end to end, in file order.
+
+What is decided about the lines (which are messages, which are responses, which sit on a
+rewind's abandoned branch) is decided once over these columns, as arrays; each conversation
+is then a slice of them (:meth:`Whole.span`, zero copy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..lines import EVENTS, LineRows
+
+__all__ = ["Whole", "firsts", "lasts", "mask", "true"]
+
+_I64 = pa.int64()
+
+
+def true(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Where an integer flag column is 1 (null: not set), as a numpy mask."""
+    return mask(pc.equal(column, 1))
+
+
+def mask(condition: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A boolean column as a numpy mask, null read as false."""
+    out: np.ndarray = pc.fill_null(condition, False).to_numpy(zero_copy_only=False)
+    return out
+
+
+def firsts(at: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """For each span ``starts[i]..starts[i + 1]``, the first of the sorted indexes ``at`` in it, else -1."""
+    found = np.searchsorted(at, starts[:-1])
+    out = np.full(len(starts) - 1, -1, np.int64)
+    inside = found < len(at)
+    inside[inside] = at[found[inside]] < starts[1:][inside]
+    out[inside] = at[found[inside]]
+    return out
+
+
+def lasts(at: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """For each span ``starts[i]..starts[i + 1]``, the last of the sorted indexes ``at`` in it, else -1."""
+    found = np.searchsorted(at, starts[1:]) - 1
+    out = np.full(len(starts) - 1, -1, np.int64)
+    inside = found >= 0
+    inside[inside] = at[found[inside]] >= starts[:-1][inside]
+    out[inside] = at[found[inside]]
+    return out
+
+
+@dataclass(frozen=True)
+class Whole:
+    """The rows of every file of a load, concatenated in file order.
+
+    Attributes:
+        table: every file's rows (one chunk per file).
+        starts: file ``i``'s rows are ``starts[i]:starts[i + 1]`` (``len(files) + 1`` values).
+        kinds: each row's block kinds.
+        events: every tool event, its ``row`` the row's index in :attr:`table`.
+        event_starts: file ``i``'s events are ``event_starts[i]:event_starts[i + 1]``.
+    """
+
+    table: pa.Table
+    starts: np.ndarray
+    kinds: pa.ChunkedArray
+    events: pa.Table
+    event_starts: np.ndarray
+
+    @classmethod
+    def of(cls, rows: Sequence[LineRows]) -> Whole:
+        """The files' rows, end to end (the engine's buffers are kept, not copied)."""
+        sizes = np.array([r.table.num_rows for r in rows], np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        counts = np.array([r.events.num_rows for r in rows], np.int64)
+        event_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        table = pa.concat_tables([r.table for r in rows])
+        events = pa.concat_tables([r.events for r in rows]) if rows else EVENTS.empty_table()
+        at = events.column("row").to_numpy() + np.repeat(starts[:-1], counts)
+        events = events.set_column(0, "row", pa.array(at, _I64))
+        kinds = pa.chunked_array([r.kinds for r in rows], pa.list_(pa.string()))
+        return cls(table, starts, kinds, events, event_starts)
+
+    @property
+    def files(self) -> int:
+        """How many files."""
+        return len(self.starts) - 1
+
+    @property
+    def file(self) -> np.ndarray:
+        """Each row's file."""
+        return np.repeat(np.arange(self.files, dtype=np.int64), np.diff(self.starts))
