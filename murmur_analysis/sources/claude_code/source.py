@@ -34,11 +34,10 @@ import hashlib
 from collections.abc import Hashable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import orjson
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,7 +52,7 @@ from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
 from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
 from .usage import COUNTERS, SYNTHETIC, Counted, count_responses
-from .whole import Whole, firsts, mask
+from .whole import Whole, firsts, mask, true
 
 __all__ = ["FORMAT", "ClaudeCodeSource"]
 
@@ -71,22 +70,14 @@ def _problems(bad: int) -> list[str]:
             "not reported" for bit, field in enumerate(COUNTERS.values()) if bad >> bit & 1]
 
 
-def _column(frame: pd.DataFrame, name: str) -> list[Any]:
-    """A column of the responses as Python values, missing ones ``None``."""
-    values: list[Any] = frame[name].astype(object).where(frame[name].notna(), None).tolist()
-    return values
-
-
-def response_usages(responses: pd.DataFrame) -> list[Usage]:
+def response_usages(responses: pa.Table) -> list[Usage]:
     """Each response's counters (the rows of :attr:`.usage.Counted.responses`), normalized the Anthropic way."""
-    if not len(responses):
-        return []
-    counters = [_column(responses, name) for name in COUNTERS]
-    split = _column(responses, "has_cache_breakdown")
-    bad = np.zeros(len(responses), np.int64)
+    counters = [responses.column(name).to_pylist() for name in COUNTERS]
+    split = responses.column("has_cache_breakdown").to_pylist()
+    bad = np.zeros(responses.num_rows, np.int64)
     for bit, name in enumerate(COUNTERS):
-        bad |= (responses[f"bad_{name}"].fillna(0).to_numpy(np.int64) == 1).astype(np.int64) << bit
-    tiers, speeds = _column(responses, "service_tier"), _column(responses, "speed")
+        bad |= true(responses.column(f"bad_{name}")).astype(np.int64) << bit
+    tiers, speeds = responses.column("service_tier").to_pylist(), responses.column("speed").to_pylist()
     out = []
     for i, (u_in, u_out, u_read, u_write, u_5m, u_1h) in enumerate(zip(*counters, strict=True)):
         extra = {k: v for k, v in (("service_tier", tiers[i]), ("speed", speeds[i])) if isinstance(v, str)}
@@ -94,8 +85,8 @@ def response_usages(responses: pd.DataFrame) -> list[Usage]:
             input_tokens=u_in, output_tokens=u_out, cache_read_tokens=u_read, cache_write_tokens=u_write,
             cache_write_5m_tokens=u_5m if split[i] else None, cache_write_1h_tokens=u_1h if split[i] else None,
             cache_in_input=_ANTHROPIC.cache_in_input, reasoning_in_output=_ANTHROPIC.reasoning_in_output,
-            cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra, problems=_problems(int(bad[i])) if bad[i]
-            else (),
+            cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra,
+            problems=_problems(int(bad[i])) if bad[i] else (),
         ))
     return out
 
@@ -239,9 +230,9 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], 
     per_message[held] = _COUNTED_ELSEWHERE
     resp = counted.responses
     out: list[list[UsageRow]] = [[] for _ in range(n_files)]
-    if len(resp):
+    if resp.num_rows:
         usages = response_usages(resp)
-        rows = resp["row"].to_numpy(np.int64)
+        rows = resp.column("row").to_numpy()
         at = np.searchsorted(messages.index, rows)
         values = np.empty(len(usages), object)
         values[:] = usages
@@ -249,8 +240,9 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], 
         held[at] = True
         seqs = messages.position[rows].tolist()
         files = np.searchsorted(messages.starts, at, side="right") - 1
-        models, ids, sessions = _column(resp, "model"), _column(resp, "msg_id"), _column(resp, "session_id")
-        for i, (usage, f, ts) in enumerate(zip(usages, files.tolist(), _column(resp, "ts_us"), strict=True)):
+        models, ids = resp.column("model").to_pylist(), resp.column("msg_id").to_pylist()
+        sessions, times = resp.column("session_id").to_pylist(), resp.column("ts_us").to_pylist()
+        for i, (usage, f, ts) in enumerate(zip(usages, files.tolist(), times, strict=True)):
             model, msg_id, session = models[i], ids[i], sessions[i]
             out[f].append(UsageRow(
                 usage, message_id=msg_id if isinstance(msg_id, str) else None, seq=seqs[i],

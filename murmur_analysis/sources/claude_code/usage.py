@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -56,16 +55,16 @@ class Counted:
     """The responses of a load, one row each, and where each stands.
 
     Attributes:
-        responses: one row per response (pandas), in load order (file, then row): ``file`` and
-            ``row`` (its first line, in the load's table), ``ts_us``, ``msg_id``, ``model``,
-            ``session_id``, ``service_tier``, ``speed``, the counters by their engine names
-            (nullable ``Int64``), ``has_cache_breakdown``, ``bad_<counter>`` (1 where a line
-            wrote a value that is no counter), ``lines``.
+        responses: one row per response, in load order (file, then row): ``file`` and ``row``
+            (its first line, in the load's table), ``ts_us``, ``msg_id``, ``model``,
+            ``session_id``, ``service_tier``, ``speed``, the counters by their engine names,
+            ``has_cache_breakdown``, ``bad_<counter>`` (1 where a line wrote a value that is no
+            counter).
         covered: a mask of the load's rows that are assistant lines but no response's first
             line (the other lines of a response, copies, replays, synthetic lines).
     """
 
-    responses: pd.DataFrame
+    responses: pa.Table
     covered: np.ndarray
 
 
@@ -94,9 +93,8 @@ def _without_copies(lines: pa.Table) -> pa.Table:
     return joined.filter(own).drop_columns(["rank", "rank_min"])
 
 
-def _grouped(lines: pa.Table) -> pd.DataFrame:
+def _grouped(lines: pa.Table) -> pa.Table:
     """One row per response (rule 2): the first line's order, the counters' maxima, the flags."""
-    n = lines.num_rows
     alone = pc.binary_join_element_wise("\x00", pc.cast(lines.column("ord"), pa.string()), "")
     key = pc.if_else(pc.is_valid(lines.column("msg_id")), lines.column("msg_id"), alone)
     lines = lines.append_column("key", key)
@@ -105,34 +103,33 @@ def _grouped(lines: pa.Table) -> pd.DataFrame:
     for bit, name in enumerate(COUNTERS):
         lines = lines.append_column(f"bad_{name}", pc.bit_wise_and(pc.shift_right(
             pc.fill_null(lines.column("u_bad"), 0), bit), 1))
-    aggs = [("ord", "min"), ("side", "min"), ("has_cache_breakdown", "max"), ("ord", "count"),
+    aggs = [("ord", "min"), ("side", "min"), ("has_cache_breakdown", "max"),
             *((name, "max") for name in COUNTERS), *((f"bad_{name}", "max") for name in COUNTERS)]
-    grouped = lines.group_by(["key", "req"], use_threads=False).aggregate(aggs) if n else None
-    if grouped is None:
-        return pd.DataFrame()
-    frame: pd.DataFrame = grouped.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    grouped = lines.group_by(["key", "req"], use_threads=False).aggregate(aggs)
     names = {f"{name}_max": name for name in (*COUNTERS, *(f"bad_{c}" for c in COUNTERS), "has_cache_breakdown")}
-    names.update(ord_min="ord", side_min="sidechain", ord_count="lines")
-    renamed: pd.DataFrame = frame.rename(columns=names)
-    return renamed
+    names.update(ord_min="ord", side_min="sidechain")
+    return grouped.rename_columns([names.get(c, c) for c in grouped.column_names]).combine_chunks()
 
 
-def _replays_dropped(frame: pd.DataFrame) -> pd.DataFrame:
+def _replays_dropped(grouped: pa.Table) -> pa.Table:
     """Sidechain responses that replay another response of their ``message.id`` left out (rule 3)."""
-    if frame.empty:
-        return frame
-    total = frame[["u_input", "u_output", "u_cache_read", "u_cache_creation"]].fillna(0).sum(axis=1)
-    frame = frame.assign(_total=total.astype("int64"), _side=frame["sidechain"].fillna(0).astype("int64"))
-    by = frame.groupby("key", sort=False)
-    main = by["_side"].transform("min") == 0  # the message.id has a main-chain response
-    many = by["_side"].transform("size") > 1
+    n = grouped.num_rows
+    total = np.zeros(n, np.int64)
+    for name in ("u_input", "u_output", "u_cache_read", "u_cache_creation"):
+        total += pc.fill_null(grouped.column(name), 0).to_numpy()
+    side = pc.fill_null(grouped.column("sidechain"), 0).to_numpy()
+    key = pc.dictionary_encode(grouped.column("key")).combine_chunks().indices.to_numpy()
+    groups = int(key.max()) + 1 if n else 0
+    lowest = np.full(groups, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(lowest, key, side)
+    main = lowest[key] == 0  # the message.id has a main-chain response
+    many = np.bincount(key, minlength=groups)[key] > 1
     # among sidechain-only ids: the largest total, the first line on a tie
-    order = frame.sort_values(["_total", "ord"], ascending=[False, True])
-    best = ~order.duplicated("key")
-    best = best.reindex(frame.index)
-    keep = (frame["_side"] == 0) | ~many | (~main & best)
-    kept: pd.DataFrame = frame[keep].drop(columns=["_total", "_side"])
-    return kept
+    order = np.lexsort((grouped.column("ord").to_numpy(), ~total))  # ~total: descending, never overflowing
+    best = np.zeros(n, bool)
+    best[order[np.unique(key[order], return_index=True)[1]]] = True
+    keep = (side == 0) | ~many | (~main & best)
+    return grouped.filter(pa.array(keep))
 
 
 def count_responses(w: Whole, ranks: Sequence[int]) -> Counted:
@@ -143,18 +140,20 @@ def count_responses(w: Whole, ranks: Sequence[int]) -> Counted:
         ranks: each file's rank: files ordered by their first line's time (then load order).
     """
     lines = responses_of(w, ranks)
-    frame = _replays_dropped(_grouped(_without_copies(lines))) if lines.num_rows else pd.DataFrame()
-    if frame.empty:
-        responses = pd.DataFrame(columns=["file", "row"])
-    else:
-        first = lines.drop_columns([c for c in (*COUNTERS, "u_bad", "has_cache_breakdown") if c in lines.column_names])
-        owners = first.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get).set_index("ord")
-        frame = frame.set_index("ord")
-        responses = frame.join(owners[["file", "row", "ts_us", "msg_id", "model", "session_id", "service_tier",
-                                       "speed"]], how="left").reset_index()
-        responses = responses.sort_values("row", kind="stable").reset_index(drop=True)
+    responses = pa.table({"row": pa.array([], pa.int64())})
+    if lines.num_rows:
+        kept = _replays_dropped(_grouped(_without_copies(lines)))
+        # a response's first line: the line of its order (an order names one line)
+        ords = lines.column("ord").to_numpy()
+        by_ord = np.argsort(ords, kind="stable")
+        first = by_ord[np.searchsorted(ords, kept.column("ord").to_numpy(), sorter=by_ord)]
+        owners = lines.select(["file", "row", "ts_us", "msg_id", "model", "session_id", "service_tier", "speed"])
+        owners = owners.take(pa.array(first, pa.int64()))
+        counts = kept.select(["has_cache_breakdown", *COUNTERS, *(f"bad_{c}" for c in COUNTERS)])
+        for name in counts.column_names:
+            owners = owners.append_column(name, counts.column(name))
+        responses = owners.take(pa.array(np.argsort(owners.column("row").to_numpy(), kind="stable"), pa.int64()))
     covered = _assistant(w.table) & (true(w.table.column("has_usage")) | mask(pc.equal(w.table.column("model"),
                                                                                        SYNTHETIC)))
-    if len(responses):
-        covered[responses["row"].to_numpy(np.int64)] = False
+    covered[responses.column("row").to_numpy()] = False
     return Counted(responses, covered)
