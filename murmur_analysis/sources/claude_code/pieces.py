@@ -29,6 +29,14 @@ _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MESSAGES = pa.array(["user", "assistant", "system"])
+#: The columns a message line's row is read from.
+_KEPT = ["line", "type", "subtype", "uuid", "msg_id", "model", "ts_us", "is_meta", "is_compact_summary",
+         "is_api_error", "n_blocks", "text_chars", "text", "reasoning", "message_kind", "pre_tokens", "post_tokens"]
+
+
+def _one(column: pa.ChunkedArray) -> pa.Array:
+    """A column of one chunk as that chunk (no copy), else its chunks combined."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _origin(m: pa.Table) -> pa.Array:
@@ -70,7 +78,8 @@ def _events(w: Whole, position: np.ndarray, text: bool) -> _Events:
     rows = ev.column("row").to_numpy()
     at = position[rows]
     keep = at >= 0
-    ev = ev.filter(pa.array(keep))
+    if not keep.all():
+        ev = ev.filter(pa.array(keep))
     server = pc.equal(ev.column("kind"), 1)
     kinds: list[ToolKind] = pc.if_else(server, pa.scalar("server"), pa.scalar("client")).to_pylist()
     return _Events(
@@ -110,7 +119,9 @@ class Messages:
         starts = np.searchsorted(index, w.starts)
         position = np.full(w.table.num_rows, -1, np.int64)
         position[index] = np.arange(len(index)) - np.repeat(starts[:-1], np.diff(starts))
-        return cls(index, starts, position, w.table.take(pa.array(index, _I64)).combine_chunks())
+        rows = w.table.select(_KEPT)
+        m = rows if len(index) == rows.num_rows else rows.take(pa.array(index, _I64))
+        return cls(index, starts, position, m.combine_chunks())
 
     def span(self, i: int) -> tuple[int, int]:
         """Where file ``i``'s messages are."""
@@ -131,24 +142,24 @@ class EntryParts:
         m = messages.m
         n = m.num_rows
         own_id = pa.array(mask(pc.equal(m.column("type"), "assistant")) & mask(pc.is_valid(m.column("msg_id"))))
-        model = m.column("model").combine_chunks()
+        model = _one(m.column("model"))
         nulls = pa.nulls(n, _STR)
         columns = {
             "position": pa.array(messages.position[messages.index], _I64),
-            "id": pc.if_else(own_id, m.column("msg_id"), m.column("uuid")).combine_chunks(),
-            "side": m.column("type").combine_chunks(),
+            "id": _one(pc.if_else(own_id, m.column("msg_id"), m.column("uuid"))),
+            "side": _one(m.column("type")),
             "origin": _origin(m),
             "model": pc.if_else(pa.array(mask(pc.equal(model, SYNTHETIC))), pa.scalar(None, _STR), model),
-            "created_at": m.column("ts_us").combine_chunks().cast(_TIMESTAMP),
-            "n_blocks": pc.fill_null(m.column("n_blocks"), 0).combine_chunks().cast(pa.int32()),
-            "text_chars": pc.fill_null(m.column("text_chars"), 0).combine_chunks(),
+            "created_at": _one(m.column("ts_us")).cast(_TIMESTAMP),
+            "n_blocks": _one(pc.fill_null(m.column("n_blocks"), 0)).cast(pa.int32()),
+            "text_chars": _one(pc.fill_null(m.column("text_chars"), 0)),
             "status": pc.if_else(pa.array(lost[messages.index], pa.bool_()), pa.scalar("abandoned"), nulls),
             "error": nulls,
             "source_id": nulls,
             "block_kinds": (w.kinds.take(pa.array(messages.index, _I64)).combine_chunks() if n
                             else pa.array([], pa.list_(_STR))),
-            "text": m.column("text").combine_chunks(),
-            "reasoning_text": m.column("reasoning").combine_chunks(),
+            "text": _one(m.column("text")),
+            "reasoning_text": _one(m.column("reasoning")),
         }
         return cls(messages, columns, _events(w, messages.position, text))
 
@@ -228,7 +239,7 @@ def spawning_calls(files: Sequence[SessionFile], w: Whole,
     file = np.searchsorted(w.starts, named, side="right") - 1
     main = np.array([f.agent is None for f in files], bool)
     named, file = named[main[file]], file[main[file]]
-    ev = w.events
+    ev = w.events.select(["row", "call", "call_id"])
     results = ev.filter(pc.invert(ev.column("call")))
     rows = results.column("row").to_numpy()
     firsts_at, first = np.unique(rows, return_index=True)
@@ -281,7 +292,7 @@ def abandoned(w: Whole) -> np.ndarray:
     n = t.num_rows
     parent = _parents(w)
     answers = np.zeros(n, bool)
-    ev = w.events
+    ev = w.events.select(["row", "call"])
     answers[ev.filter(pc.invert(ev.column("call"))).column("row").to_numpy()] = True
     ts_valid = mask(pc.is_valid(t.column("ts_us")))
     prompt = (mask(pc.equal(t.column("type"), "user")) & ~true(t.column("is_meta")) & ~answers & (parent >= 0)
