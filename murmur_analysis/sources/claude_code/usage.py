@@ -86,11 +86,15 @@ def responses_of(w: Whole, ranks: Sequence[int]) -> pa.Table:
 
 def _without_copies(lines: pa.Table) -> pa.Table:
     """The lines whose ``uuid`` no earlier session holds (rule 1)."""
-    ranked = lines.append_column("rank", pc.shift_right(lines.column("ord"), _SHIFT))
-    first = ranked.filter(pc.is_valid(ranked.column("uuid"))).group_by("uuid").aggregate([("rank", "min")])
-    joined = ranked.join(first, keys="uuid", join_type="left outer")
-    own = pc.or_(pc.is_null(joined.column("rank_min")), pc.equal(joined.column("rank"), joined.column("rank_min")))
-    return joined.filter(own).drop_columns(["rank", "rank_min"])
+    rank = lines.column("ord").to_numpy() >> _SHIFT
+    encoded = pc.dictionary_encode(lines.column("uuid")).combine_chunks()
+    code = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
+    named = code >= 0
+    first = np.full(len(encoded.dictionary), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first, code[named], rank[named])
+    own = ~named
+    own[named] = rank[named] == first[code[named]]
+    return lines.filter(pa.array(own))
 
 
 def _grouped(lines: pa.Table) -> pa.Table:
