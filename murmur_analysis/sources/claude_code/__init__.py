@@ -2,7 +2,9 @@
 
 - :mod:`.layout`: where the files live (config dirs, projects, sessions, subagents).
 - :mod:`.usage`: which lines are the model responses, each counted once over a load.
-- :mod:`.pieces`: one file's rows as message columns, tool events, compactions and a title.
+- :mod:`.whole`: every file of a load as one table, for what is decided over all of them at once.
+- :mod:`.pieces`: the load's rows as message columns, tool events, compactions, titles and
+  rewinds, cut into each file's share.
 - :mod:`.source`: the source.
 """
 

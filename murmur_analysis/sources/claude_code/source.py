@@ -3,8 +3,9 @@
 Every file of a load is read in one native scan (the ``claude_code`` format of the line engine,
 :mod:`murmur_analysis.sources.lines`), and the responses are counted over all of them at once
 (:mod:`.usage`), so a response written into several files (a resumed session's copies, a
-subagent's lines mirrored in the main file, a ``/btw`` replay) counts once. Then each file is one
-conversation:
+subagent's lines mirrored in the main file, a ``/btw`` replay) counts once. The rest (which lines
+are messages, their columns, rewinds, titles, compactions) is decided over the load's columns at
+once too (:mod:`.whole`, :mod:`.pieces`). Then each file is one conversation, a slice of them:
 
 * a main session ``<session>.jsonl``: ``conversation_id`` is the session id (the file's stem);
 * a subagent ``<session>/subagents/agent-<id>.jsonl``: ``<session>/agent-<id>`` (a workflow's
