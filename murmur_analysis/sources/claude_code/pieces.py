@@ -205,7 +205,9 @@ def _lasts_of(w: Whole, column: str) -> list[str | None]:
     """Per file, the last value of a string column that is present."""
     values = w.table.column(column)
     at = lasts(np.flatnonzero(mask(pc.is_valid(values))), w.starts)
-    found: list[str | None] = values.take(pa.array(np.maximum(at, 0))).to_pylist() if len(at) else []
+    if not (at >= 0).any():
+        return [None] * len(at)
+    found: list[str | None] = values.take(pa.array(np.maximum(at, 0))).to_pylist()
     return [v if i >= 0 else None for i, v in zip(at.tolist(), found, strict=True)]
 
 
