@@ -359,3 +359,14 @@ def test_a_conversation_pages_its_lines_as_entries(tmp_path: Path) -> None:
     assert type(entries[1].blocks[0]).__name__ == "ToolUse" and entries[1].usage is not None
     page = handle.read_messages(None, 1)
     assert page.total == 2 and len(page.messages) == 1
+
+
+def test_a_home_whose_sessions_hold_no_line_loads_each_as_an_empty_conversation(tmp_path: Path) -> None:
+    root = tmp_path / "claude"
+    for name in ("a.jsonl", "b.jsonl"):
+        write(root / "projects" / "-p" / name, [], tail="")
+    corpus = ma.load(root, source="claude_code")
+    rows = corpus.conversations[["conversation_id", "title", "messages"]].to_dict("records")
+    assert rows == [{"conversation_id": "a", "title": None, "messages": 0},
+                    {"conversation_id": "b", "title": None, "messages": 0}]
+    assert corpus.messages.empty and corpus.usage.empty and corpus.diagnostics.empty
