@@ -197,8 +197,8 @@ def test_a_subagent_is_its_own_conversation_linked_to_the_spawning_call(tmp_path
     assert corpus.usage.groupby("conversation_id").output_tokens.sum().to_dict() == {
         "s-1": 5, "s-1/agent-abc": 2, "s-1/agent-xyz": 2}
     call = corpus.tool_calls.iloc[0]
-    # the result writes no is_error: answered, its outcome unknown (never taken for a success)
-    assert (call.status, str(call.result_at)) == ("unknown", "2026-07-01 10:00:09+00:00")
+    # the result writes no is_error: the Messages API's default, no error
+    assert (call.status, call.is_error, str(call.result_at)) == ("ok", False, "2026-07-01 10:00:09+00:00")
 
 
 def test_a_subagent_line_mirrored_in_the_main_file_counts_once(tmp_path: Path) -> None:
@@ -370,3 +370,26 @@ def test_a_home_whose_sessions_hold_no_line_loads_each_as_an_empty_conversation(
     assert rows == [{"conversation_id": "a", "title": None, "messages": 0},
                     {"conversation_id": "b", "title": None, "messages": 0}]
     assert corpus.messages.empty and corpus.usage.empty and corpus.diagnostics.empty
+
+
+def test_titles_are_the_same_with_texts_left_out(tmp_path: Path) -> None:
+    root = home(tmp_path, {"c.jsonl": [user("m", "<command-name>/x</command-name>", session="c", isMeta=True),
+                                       user("w", [{"type": "text", "text": "\n  real prompt\nmore"}], session="c")]})
+    assert load(root, text=False).conversations.title.tolist() == load(root).conversations.title.tolist() == [
+        "real prompt"]
+
+
+def test_a_response_line_with_no_uuid_is_counted(tmp_path: Path) -> None:
+    line = assistant("x", "msg_1", "req_1", counters(i=7, o=3))
+    del line["uuid"]
+    corpus = load(home(tmp_path, {"s-1.jsonl": [user("u", "hi"), line]}))
+    assert corpus.usage[["input_tokens", "output_tokens"]].values.tolist() == [[7, 3]]
+
+
+def test_first_prompts_with_no_parent_are_no_rewind_even_beside_a_line_with_no_uuid(tmp_path: Path) -> None:
+    """Two prompts at different times with ``parentUuid: null`` (two roots) and a ``summary`` line
+    (no uuid): nobody's children, so no branch is abandoned."""
+    corpus = load(home(tmp_path, {"s-1.jsonl": [
+        {"type": "summary", "summary": "S", "leafUuid": "z"},
+        user("u1", "one", ts="2026-07-01T10:00:00.000Z"), user("u2", "two", ts="2026-07-01T11:00:00.000Z")]}))
+    assert corpus.messages.status.isna().all()

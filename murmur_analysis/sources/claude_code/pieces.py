@@ -31,7 +31,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MESSAGES = pa.array(["user", "assistant", "system"])
 #: The columns a message line's row is read from.
 _KEPT = ["line", "type", "subtype", "uuid", "msg_id", "model", "ts_us", "is_meta", "is_compact_summary",
-         "is_api_error", "n_blocks", "text_chars", "text", "reasoning", "message_kind", "pre_tokens", "post_tokens"]
+         "is_api_error", "n_blocks", "text_chars", "text", "reasoning", "first_text", "message_kind", "pre_tokens",
+         "post_tokens"]
 
 
 def _one(column: pa.ChunkedArray) -> pa.Array:
@@ -215,15 +216,15 @@ def titles(w: Whole, messages: Messages) -> list[str | None]:
     """Per file: the last ``ai-title``, else the last ``summary``, else the first line of the first human user text."""
     out: list[str | None] = [a or s for a, s in zip(_lasts_of(w, "ai_title"), _lasts_of(w, "summary"), strict=True)]
     m = messages.m
+    # the engine's first text line of each line, read whether texts are kept or not
     human = (mask(pc.equal(m.column("type"), "user")) & ~true(m.column("is_meta"))
-             & ~true(m.column("is_compact_summary")) & mask(pc.is_valid(m.column("text"))))
+             & ~true(m.column("is_compact_summary")) & mask(pc.is_valid(m.column("first_text"))))
     first = firsts(np.flatnonzero(human), messages.starts)
     for f, at in enumerate(first.tolist()):
         if out[f] or at < 0:
             out[f] = out[f] or None
             continue
-        value = m.column("text")[at].as_py()
-        out[f] = next((s.strip() for s in value.split("\n") if s.strip()), None)
+        out[f] = m.column("first_text")[at].as_py()
     return out
 
 
@@ -258,7 +259,7 @@ def spawning_calls(files: Sequence[SessionFile], w: Whole,
 def _parents(w: Whole) -> np.ndarray:
     """Each row's parent: the first row of its own file holding its ``parentUuid`` (-1: none in that file).
 
-    A missing ``parentUuid`` is matched like a value: to the file's first line with no ``uuid``.
+    A line with no ``parentUuid`` (a session's first line, a compaction boundary) has no parent.
     """
     t = w.table
     encoded = pc.dictionary_encode(t.column("uuid").combine_chunks())
@@ -267,7 +268,7 @@ def _parents(w: Whole) -> np.ndarray:
     wanted = pc.index_in(t.column("parent_uuid"), value_set=encoded.dictionary)
     missing = mask(pc.is_null(t.column("parent_uuid")))
     asked = pc.fill_null(wanted, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    asked[missing] = none
+    asked[missing] = -1
     width = np.int64(none + 1)
     file = w.file
     unique, first = np.unique(file * width + own, return_index=True)

@@ -85,14 +85,14 @@ def responses_of(w: Whole, ranks: Sequence[int]) -> pa.Table:
 
 
 def _without_copies(lines: pa.Table) -> pa.Table:
-    """The lines whose ``uuid`` no earlier session holds (rule 1); a line with no ``uuid`` is not kept."""
+    """The lines whose ``uuid`` no earlier session holds (rule 1); a line with no ``uuid`` is no copy: kept."""
     rank = lines.column("ord").to_numpy() >> _SHIFT
     encoded = pc.dictionary_encode(lines.column("uuid")).combine_chunks()
     code = pc.fill_null(encoded.indices, -1).to_numpy().astype(np.int64)
     named = code >= 0
     first = np.full(len(encoded.dictionary), np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, code[named], rank[named])
-    own = np.zeros(len(code), bool)  # a line with no uuid is left out too
+    own = ~named  # a line with no uuid copies nothing
     own[named] = rank[named] == first[code[named]]
     return lines.filter(pa.array(own))
 

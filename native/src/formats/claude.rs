@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Json, View};
+use crate::json::{Json, Sorted, View};
 use crate::lines::{at, flag, iso_us, text, Event, Format, Row};
 
 /// Claude Code's session JSONL.
@@ -85,6 +85,7 @@ const STRS: &[&str] = &[
     "ai_title",
     "result_agent_id",
     "message_kind",
+    "first_text",
 ];
 const S_TYPE: usize = 0;
 const S_SUBTYPE: usize = 1;
@@ -110,6 +111,10 @@ const S_LEAF: usize = 20;
 const S_TITLE: usize = 21;
 const S_RESULT_AGENT: usize = 22;
 const S_MESSAGE_KIND: usize = 23;
+const S_FIRST_TEXT: usize = 24;
+
+/// How much of a line's first text line is kept for a title, whether texts are kept or not.
+const TITLE_CHARS: usize = 200;
 
 impl Format for ClaudeCode {
     fn ints(&self) -> &'static [&'static str] {
@@ -236,6 +241,13 @@ fn result_text<'a>(content: Option<&'a Json<'a>>) -> (Vec<&'a str>, i64) {
     }
 }
 
+/// The first line of `texts` that is not blank, trimmed and cut to [`TITLE_CHARS`] characters:
+/// a conversation's title, read whether its texts are kept or not.
+fn first_text(texts: &[&str]) -> Option<Cow<'static, str>> {
+    let line = texts.iter().flat_map(|t| t.split('\n')).map(str::trim).find(|l| !l.is_empty())?;
+    Some(Cow::Owned(line.chars().take(TITLE_CHARS).collect()))
+}
+
 /// The content: block kinds, text and reasoning, text characters, tool events.
 fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
     let blocks = match content {
@@ -243,6 +255,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
             row.kinds.push(Cow::Borrowed("text"));
             row.ints[I_BLOCKS] = Some(1);
             row.ints[I_CHARS] = Some(chars(s));
+            row.strs[S_FIRST_TEXT] = first_text(&[s.as_ref()]);
             if keep {
                 row.strs[S_TEXT] = Some(Cow::Borrowed(s.as_ref()));
             }
@@ -281,7 +294,9 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
                     call: false,
                     kind: 0,
                     id: text(block, "tool_use_id").map(|s| s.into_owned()).unwrap_or_default(),
-                    is_error: block.field("is_error").and_then(Json::as_bool),
+                    // The Messages API's own default: a tool_result that writes no is_error is no
+                    // error (Claude Code writes the flag on failures only).
+                    is_error: Some(block.field("is_error").and_then(Json::as_bool).unwrap_or(false)),
                     chars: Some(n),
                     text: if keep && !parts.is_empty() { Some(parts.join("\n")) } else { None },
                     ..Event::default()
@@ -306,6 +321,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
     }
     row.ints[I_BLOCKS] = Some(blocks.len() as i64);
     row.ints[I_CHARS] = Some(n_chars);
+    row.strs[S_FIRST_TEXT] = first_text(&texts);
     if keep {
         row.strs[S_TEXT] = joined(&texts);
         row.strs[S_REASONING] = joined(&thoughts);
@@ -314,7 +330,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
 
 /// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event.
 fn call(block: &Json<'_>, server: bool, keep: bool) -> Event {
-    let input = block.field("input").map(|i| serde_json::to_string(&i.to_value()).unwrap_or_default());
+    let input = block.field("input").map(|i| serde_json::to_string(&Sorted(i)).unwrap_or_default());
     Event {
         call: true,
         kind: u8::from(server),
