@@ -40,7 +40,7 @@ def _parses(path: Path) -> bool:
 
 FLEXI = [p for p in sorted((SAMPLES / "flexigpt").rglob("*.json")) if _parses(p)]
 DISPATCH = [p for p in sorted((SAMPLES / "dispatch").rglob("*.json")) if _parses(p)]
-STATUSES = {"ok", "error", "unanswered", "orphan_result", "duplicate_result"}
+STATUSES = {"ok", "error", "unanswered", "orphan_result", "duplicate_result", "unknown"}
 
 keys = st.sampled_from(["role", "content", "messages", "id", "kind", "usage", "history", "type", "text",
                         "inputTokensTotal", "outputTokens", "callID", "tool_calls", "is_error", "events"])
