@@ -11,6 +11,8 @@ Everything is written under ``benchmarks/data/<scale>/`` (gitignored):
   (``full``: 200 x 50 commits) and its ``steps/`` records, built with ``git fast-import``.
 * ``litany-10x/workspaces/bench/``: the same transcripts, each commit followed by 9 commits
   that change only files outside ``messages/`` (10x the commits, the same ``messages/``).
+* ``claude-home/projects/<encoded cwd>/<session>.jsonl``: a Claude Code config dir.
+* ``codex-home/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``: a Codex CLI home.
 
 Lines are written as murmur writes them (serde_json: keys sorted, compact, non-ASCII as UTF-8,
 control characters escaped). A ``manifest.json`` per scale records the parameters and sizes;
@@ -25,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import json
 import math
@@ -62,6 +65,8 @@ class Scale:
     claude_projects: int = 4
     claude_sessions: int = 5
     claude_turns: int = 40
+    codex_sessions: int = 10
+    codex_turns: int = 12
 
 
 SCALES: dict[str, Scale] = {
@@ -70,11 +75,11 @@ SCALES: dict[str, Scale] = {
     ),
     "small": Scale(
         big_lines=50_000, small_records=100, small_min=100, small_max=500, agents=20, commits=50, side_commits=9,
-        claude_projects=8, claude_sessions=10, claude_turns=40,
+        claude_projects=8, claude_sessions=10, claude_turns=40, codex_sessions=60, codex_turns=12,
     ),
     "full": Scale(
         big_lines=1_000_000, small_records=2_000, small_min=100, small_max=500, agents=200, commits=50, side_commits=9,
-        claude_projects=25, claude_sessions=20, claude_turns=30,
+        claude_projects=25, claude_sessions=20, claude_turns=30, codex_sessions=220, codex_turns=14,
     ),
 }
 
@@ -587,6 +592,184 @@ def write_claude_home(root: Path, projects: int, sessions: int, turns: int, seed
 
 
 # ---------------------------------------------------------------------------------------------
+# A Codex CLI home: rollouts of turns, each response followed by its token_count event
+
+
+_CODEX_MODELS = ("gpt-5.1-codex", "gpt-5-codex", "gpt-5.1-codex-mini")
+#: The writer's local time is UTC+2: folders and file names use it, line times are UTC.
+_CODEX_LOCAL_MS = 2 * 3_600_000
+
+
+def _codex_name(ms: int) -> str:
+    """``rollout-YYYY-MM-DDThh-mm-ss`` in the writer's local time."""
+    return time.strftime("rollout-%Y-%m-%dT%H-%M-%S", time.gmtime((ms + _CODEX_LOCAL_MS) // 1000))
+
+
+def _uuid7(rng: random.Random, ms: int) -> str:
+    return str(uuid.UUID(uuid7_hex(rng, ms)))
+
+
+class _CodexUsage:
+    """The running ``TokenUsageInfo``: each response's ``last`` appended into the totals."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.context = rng.randint(4_000, 12_000)
+        self.total = {"input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0,
+                      "reasoning_output_tokens": 0, "total_tokens": 0}
+        self.last = dict(self.total)
+        self.reemitted = {"input": 0, "cached": 0, "output": 0, "reasoning": 0, "events": 0}
+
+    def respond(self) -> None:
+        """One model call over the whole context so far (cached up to its last 256-token boundary)."""
+        rng = self.rng
+        cached = self.context // 256 * 256
+        output = rng.randint(20, 1_500)
+        reasoning = rng.randint(0, output // 2) if rng.random() < 0.7 else 0
+        self.last = {"input_tokens": self.context, "cached_input_tokens": cached, "output_tokens": output,
+                     "reasoning_output_tokens": reasoning, "total_tokens": self.context + output}
+        self.total = {k: self.total[k] + v for k, v in self.last.items()}
+        self.context += output
+
+    def info(self) -> dict[str, Any]:
+        return {"total_token_usage": dict(self.total), "last_token_usage": dict(self.last),
+                "model_context_window": 272_000}
+
+    def count_reemit(self) -> None:
+        """A rate-limit refresh re-emits ``info`` unchanged: readers without the guard count it again."""
+        last = self.last
+        for key, name in (("input", "input_tokens"), ("cached", "cached_input_tokens"),
+                          ("output", "output_tokens"), ("reasoning", "reasoning_output_tokens")):
+            self.reemitted[key] += last[name]
+        self.reemitted["events"] += 1
+
+
+def _rate_limits(rng: random.Random, ms: int) -> dict[str, Any]:
+    reset = ms // 1000 + rng.randint(60, 18_000)
+    return {"primary": {"used_percent": round(rng.uniform(0, 90), 1), "window_minutes": 300, "resets_at": reset},
+            "secondary": {"used_percent": round(rng.uniform(0, 40), 1), "window_minutes": 10_080,
+                          "resets_at": reset + 500_000}}
+
+
+def _codex_output(rng: random.Random, text: TextSource) -> str:
+    body = text.text(rng.uniform(2.0, 40.0))[:20_000]
+    body = body if len(body) >= 1_000 else (body * (1_000 // max(len(body), 1) + 1))[:1_000]
+    code = 0 if rng.random() < 0.93 else rng.choice((1, 2, 127))
+    return f"Exit code: {code}\nWall time: {rng.uniform(0.05, 30):.1f} seconds\nOutput:\n{body}"
+
+
+def _codex_call(rng: random.Random, text: TextSource, cwd: str) -> tuple[str, str]:
+    if rng.random() < 0.7:
+        args: dict[str, Any] = {"command": text.text(0.08).replace("\n", " "), "workdir": cwd}
+        return "shell_command", json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    args = {"command": ["bash", "-lc", f"sed -n 1,200p src/m{rng.randint(0, 99)}.py"], "workdir": cwd,
+            "timeout_ms": rng.choice((10_000, 60_000, 120_000))}
+    return "shell", json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+class _Rollout:
+    """One rollout being written: lines stamped with an advancing UTC time."""
+
+    def __init__(self, rng: random.Random, ms: int) -> None:
+        self.rng, self.ms = rng, ms
+        self.lines: list[bytes] = []
+
+    def put(self, kind: str, payload: dict[str, Any], step: tuple[int, int] = (50, 4_000)) -> None:
+        self.ms += self.rng.randint(*step)
+        line = {"timestamp": _iso(self.ms), "type": kind, "payload": payload}
+        self.lines.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def tokens(self, usage: _CodexUsage) -> None:
+        self.put("event_msg", {"type": "token_count", "info": usage.info(),
+                               "rate_limits": _rate_limits(self.rng, self.ms)}, (5, 200))
+        if self.rng.random() < 0.05:  # a rate-limit refresh: the same info again
+            self.put("event_msg", {"type": "token_count", "info": usage.info(),
+                                   "rate_limits": _rate_limits(self.rng, self.ms)}, (5, 2_000))
+            usage.count_reemit()
+
+
+def _codex_response(r: _Rollout, text: TextSource, usage: _CodexUsage, cwd: str, final: bool) -> None:
+    """One model response: reasoning, then tool calls (and their outputs) or the final answer."""
+    rng = r.rng
+    if rng.random() < 0.6:
+        summary = text.text(0.3)
+        r.put("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": summary}],
+                                "content": None, "encrypted_content": "gAAAAA" + base64.b64encode(
+                                    rng.randbytes(rng.randint(300, 3_000))).decode()}, (500, 20_000))
+        r.put("event_msg", {"type": "agent_reasoning", "text": summary}, (1, 20))
+    if final:
+        answer = text.text(0.5)
+        r.put("response_item", {"type": "message", "role": "assistant",
+                                "content": [{"type": "output_text", "text": answer}]})
+        r.put("event_msg", {"type": "agent_message", "message": answer}, (1, 20))
+        usage.respond()
+        r.tokens(usage)
+        return
+    calls = [f"call_{rng.getrandbits(96):024x}" for _ in range(rng.choice((1, 1, 1, 2)))]
+    named = [_codex_call(rng, text, cwd) for _ in calls]
+    for call, (name, args) in zip(calls, named, strict=True):
+        r.put("response_item", {"type": "function_call", "name": name, "arguments": args, "call_id": call})
+    usage.respond()
+    r.tokens(usage)
+    for call in calls:
+        output = _codex_output(rng, text)
+        r.put("response_item", {"type": "function_call_output", "call_id": call, "output": output}, (100, 30_000))
+        usage.context += len(output) // 4
+
+
+def _codex_session(rng: random.Random, text: TextSource, thread: str, turns: int, ms: int) -> tuple[bytes, _CodexUsage]:
+    """One rollout: its meta, then turns of a prompt and 1-8 responses (tool calls, then an answer)."""
+    r = _Rollout(rng, ms)
+    cwd = f"/home/dev/work/project-{rng.randint(0, 11):02d}"
+    usage = _CodexUsage(rng)
+    r.put("session_meta", {"id": thread, "timestamp": _iso(ms), "cwd": cwd, "originator": "codex_cli_rs",
+                           "cli_version": "0.63.0", "instructions": None, "source": "cli", "model_provider": "openai",
+                           "git": {"commit_hash": f"{rng.getrandbits(160):040x}", "branch": "main",
+                                   "repository_url": "git@github.com:dev/project.git"}}, (0, 1))
+    model = rng.choice(_CODEX_MODELS)
+    for _ in range(turns):
+        turn_id = _uuid7(rng, r.ms)
+        r.put("event_msg", {"type": "task_started", "turn_id": turn_id, "model_context_window": 272_000},
+              (2_000, 600_000))
+        r.put("turn_context", {"cwd": cwd, "approval_policy": "on-request",
+                               "sandbox_policy": {"type": "workspace-write", "network_access": False},
+                               "model": model, "effort": "medium", "summary": "auto", "turn_id": turn_id}, (1, 10))
+        prompt = text.text(0.3)
+        r.put("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
+        r.put("event_msg", {"type": "user_message", "message": prompt, "images": None, "local_images": [],
+                            "text_elements": []}, (1, 20))
+        if rng.random() < 0.1:  # the first rate-limit snapshot of a turn comes before any usage
+            r.put("event_msg", {"type": "token_count", "info": None, "rate_limits": _rate_limits(rng, r.ms)})
+        usage.context += len(prompt) // 4
+        steps = rng.randint(0, 7)
+        for step in range(steps + 1):
+            _codex_response(r, text, usage, cwd, final=step == steps)
+        r.put("event_msg", {"type": "task_complete", "last_agent_message": None}, (1, 50))
+    return b"\n".join(r.lines) + b"\n", usage
+
+
+def write_codex_home(root: Path, sessions: int, turns: int, seed: int) -> dict[str, Any]:
+    """A Codex home: ``sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``, over a month."""
+    if root.exists():
+        shutil.rmtree(root)
+    rng = random.Random(seed)
+    text = TextSource(random.Random(seed ^ 0xC0DE))
+    total = 0
+    reemitted = {"input": 0, "cached": 0, "output": 0, "reasoning": 0, "events": 0}
+    for _ in range(sessions):
+        start = START_MS + rng.randint(0, 30) * 86_400_000 + rng.randint(0, 86_400_000)
+        thread = _uuid7(rng, start)
+        data, usage = _codex_session(rng, text, thread, rng.randint(turns // 2, turns * 3 // 2), start)
+        local = time.gmtime((start + _CODEX_LOCAL_MS) // 1000)
+        folder = root / "sessions" / time.strftime("%Y/%m/%d", local)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{_codex_name(start)}-{thread}.jsonl").write_bytes(data)
+        total += len(data)
+        reemitted = {k: v + usage.reemitted[k] for k, v in reemitted.items()}
+    return {"bytes": total, "files": sessions, "reemitted": reemitted, "digest": _tree_digest(root)}
+
+
+# ---------------------------------------------------------------------------------------------
 # Datasets, the manifest and the command line
 
 
@@ -623,6 +806,10 @@ class Paths:
     @property
     def claude_home(self) -> Path:
         return self.root / "claude-home"
+
+    @property
+    def codex_home(self) -> Path:
+        return self.root / "codex-home"
 
 
 def paths(scale: str, data: Path = DATA) -> Paths:
@@ -721,6 +908,8 @@ def datasets(p: Paths, s: Scale, seed: int) -> dict[str, tuple[Writer, Checker]]
         "claude-home": (lambda: write_claude_home(p.claude_home, s.claude_projects, s.claude_sessions, s.claude_turns,
                                                   seed + 3),
                         lambda info: _check_tree(p.claude_home, info)),
+        "codex-home": (lambda: write_codex_home(p.codex_home, s.codex_sessions, s.codex_turns, seed + 4),
+                       lambda info: _check_tree(p.codex_home, info)),
     }
 
 
@@ -758,7 +947,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", choices=list(SCALES), default="small")
     parser.add_argument("--seed", type=int, default=20260422)
     parser.add_argument("--only", action="append", help="one dataset (repeatable): murmur-big, murmur-small, "
-                        "litany, litany-10x, claude-home")
+                        "litany, litany-10x, claude-home, codex-home")
     parser.add_argument("--force", action="store_true", help="regenerate even when up to date")
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args(argv)

@@ -43,6 +43,7 @@ EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
 RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
 CCUSAGE = "ccusage daily --json"
+CCUSAGE_CODEX = "ccusage-codex daily --json"
 
 
 @dataclass
@@ -111,6 +112,28 @@ def _pandas(files: list[str], slice_files: list[str], full_bytes: int, mode: str
     factor = full_bytes / _tree_bytes(slice_files)
     return Tool("pandas.read_json(lines=True)", "scenarios:pandas_read_json", {"files": slice_files}, repeat=1,
                 scale_by=factor, note=f"run on the first {100 / factor:.0f}% of the input, scaled x{factor:.1f}")
+
+
+def _codex_daily(p: Paths) -> Scenario:
+    """Daily usage of the Codex home beside ccusage-codex's, less the re-emitted events it counts again."""
+    codex = str(p.codex_home)
+    files = [str(f) for f in p.codex_home.rglob("*.jsonl")] if p.codex_home.exists() else []
+    manifest = p.root / "manifest.json"
+    info = json.loads(manifest.read_text()).get("codex-home", {}).get("info", {}) if manifest.exists() else {}
+    recounted = info.get("reemitted", {})
+    return Scenario(
+        "codex-daily", "Daily token usage of a Codex home, whole processes (start, imports, read, report)",
+        f"{len(files)} rollouts, {_tree_bytes(files) / 1e6:,.0f} MB", _tree_bytes(files), [
+            Tool(TOOLKIT, "scenarios:process_toolkit_codex_daily", {"home": codex}, toolkit=True, needs="codex",
+                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D"); input = '
+                      "input_total_tokens (cached included), output = output + reasoning, as ccusage-codex shows"),
+            Tool(CCUSAGE_CODEX, "scenarios:process_ccusage_codex_daily", {"home": codex, "recounted": recounted},
+                 note="@ccusage/codex 18.0.11 daily --json --offline --timezone UTC, CODEX_HOME=home; its inputTokens "
+                      f"include cached tokens; totals shown less the {recounted.get('events', 0)} re-emitted "
+                      "token_count events it counts again (ccusage#1288)"),
+            Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "codex", "files": files}, needs="codex",
+                 note="the native line scan alone (every rollout line into columns), imports excluded"),
+        ])
 
 
 def build(p: Paths, pandas_mode: str) -> list[Scenario]:
@@ -218,6 +241,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
             Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": claude},
                  note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
         ]))
+    scenarios.append(_codex_daily(p))
     scratch = str(p.root / "export-scratch")
     home = str(p.small_home)
     scenarios.append(_export("export", "Parquet export of many small murmur records: full, unchanged, appended",
@@ -425,13 +449,14 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         what = "the input" if key == "export" else "the record's length"
         out.append(Target(key, f"peak memory at 4x {what} / at 1x", "<= 1.2x",
                           _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
-    claude = by_key.get("claude-daily")
-    kit_daily, peer_daily = (claude.toolkit(), claude.tool(CCUSAGE)) if claude else (None, None)
-    r = rel(kit_daily.wall if kit_daily else None, peer_daily.wall if peer_daily else None)
-    same = bool(kit_daily and peer_daily and kit_daily.result.summary == peer_daily.result.summary)
-    out.append(Target("claude-daily", "whole process vs ccusage daily --json (same daily totals)", "<= 0.1x",
-                      (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
-                      None if r is None else (r <= 0.1 and same)))
+    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX)):
+        daily = by_key.get(key)
+        kit_daily, peer_daily = (daily.toolkit(), daily.tool(peer)) if daily else (None, None)
+        r = rel(kit_daily.wall if kit_daily else None, peer_daily.wall if peer_daily else None)
+        same = bool(kit_daily and peer_daily and kit_daily.result.summary == peer_daily.result.summary)
+        out.append(Target(key, f"whole process vs {peer} (same daily totals)", "<= 0.1x",
+                          (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
+                          None if r is None else (r <= 0.1 and same)))
     run = by_key.get("export-run")
     alternating = run.tool(EXPORT_FULL) if run else None
     for what in RUN_SIDES.values():
@@ -539,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
     parser.add_argument("--only", action="append", help="a scenario key (repeatable): big-load, small-load, "
-                        "litany, litany-10x, page-cold, page-indexed, walk, page-warm, export, export-long, export-run")
+                        "litany, litany-10x, page-cold, page-indexed, walk, page-warm, export, export-long, "
+                        "export-run, claude-daily, codex-daily")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
     args = parser.parse_args(argv)

@@ -282,6 +282,21 @@ def engine_scan(files: list[str], text: bool = True) -> Timed:
     return run
 
 
+def engine_scan_lines(format: str, files: list[str], text: bool = True) -> Timed:
+    """The native line-delimited scan behind a ``claude_code`` or ``codex`` load: every line into columns."""
+    from pathlib import Path
+
+    from murmur_analysis.sources.lines import scan_lines
+
+    paths = [Path(f) for f in files]
+
+    def run() -> Summary:
+        scanned = scan_lines(format, paths, text=text)
+        return {"rows": sum(s.table.num_rows for s in scanned), "events": sum(s.events.num_rows for s in scanned)}
+
+    return run
+
+
 def engine_index(record: str) -> Timed:
     """The native line decision behind a cold ``ma.read_messages``: every line of the record."""
     from murmur_analysis.sources.murmur.record import index_lines
@@ -524,5 +539,62 @@ def process_ccusage_daily(home: str) -> Timed:
         totals = report["totals"]
         return {"days": len(report["daily"]), "input": totals["inputTokens"], "output": totals["outputTokens"],
                 "cache_read": totals["cacheReadTokens"], "cache_write": totals["cacheCreationTokens"]}
+
+    return run
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole processes on a Codex home: this toolkit's daily token usage beside @ccusage/codex's
+
+#: A fresh interpreter: the same daily usage, in the counters ccusage-codex's JSON shows (its
+#: ``inputTokens`` is the whole prompt, cached included; its ``outputTokens`` holds reasoning).
+_CODEX_DAILY = """
+import json, sys
+import murmur_analysis as ma
+corpus = ma.load(sys.argv[1])
+daily = ma.metrics.token_usage(corpus, by=(), freq="D")
+total = lambda c: int(daily[c].fillna(0).sum())
+print(json.dumps({"days": len(daily), "input": total("input_total_tokens"), "cached": total("cache_read_tokens"),
+                  "output": total("output_tokens") + total("reasoning_tokens"),
+                  "reasoning": total("reasoning_tokens")}))
+"""
+
+
+def process_toolkit_codex_daily(home: str) -> Timed:
+    """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")`` on a Codex home."""
+    import sys
+
+    def run() -> Summary:
+        done = subprocess.run([sys.executable, "-c", _CODEX_DAILY, home], check=True, capture_output=True, text=True)
+        summary: Summary = __import__("json").loads(done.stdout)
+        return summary
+
+    return run
+
+
+def process_ccusage_codex_daily(home: str, recounted: dict[str, int] | None = None) -> Timed:
+    """A whole process: ``ccusage-codex daily --json --offline`` (18.0.11) with ``CODEX_HOME=home``.
+
+    18.0.11 counts a re-emitted ``token_count`` (the same totals, new rate limits) again
+    (ccusage#1288); ``recounted`` is what the generator re-emitted, taken off its totals so
+    that the two readers' totals compare.
+    """
+    import json
+
+    binary = PEERS / "ccusage-codex"
+    if not binary.exists():
+        raise FileNotFoundError(f"{binary} is missing: make peers installs @ccusage/codex")
+    env = {**os.environ, "CODEX_HOME": home}
+    less = recounted or {}
+
+    def run() -> Summary:
+        done = subprocess.run([str(binary), "daily", "--json", "--offline", "--timezone", "UTC"], check=True,
+                              capture_output=True, text=True, env=env)
+        report = json.loads(done.stdout)
+        totals = report["totals"]
+        return {"days": len(report["daily"]), "input": totals["inputTokens"] - less.get("input", 0),
+                "cached": totals["cachedInputTokens"] - less.get("cached", 0),
+                "output": totals["outputTokens"] - less.get("output", 0),
+                "reasoning": totals["reasoningOutputTokens"] - less.get("reasoning", 0)}
 
     return run
