@@ -10,7 +10,7 @@
 //! What a row holds, by kind:
 //!
 //! * every line: `ts_us` (the envelope time), `type`, `payload_type`, and `payload_hash`, a
-//!   64-bit FNV-1a hash of the kind and of the payload's canonical JSON (keys sorted, the last
+//!   64-bit hash of the kind and of the payload's canonical JSON (keys sorted, the last
 //!   of duplicate keys, envelope time left out): two lines with equal hashes carry the same
 //!   item, however their times were stamped (a fork's copied prefix).
 //! * `session_meta`: `id`, `meta_ts_us`, `id_us` (the UUIDv7 time of `id`), `cwd`,
@@ -415,14 +415,14 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         }
         other => (other, None),
     };
-    let body: Option<String> = match body {
-        Some(Json::Str(s)) => Some(s.to_string()),
+    let body: Option<Cow<'a, str>> = match body {
+        Some(Json::Str(s)) => Some(Cow::Borrowed(s.as_ref())),
         Some(Json::Array(items)) => {
             let texts: Vec<&str> = items.iter()
                 .filter(|i| matches!(text(i, "type").as_deref(), Some("input_text" | "output_text" | "text")))
                 .filter_map(|i| i.field("text").and_then(View::text))
                 .collect();
-            (!texts.is_empty()).then(|| texts.join("\n"))
+            (!texts.is_empty()).then(|| Cow::Owned(texts.join("\n")))
         }
         _ => None,
     };
@@ -444,7 +444,7 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         is_error,
         chars: n,
         input_bytes: None,
-        text: if keep { body } else { None },
+        text: if keep { body.map(Cow::into_owned) } else { None },
     });
 }
 
@@ -477,34 +477,49 @@ fn chars(s: &str) -> i64 {
     s.chars().count() as i64
 }
 
-/// The FNV-1a hash of a line's kind and of its payload's canonical form.
+/// A 64-bit hash of a line's kind and of its payload's canonical form.
 fn item_hash(kind: &str, payload: &Json<'_>) -> i64 {
-    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let mut h = Canonical(0xcbf2_9ce4_8422_2325);
     h.bytes(kind.as_bytes());
     h.byte(0);
     h.value(payload);
     h.0 as i64
 }
 
-struct Fnv(u64);
+/// A hash of a JSON value's canonical form (tagged, length-prefixed, keys sorted), 8 bytes per step.
+struct Canonical(u64);
 
-impl Fnv {
+const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+const SALT: u64 = 0x243f_6a88_85a3_08d3;
+
+impl Canonical {
+    /// One 64-bit word folded in: a full 64x64->128 multiply, its halves folded together.
+    fn word(&mut self, w: u64) {
+        let m = u128::from(self.0 ^ w ^ SALT) * u128::from(MIX);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
     fn byte(&mut self, b: u8) {
-        self.0 ^= u64::from(b);
-        self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        self.word(u64::from(b) | 0x100);
     }
     fn bytes(&mut self, bs: &[u8]) {
-        for &b in bs {
-            self.byte(b);
+        let mut chunks = bs.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut tail = [0u8; 8];
+            tail[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(tail));
         }
     }
     fn len(&mut self, n: usize) {
-        self.bytes(&(n as u64).to_le_bytes());
+        self.word(n as u64);
     }
     fn value(&mut self, v: &Json<'_>) {
         match v {
             Json::Null => self.byte(b'n'),
-            Json::Bool(b) => self.bytes(if *b { b"t" } else { b"f" }),
+            Json::Bool(b) => self.byte(if *b { b't' } else { b'f' }),
             Json::Number(n) => {
                 self.byte(b'#');
                 let s = n.to_string();
