@@ -18,7 +18,7 @@ still for ``settle_seconds``); a JSON object that is no Codex line is one too (`
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -31,12 +31,15 @@ from ...core.identity import Identity as FileIdentity
 from ...core.model import Entry
 from ..base import READ_ALL, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
-from .decode import Identity, decode, identity
+from .decode import Decoded, Identity, decode, identities
 from .entries import entries
 from .fork import NONE, Strip, copied_prefix, fallback_prefix
 from .layout import ARCHIVED, SESSIONS, Found, default_homes, discover, holds_rollouts, is_rollout_file
 
 __all__ = ["CodexSource"]
+
+#: How many bytes of rollouts are decoded together (one pass of column work over all of them).
+_DECODE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +72,20 @@ def _dedupe(rollouts: list[_Rollout], diagnostics: Diagnostics) -> list[_Rollout
                                f"thread {cid} is also in {kept.found.path}, which is read; this copy is not")
     keep = {id(r) for r in chosen.values()}
     return [r for r in rollouts if id(r) in keep]
+
+
+def _groups(rollouts: list[_Rollout], limit: int) -> Iterator[list[_Rollout]]:
+    """Rollouts in order, in groups of about ``limit`` bytes of files."""
+    group: list[_Rollout] = []
+    size = 0
+    for r in rollouts:
+        group.append(r)
+        size += r.rows.size
+        if size >= limit:
+            yield group
+            group, size = [], 0
+    if group:
+        yield group
 
 
 class CodexSource(Source):
@@ -109,8 +126,11 @@ class CodexSource(Source):
         chosen = _dedupe(rollouts, diagnostics)
         by_id = {r.ident.conversation_id: r for r in chosen}
         self._paths.update((cid, r.found.path) for cid, r in by_id.items())
-        for r in chosen:
-            yield self._conversation(r, by_id.get(r.ident.parent or ""), ctx.text, diagnostics)
+        for group in _groups(chosen, ctx.read_ahead or _DECODE_BYTES):
+            parents = [by_id.get(r.ident.parent or "") for r in group]
+            for conv, found in self._conversations(group, parents, ctx.text):
+                diagnostics.extend(found.rows)  # reported as each conversation is handed over
+                yield conv
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode the rollout ``key`` (its path) again, with its parent when the last :meth:`open` read it."""
@@ -121,7 +141,9 @@ class CodexSource(Source):
         parent = None
         if parent_path is not None and parent_path != path:
             parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), True)[0]
-        return self._conversation(own, parent, True, diagnostics, with_entries=True)
+        ((conv, found),) = self._conversations([own], [parent], True, with_entries=True)
+        diagnostics.extend(found.rows)
+        return conv
 
     def fingerprint(self, conv: Conversation) -> object:
         """The identities of the rollout and of the parent rollout its copied prefix was matched against."""
@@ -136,12 +158,11 @@ class CodexSource(Source):
     def _read(self, found: list[Found], diagnostics: Diagnostics, text: bool) -> list[_Rollout]:
         if not found:
             return []
-        out: list[_Rollout] = []
-        for f, rows in zip(found, scan_lines("codex", [f.path for f in found], text=text), strict=True):
+        out = scan_lines("codex", [f.path for f in found], text=text)
+        for rows in out:
             report(rows, diagnostics, self.settle_seconds)
             _unknown_lines(rows, diagnostics)
-            out.append(_Rollout(f, rows, identity(rows)))
-        return out
+        return [_Rollout(f, rows, ident) for f, rows, ident in zip(found, out, identities(out), strict=True)]
 
     def _strip(self, r: _Rollout, parent: _Rollout | None, diagnostics: Diagnostics) -> Strip:
         """Where ``r``'s copied prefix ends (:mod:`.fork`)."""
@@ -165,10 +186,17 @@ class CodexSource(Source):
                            f"the {strip.rule} rule ({strip.end} rows not counted as this thread's)")
         return strip
 
-    def _conversation(self, r: _Rollout, parent: _Rollout | None, text: bool, diagnostics: Diagnostics,
-                      with_entries: bool = False) -> Conversation:
-        strip = self._strip(r, parent, diagnostics)
-        decoded = decode(r.rows, r.ident, strip.end, text, diagnostics)
+    def _conversations(self, rollouts: Sequence[_Rollout], parents: Sequence[_Rollout | None], text: bool,
+                       with_entries: bool = False) -> list[tuple[Conversation, Diagnostics]]:
+        """The rollouts' conversations, decoded together, each with what was found wrong in it."""
+        found = [Diagnostics(self.name) for _ in rollouts]
+        strips = [self._strip(r, p, d) for r, p, d in zip(rollouts, parents, found, strict=True)]
+        decoded = decode([r.rows for r in rollouts], [r.ident for r in rollouts], [s.end for s in strips], text, found)
+        return [(self._conversation(r, p, s, d, with_entries), f)
+                for r, p, s, d, f in zip(rollouts, parents, strips, decoded, found, strict=True)]
+
+    def _conversation(self, r: _Rollout, parent: _Rollout | None, strip: Strip, decoded: Decoded,
+                      with_entries: bool) -> Conversation:
         cols = decoded.columns
         found: list[Entry] = []
         if with_entries and len(cols):  # a handle pages and assembles the entries' blocks

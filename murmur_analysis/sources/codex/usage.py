@@ -69,8 +69,14 @@ def token_rows(table: pa.Table) -> np.ndarray:
     return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
 
 
-def deltas(table: pa.Table) -> Deltas:
-    """Every counted ``token_count`` event of one rollout's rows and its delta (the rule above)."""
+def deltas(table: pa.Table, rollout: np.ndarray | None = None) -> Deltas:
+    """Every counted ``token_count`` event of a rollout's rows and its delta (the rule above).
+
+    Args:
+        table: the rows.
+        rollout: for rows of several rollouts one after the other, the rollout of each row (a
+            delta never goes on from an event of another rollout); ``None``: one rollout.
+    """
     rows = token_rows(table)
     n = len(rows)
     take = pa.array(rows, pa.int64())
@@ -83,6 +89,9 @@ def deltas(table: pa.Table) -> Deltas:
     at = np.maximum.accumulate(np.where(has_total, np.arange(n), -1))
     prev_at = np.concatenate([[-1], at[:-1]]).astype(np.int64)
     known = prev_at >= 0
+    if rollout is not None:
+        mine = rollout[rows]
+        known &= mine[np.maximum(prev_at, 0)] == mine
     safe = np.where(known, prev_at, 0)
     prev = np.where(known, total[:, safe], 0)
     prev_valid = np.where(known, total_valid[:, safe], False)
