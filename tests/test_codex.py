@@ -16,6 +16,7 @@ import murmur_analysis as ma
 from murmur_analysis.core.blocks import block_kind, text_chars
 from murmur_analysis.core.diagnostics import Diagnostics
 from murmur_analysis.sources import detect
+from murmur_analysis.sources.base import ReadContext
 from murmur_analysis.sources.codex import CodexSource
 from murmur_analysis.sources.codex.usage import deltas
 from murmur_analysis.sources.lines import scan_lines
@@ -466,3 +467,34 @@ def test_a_conversation_handle_pages_and_assembles_the_messages_the_tables_hold(
     assert page.total == len(entries) == 9 and len(page.messages) == 3
     assert [c.status for c in handle.tool_calls()] == corpus.tool_calls["status"].tolist()
     assert handle.assemble().dropped_orphans == corpus.orphans["tool_use_id"].tolist() == ["nobody"]
+
+
+def _decoded(home: Path, read_ahead: int | None) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    diagnostics = Diagnostics("codex")
+    convs = list(CodexSource(settle_seconds=0.0).open(home, diagnostics, ReadContext(read_ahead=read_ahead)))
+    out: list[tuple[Any, ...]] = []
+    for c in convs:
+        (cols,) = c.columns or ()
+        arrays = [getattr(cols, f).to_pylist() for f in ("position", "side", "model", "created_at", "n_blocks",
+                                                         "text_chars", "status", "block_kinds", "text")]
+        out.append((c.conversation_id, c.parent_conversation_id, c.summary, dict(c.tool_meta), arrays,
+                    vars(cols.events)))
+    return out, diagnostics.rows
+
+
+def test_rollouts_decoded_together_are_decoded_as_each_alone(tmp_path: Path) -> None:
+    # a fork and its parent, a rollout with no turn_context, one whose exit code only exec_command_end
+    # gives, a compaction, and a file with no session_meta whose usage has no last: one pass over all
+    # of them, or one each
+    _fork_files(tmp_path, with_parent=True, turn_ids=False, last=False)
+    rollout(tmp_path, GRANDCHILD, [meta(GRANDCHILD), said("user", "hi"), call("c9"), output("c9", "done"),
+                                   env("event_msg", {"type": "exec_command_end", "call_id": "c9", "exit_code": 3}),
+                                   tokens(counters(10, 0, 2, 0), counters(10, 0, 2, 0)),
+                                   env("compacted", {"message": "short"}), said("user", "again")])
+    rollout(tmp_path, "nameless", [turn(), said("user", "no meta"), said("assistant", "ok"),  # a delta from totals
+                                   tokens(counters(5, 1, 1, 0))], "sessions/2026/01/03")
+    together, said_together = _decoded(tmp_path, None)
+    alone, said_alone = _decoded(tmp_path, 1)
+    assert len(together) == 4
+    assert together == alone and said_together == said_alone
+    assert [d.kind for d in said_together] == ["assumed_model"]
