@@ -14,14 +14,14 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Seek, SeekFrom};
 
 use rayon::prelude::*;
 
 use crate::columns::{Ints, Strings};
 use crate::json::{Json, View};
 use crate::line::spans;
-use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, BLOCK, NOT_MESSAGE, PARTIAL_LINE};
+use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
 
 /// One tool event of a row: a call (`call`) or a result, in block order.
 #[derive(Clone, Debug, Default)]
@@ -221,34 +221,10 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
             return out;
         }
     }
-    // Read up to the size seen now: a file the runtime appends to meanwhile is read as it was.
-    let mut remaining = out.size.saturating_sub(start) as usize;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut eof = remaining == 0;
-    while !eof {
-        let have = buf.len();
-        buf.resize(have + remaining.min(BLOCK), 0);
-        let mut filled = have;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(err) => {
-                    out.error = Some(format!("read failed: {}", crate::scan::reason(&err)));
-                    eof = true;
-                    break;
-                }
-            }
-        }
-        remaining -= filled - have;
-        if filled < buf.len() || remaining == 0 {
-            eof = true;
-        }
-        buf.truncate(filled);
-        let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        block(format, &buf[..len], text, &mut out);
-        buf.drain(..len);
+    let remaining = out.size.saturating_sub(start) as usize;
+    let error = crate::scan::blocks(&mut file, remaining, |buf| block(format, buf, text, &mut out));
+    if error.is_some() {
+        out.error = error;
     }
     numbered(out, first_line)
 }

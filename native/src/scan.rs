@@ -322,21 +322,15 @@ pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
     out
 }
 
-/// One record, read in blocks; `None` for a file that could not be opened.
-pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
-    let mut out = Columns::default();
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(err) => {
-            out.error = Some(format!("could not open: {}", reason(&err)));
-            return out;
-        }
-    };
-    // Read up to the size seen now: a record the runtime appends to meanwhile is read as it was.
-    let mut remaining = file.metadata().map(|m| m.len() as usize).unwrap_or(usize::MAX);
+/// Read `file` from where it stands, up to `remaining` bytes (its size when the read began: a
+/// file the runtime appends to meanwhile is read as it was), a block of [`BLOCK`] bytes at a
+/// time, and hand each block's whole lines to `each` (the file's last line whole or not).
+/// Returns the read error, if one ended the read early. The one block reader of the engine: a
+/// record's scan and every line-delimited format's read go through it.
+pub fn blocks(file: &mut File, mut remaining: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
     let mut buf: Vec<u8> = Vec::new();
-    let mut eof = false;
-    let mut first = true;
+    let mut eof = remaining == 0;
+    let mut error = None;
     while !eof {
         let have = buf.len();
         buf.resize(have + remaining.min(BLOCK), 0);
@@ -347,7 +341,7 @@ pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
                 Ok(n) => filled += n,
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(err) => {
-                    out.error = Some(format!("read failed: {}", reason(&err)));
+                    error = Some(format!("read failed: {}", reason(&err)));
                     eof = true;
                     break;
                 }
@@ -359,7 +353,26 @@ pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
         }
         buf.truncate(filled);
         let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        let pieces = cut(&buf, len);
+        each(&buf[..len]);
+        buf.drain(..len);
+    }
+    error
+}
+
+/// One record, read in blocks; `None` for a file that could not be opened.
+pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
+    let mut out = Columns::default();
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(err) => {
+            out.error = Some(format!("could not open: {}", reason(&err)));
+            return out;
+        }
+    };
+    let remaining = file.metadata().map(|m| m.len() as usize).unwrap_or(usize::MAX);
+    let mut first = true;
+    let error = blocks(&mut file, remaining, |buf| {
+        let pieces = cut(buf, buf.len());
         let decided: Vec<Columns> = pieces
             .par_iter()
             .enumerate()
@@ -368,10 +381,12 @@ pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
         for part in decided {
             out.join(part);
         }
-        if len > 0 {
+        if !buf.is_empty() {
             first = false;
         }
-        buf.drain(..len);
+    });
+    if error.is_some() {
+        out.error = error;
     }
     out.pair();
     out
