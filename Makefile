@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PLUGIN := tests/plugins/murmur_analysis_example_plugin
-NATIVE := $(wildcard native/Cargo.toml native/src/*.rs)
+NATIVE := $(wildcard native/Cargo.toml native/src/*.rs native/src/*/*.rs)
 # cargo builds the native decode engine; rustup installs it under ~/.cargo/bin.
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
