@@ -511,16 +511,22 @@ print(json.dumps({"days": len(daily), "input": total("input_tokens"), "output": 
 """
 
 
-def process_toolkit_daily(home: str) -> Timed:
-    """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")``, totals printed."""
+def _process(script: str, home: str) -> Timed:
+    """A whole process: a fresh interpreter running ``script`` on ``home``; the JSON it prints."""
+    import json
     import sys
 
     def run() -> Summary:
-        done = subprocess.run([sys.executable, "-c", _DAILY, home], check=True, capture_output=True, text=True)
-        summary: Summary = __import__("json").loads(done.stdout)
+        done = subprocess.run([sys.executable, "-c", script, home], check=True, capture_output=True, text=True)
+        summary: Summary = json.loads(done.stdout)
         return summary
 
     return run
+
+
+def process_toolkit_daily(home: str) -> Timed:
+    """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")``, totals printed."""
+    return _process(_DAILY, home)
 
 
 def process_ccusage_daily(home: str) -> Timed:
@@ -562,14 +568,7 @@ print(json.dumps({"days": len(daily), "input": total("input_total_tokens"), "cac
 
 def process_toolkit_codex_daily(home: str) -> Timed:
     """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")`` on a Codex home."""
-    import sys
-
-    def run() -> Summary:
-        done = subprocess.run([sys.executable, "-c", _CODEX_DAILY, home], check=True, capture_output=True, text=True)
-        summary: Summary = __import__("json").loads(done.stdout)
-        return summary
-
-    return run
+    return _process(_CODEX_DAILY, home)
 
 
 def process_ccusage_codex_daily(home: str, recounted: dict[str, int] | None = None) -> Timed:

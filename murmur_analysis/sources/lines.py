@@ -138,7 +138,7 @@ def scan_lines(
     starts = list(starts) if starts is not None else [(0, 1)] * len(paths)
     ints, strs = columns_of(format)
     packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
-    plain = [i for i in range(len(paths)) if i not in set(packed)]
+    plain = sorted(set(range(len(paths))) - set(packed))
     scanned: list[dict[str, Any] | None] = [None] * len(paths)
     for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
                                               [starts[i] for i in plain], text), strict=True):

@@ -312,17 +312,25 @@ fn columns_dict<'py>(py: Python<'py>, mut c: Columns) -> PyResult<&'py PyDict> {
     Ok(d)
 }
 
-/// The pairing rows of a scanned record, into `d`.
-fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
-    let p = &c.pairs;
-    let mut call_id = Strings::default();
-    let mut name = Strings::default();
-    let mut status = Strings::default();
+/// Pairing rows as the PAIRED columns' Arrow buffers, into `d` under `prefix` + each name: the
+/// one conversion of `pair::Rows` for the scan's pairing and the pairing walk's alike. `rows` are
+/// `(rows, index)` in row order; the texts are already gathered in that order.
+fn paired_into<'r>(
+    py: Python<'_>,
+    d: &PyDict,
+    prefix: &str,
+    rows: impl Iterator<Item = (&'r pair::Rows, usize)>,
+    input_text: Strings,
+    result_text: Strings,
+) -> PyResult<()> {
+    let (mut call_id, mut name, mut kind, mut status) =
+        (Strings::default(), Strings::default(), Strings::default(), Strings::default());
     let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
         (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
-    for i in 0..p.len() {
+    for (p, i) in rows {
         call_id.push(Some(&p.call_id[i]));
         name.push(p.name[i].as_deref());
+        kind.push(Some(if p.kind[i] == 0 { "client" } else { "server" }));
         status.push(Some(pair::STATUSES[p.status[i] as usize]));
         called.push(p.called_seq[i]);
         result.push(p.result_seq[i]);
@@ -330,20 +338,29 @@ fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
         chars.push(p.result_chars[i]);
         input_bytes.push(p.input_bytes[i]);
     }
+    let key = |name: &str| format!("{prefix}{name}");
+    d.set_item(key("call_id"), strings(py, call_id)?)?;
+    d.set_item(key("tool_name"), strings(py, name)?)?;
+    d.set_item(key("kind"), strings(py, kind)?)?;
+    d.set_item(key("status"), strings(py, status)?)?;
+    d.set_item(key("called_seq"), ints(py, called)?)?;
+    d.set_item(key("result_seq"), ints(py, result)?)?;
+    d.set_item(key("is_error"), bools(py, is_error)?)?;
+    d.set_item(key("result_chars"), ints(py, chars)?)?;
+    d.set_item(key("input_bytes"), ints(py, input_bytes)?)?;
+    d.set_item(key("input_text"), strings(py, input_text)?)?;
+    d.set_item(key("result_text"), strings(py, result_text)?)?;
+    Ok(())
+}
+
+/// The pairing rows of a scanned record, into `d`.
+fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
+    let p = &c.pairs;
     let input_text = std::mem::take(&mut c.call_text).gather(&p.input_text);
     let result_text = std::mem::take(&mut c.result_text).gather(&p.result_text);
+    paired_into(py, d, "pair_", (0..p.len()).map(|i| (p, i)), input_text, result_text)?;
     d.set_item("pairs", p.len())?;
     d.set_item("pair_summary", c.pair_summary.clone())?;
-    d.set_item("pair_call_id", strings(py, call_id)?)?;
-    d.set_item("pair_tool_name", strings(py, name)?)?;
-    d.set_item("pair_status", strings(py, status)?)?;
-    d.set_item("pair_called_seq", ints(py, called)?)?;
-    d.set_item("pair_result_seq", ints(py, result)?)?;
-    d.set_item("pair_is_error", bools(py, is_error)?)?;
-    d.set_item("pair_result_chars", ints(py, chars)?)?;
-    d.set_item("pair_input_bytes", ints(py, input_bytes)?)?;
-    d.set_item("pair_input_text", strings(py, input_text)?)?;
-    d.set_item("pair_result_text", strings(py, result_text)?)?;
     d.set_item("pair_state", Py::new(py, PyPairState { inner: c.pair_state.take() })?)?;
     Ok(())
 }
@@ -657,39 +674,16 @@ impl PyPairer {
         let summary = self.inner.summary();
         let (own, answers) = (&self.inner.rows, &self.inner.answers);
         let d = PyDict::new(py);
-        let n = own.len() + answers.len();
-        let (mut call_id, mut name, mut kind, mut status) =
-            (Strings::default(), Strings::default(), Strings::default(), Strings::default());
-        let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
-        let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
-            (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
-        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
         // the rows, then one row per result answering a call of the rows before a resumed walk
-        for (rows, i) in (0..own.len()).map(|i| (own, i)).chain((0..answers.len()).map(|i| (answers, i))) {
-            call_id.push(Some(&rows.call_id[i]));
-            name.push(rows.name[i].as_deref());
-            kind.push(Some(if rows.kind[i] == 0 { "client" } else { "server" }));
-            status.push(Some(pair::STATUSES[rows.status[i] as usize]));
-            called.push(rows.called_seq[i]);
-            result.push(rows.result_seq[i]);
-            is_error.push(rows.is_error[i].map(i64::from));
-            chars.push(rows.result_chars[i]);
-            input_bytes.push(rows.input_bytes[i]);
+        let all = || (0..own.len()).map(move |i| (own, i)).chain((0..answers.len()).map(move |i| (answers, i)));
+        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
+        let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
+        for (rows, i) in all() {
             input_text.push(text(&rows.input_text[i]));
             result_text.push(text(&rows.result_text[i]));
         }
-        d.set_item("rows", n)?;
-        d.set_item("call_id", strings(py, call_id)?)?;
-        d.set_item("tool_name", strings(py, name)?)?;
-        d.set_item("kind", strings(py, kind)?)?;
-        d.set_item("called_seq", ints(py, called)?)?;
-        d.set_item("result_seq", ints(py, result)?)?;
-        d.set_item("status", strings(py, status)?)?;
-        d.set_item("is_error", bools(py, is_error)?)?;
-        d.set_item("result_chars", ints(py, chars)?)?;
-        d.set_item("input_bytes", ints(py, input_bytes)?)?;
-        d.set_item("input_text", strings(py, input_text)?)?;
-        d.set_item("result_text", strings(py, result_text)?)?;
+        paired_into(py, d, "", all(), input_text, result_text)?;
+        d.set_item("rows", own.len() + answers.len())?;
         d.set_item("summary", summary)?;
         d.set_item("answered", &self.inner.answered)?;
         d.set_item("exact", self.inner.exact())?;
