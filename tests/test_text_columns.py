@@ -167,3 +167,31 @@ def test_the_command_line_leaves_text_out_with_no_text(tmp_path: Path) -> None:
                         str(out), "-q", *flag], check=True, capture_output=True)
         calls = ma.read_parquet(out).tables["tool_calls"]
         assert (calls.column("input").null_count == calls.num_rows) is nulls
+
+
+def test_results_answered_out_of_order_keep_their_own_texts(tmp_path: Path) -> None:
+    """Parallel calls answered last first, a result that answers no call, a call never answered:
+    each row has its own call's input and its own result's text (the engine moves the texts
+    within their buffer, setting aside those that come out of order)."""
+    calls = [{"type": "tool_call", "id": f"c{i}", "name": "sh", "input": {"n": i, "pad": "é" * i}} for i in range(4)]
+    values = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": calls},
+        {"role": "tool", "tool_call_id": "c2", "content": "two\nlines"},
+        {"role": "tool", "tool_call_id": "nobody", "content": "stray"},
+        {"role": "tool", "tool_call_id": "c0", "content": [{"type": "text", "text": "zero"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": ""},
+    ]
+    path = tmp_path / "conversations" / "r" / "c" / "conversation.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(line({**v, "id": id_at(i + 1)}) + "\n" for i, v in enumerate(values)), "utf-8")
+    columns, entries = both_paths(path)
+    assert _texts(columns) == _texts(entries)
+    got = {r["call_id"]: (r["input"], r["result_text"]) for r in columns["tool_calls"].to_pylist()}
+    assert got == {
+        "c0": ('{"n":0,"pad":""}', "zero"),
+        "c1": ('{"n":1,"pad":"é"}', ""),
+        "c2": ('{"n":2,"pad":"éé"}', "two\nlines"),
+        "c3": ('{"n":3,"pad":"ééé"}', None),
+        "nobody": (None, "stray"),
+    }

@@ -43,31 +43,66 @@ impl Strings {
     }
 
     /// The column of `at`'s rows: row `r` is this column's row `at[r]` (null where `None`).
-    /// When `at` names every row once and in order, as the pairing of a record's events does
-    /// when its results come in call order, the data moves over as it is and only offsets are
-    /// made; otherwise the texts are copied.
-    pub fn gather(self, at: &[Option<i64>]) -> Strings {
+    ///
+    /// When each row of this column is named at most once (the pairing of a record's events:
+    /// a text is a call's input or a result's text, taken by one row or none), the texts are
+    /// moved within this column's own buffer, each to where its row's text begins, and only a
+    /// text that comes later than one it must make room for is set aside meanwhile. When the
+    /// rows named ascend (results in call order), nothing is set aside; when they come nearly
+    /// in order (a parallel call answered first), little is. Otherwise the texts are copied.
+    pub fn gather(mut self, at: &[Option<i64>]) -> Strings {
         let n = self.len();
-        let in_order = at.iter().flatten().enumerate().all(|(i, &k)| k == i as i64) && at.iter().flatten().count() == n;
+        let mut taker = vec![usize::MAX; n]; // the row that takes each text
+        let mut once = true;
+        for (r, k) in at.iter().enumerate() {
+            if let Some(k) = *k {
+                let slot = &mut taker[k as usize];
+                once &= *slot == usize::MAX;
+                *slot = r;
+            }
+        }
         let mut out = Strings { offsets: Vec::with_capacity(at.len() + 1), valid: Vec::with_capacity(at.len()), data: Vec::new() };
-        if !in_order {
+        if !once {
             for k in at {
                 out.push(k.and_then(|k| self.get(k as usize)));
             }
             return out;
         }
+        let span = |offsets: &[i32], k: usize| (offsets[k] as usize, offsets[k + 1] as usize);
+        // Texts `passed..` still stand where they were written, at or after `end`; a text
+        // before `passed` that a later row takes is in `aside`.
+        let mut aside: std::collections::HashMap<usize, Vec<u8>> = std::collections::HashMap::new();
+        let (mut passed, mut end) = (0usize, 0usize);
         out.offsets.push(0);
-        let mut end = 0;
-        for k in at {
-            match k {
-                Some(k) => {
-                    end = self.offsets[*k as usize + 1];
-                    out.valid.push(self.valid[*k as usize]);
+        for (r, k) in at.iter().enumerate() {
+            let k = match *k {
+                Some(k) => k as usize,
+                None => {
+                    out.valid.push(false);
+                    out.offsets.push(end as i32);
+                    continue;
                 }
-                None => out.valid.push(false),
+            };
+            let (start, stop) = span(&self.offsets, k);
+            let len = stop - start;
+            // Before `end..end + len` is written over, what stands there and is taken later is set aside.
+            while passed < n && (self.offsets[passed] as usize) < end + len {
+                if passed != k && taker[passed] != usize::MAX && taker[passed] > r {
+                    let (s, e) = span(&self.offsets, passed);
+                    aside.insert(passed, self.data[s..e].to_vec());
+                }
+                passed += 1;
             }
-            out.offsets.push(end);
+            match aside.remove(&k) {
+                Some(text) => self.data[end..end + len].copy_from_slice(&text),
+                None if start != end => self.data.copy_within(start..stop, end), // leftward: start > end
+                None => {}
+            }
+            end += len;
+            out.valid.push(self.valid[k]);
+            out.offsets.push(end as i32);
         }
+        self.data.truncate(end);
         out.data = self.data;
         out
     }
@@ -132,4 +167,82 @@ pub fn bitmap(valid: &[bool]) -> Vec<u8> {
 pub fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
     // SAFETY: plain integers, read as bytes for the length of the slice.
     unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Strings;
+
+    fn column(texts: &[Option<&str>]) -> Strings {
+        let mut s = Strings::default();
+        for t in texts {
+            s.push(*t);
+        }
+        s
+    }
+
+    fn rows(s: &Strings) -> Vec<Option<String>> {
+        (0..s.len()).map(|i| s.get(i).map(str::to_owned)).collect()
+    }
+
+    /// Whatever `at` is, the gathered column holds row `at[r]`'s text in row `r`, in valid Arrow
+    /// layout (offsets from 0, never decreasing, ending at the data's length).
+    #[test]
+    fn gather_takes_the_rows_named() {
+        let texts = [Some("alpha"), None, Some(""), Some("δέλτα"), Some("e"), Some("ffff")];
+        let cases: Vec<Vec<Option<i64>>> = vec![
+            vec![Some(0), Some(1), Some(2), Some(3), Some(4), Some(5)], // every row in order
+            vec![Some(0), None, Some(3), Some(5)],                     // gaps: rows no one takes
+            vec![None, Some(4), None],                                 // one row, after a gap
+            vec![Some(3), Some(0), Some(5)],                           // out of order: moved, one set aside
+            vec![Some(5), Some(4), Some(3), Some(2), Some(1), Some(0)], // reversed
+            vec![Some(1), Some(0), None, Some(4), Some(3)],            // pairs answered out of order
+            vec![Some(2), Some(2)],                                    // twice: copied
+            vec![None, None],
+            vec![],
+        ];
+        for at in cases {
+            let got = column(&texts).gather(&at);
+            let want: Vec<Option<String>> =
+                at.iter().map(|k| k.and_then(|k| texts[k as usize]).map(str::to_owned)).collect();
+            assert_eq!(rows(&got), want, "at = {at:?}");
+            if !at.is_empty() {
+                assert_eq!(got.offsets[0], 0);
+                assert!(got.offsets.windows(2).all(|w| w[0] <= w[1]), "at = {at:?}");
+                assert_eq!(*got.offsets.last().unwrap() as usize, got.data.len(), "at = {at:?}");
+            }
+        }
+    }
+
+    /// Every order of every subset of a column's rows, with nulls between: the same texts as a copy.
+    #[test]
+    fn gather_any_order() {
+        let texts: Vec<Option<String>> =
+            (0..7).map(|i| if i == 2 { None } else { Some("x".repeat(i * 3) + &i.to_string()) }).collect();
+        let mut seed = 12345u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let mut order: Vec<usize> = (0..texts.len()).filter(|_| next() % 3 != 0).collect();
+            for i in (1..order.len()).rev() {
+                order.swap(i, (next() % (i as u64 + 1)) as usize);
+            }
+            let mut at: Vec<Option<i64>> = Vec::new();
+            for k in order {
+                if next() % 4 == 0 {
+                    at.push(None);
+                }
+                at.push(Some(k as i64));
+            }
+            let refs: Vec<Option<&str>> = texts.iter().map(|t| t.as_deref()).collect();
+            let got = column(&refs).gather(&at);
+            let want: Vec<Option<String>> = at.iter().map(|k| k.and_then(|k| texts[k as usize].clone())).collect();
+            assert_eq!(rows(&got), want, "at = {at:?}");
+            assert_eq!(*got.offsets.last().unwrap() as usize, got.data.len());
+        }
+    }
 }
