@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
+from murmur_analysis.core.wire import murmur_block_rules
+from murmur_analysis.engine import _native
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
 from murmur_analysis.tables.frames import FrameBuilder
@@ -100,3 +102,44 @@ def test_any_record_reads_alike_both_ways(lines: list[Any]) -> None:
                 rows.append(value)
         path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
         assert_same(path)
+
+
+def _plain(value: Any) -> Any:
+    """A scan result's value as plain data: buffers as their bytes, the walk's state as its bytes."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "to_bytes") and not isinstance(value, int):
+        return value.to_bytes()
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        return value
+
+
+def _scan(path: Path, block_bytes: int | None) -> Any:
+    return _plain(_native.scan_records([bytes(path)], murmur_block_rules(), True, block_bytes)[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(message(), st.just("not json"), st.just(""), st.just("  ")), max_size=25),
+       st.sampled_from([b"", b"\n", b'{"role":"user","content":"to', b"\xff\xfe"]),
+       st.integers(1, 300))
+def test_a_record_scans_the_same_at_any_block_size(lines: list[Any], tail: bytes, block_bytes: int) -> None:
+    """Lines cut by a block's end, a torn or non-UTF-8 last line, the header on line 1, tool
+    events walked block by block as blocks are joined: the columns equal a read in one block."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conversation.jsonl"
+        header = line({"type": "murmur.record", "capsule": "c", "created_ms": 1})
+        rows = [header] + [line({k: v for k, v in value.items() if v is not None or k == "content"})
+                           if isinstance(value, dict) else value for value in lines]
+        path.write_bytes("".join(r + "\n" for r in rows).encode("utf-8") + tail)
+        assert _scan(path, block_bytes) == _scan(path, None)
+
+
+def test_the_sample_records_scan_the_same_at_any_block_size() -> None:
+    for path in sorted((REPO / "data" / "samples" / "murmur").rglob("conversation.jsonl")):
+        whole = _scan(path, None)
+        for block_bytes in (1, 97, 4096):
+            assert _scan(path, block_bytes) == whole, (path, block_bytes)

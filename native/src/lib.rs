@@ -365,18 +365,27 @@ fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
     Ok(())
 }
 
-/// scan_records(paths, spec, text) -> list[dict]: every record decided and derived into columns, all
-/// records and all cores at once with the GIL released; one dict of Arrow buffers per path, in
-/// order. `text` false leaves the text columns null (a lean scan).
-#[pyfunction]
-fn scan_records(py: Python<'_>, paths: Vec<&[u8]>, spec: SpecArgs, text: bool) -> PyResult<Vec<PyObject>> {
+/// scan_records(paths, spec, text, block_bytes=None) -> list[dict]: every record decided and
+/// derived into columns, all records and all cores at once with the GIL released; one dict of
+/// Arrow buffers per path, in order. `text` false leaves the text columns null (a lean scan).
+/// `block_bytes` reads in blocks of that many bytes (the engine's own size when `None`; the
+/// columns are the same at any size).
+#[pyfunction(block_bytes = "None")]
+#[pyo3(text_signature = "(paths, spec, text, block_bytes=None)")]
+fn scan_records(
+    py: Python<'_>,
+    paths: Vec<&[u8]>,
+    spec: SpecArgs,
+    text: bool,
+    block_bytes: Option<usize>,
+) -> PyResult<Vec<PyObject>> {
     use std::os::unix::ffi::OsStrExt;
     let spec = spec_of(spec, text);
     // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
     let out: Vec<Columns> =
-        py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p)).collect()));
+        py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p, block_bytes.unwrap_or(scan::BLOCK).max(1))).collect()));
     out.into_iter().map(|c| columns_dict(py, c).map(|d| d.into_py(py))).collect()
 }
 

@@ -117,55 +117,6 @@ impl Columns {
         }
     }
 
-    /// Walk the record's tool events through the pairing core: a message (run) is a stretch
-    /// of rows of the same role ([`pair::MessageRuns`]), and a row's position is its index.
-    /// The walk's state is kept for a walk of what is appended to the record later.
-    fn pair(&mut self) {
-        let roles = &self.role;
-        let mut runs = pair::MessageRuns::default();
-        let messages: Vec<i64> = (0..self.rows()).map(|i| runs.next(roles.get(i).unwrap_or_default())).collect();
-        let mut walk = pair::Pairer::new();
-        let text = |col: &Strings, i: usize| col.get(i).unwrap_or_default().to_owned();
-        for (i, &row) in self.ev_row.iter().enumerate() {
-            let call = self.ev_call[i] == 1;
-            let event = pair::Event {
-                position: row,
-                call,
-                kind: 0,
-                id: text(&self.ev_id, i),
-                name: if call { Some(text(&self.ev_name, i)) } else { None },
-                is_error: self.ev_error.valid[i].then(|| self.ev_error.values[i] != 0),
-                chars: self.ev_chars.valid[i].then(|| self.ev_chars.values[i]),
-                input_bytes: self.ev_bytes.valid[i].then(|| self.ev_bytes.values[i]),
-                input: None,
-                text: Some(self.ev_text_idx[i]),
-            };
-            walk.feed(messages[row as usize], event);
-        }
-        walk.finish();
-        self.pair_summary = walk.summary();
-        self.pair_state = Some(walk.save(runs));
-        self.pairs = std::mem::take(&mut walk.rows);
-        // Each event's text went to one row (a call's input, a result's text): where, so a walk
-        // resumed over these events later finds them without a second copy of every text.
-        let p = &self.pairs;
-        let (mut call_row, mut result_row) = (vec![-1i64; self.call_text.len()], vec![-1i64; self.result_text.len()]);
-        for r in 0..p.len() {
-            if let Some(j) = p.input_text[r] {
-                call_row[j as usize] = r as i64;
-            }
-            if let Some(j) = p.result_text[r] {
-                result_row[j as usize] = (p.len() + r) as i64;
-            }
-        }
-        self.ev_text_at = (0..self.ev_row.len())
-            .map(|i| {
-                let j = self.ev_text_idx[i] as usize;
-                if self.ev_call[i] == 1 { call_row[j] } else { result_row[j] }
-            })
-            .collect();
-    }
-
     /// One message line's row and events.
     fn message(&mut self, spec: &Spec, value: &Json<'_>, line_no: i64) {
         let string = |key: &str| value.field(key).and_then(View::text);
@@ -324,43 +275,94 @@ pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
 
 /// Read `file` from where it stands, up to `remaining` bytes (its size when the read began: a
 /// file the runtime appends to meanwhile is read as it was), a block of [`BLOCK`] bytes at a
-/// time, and hand each block's whole lines to `each` (the file's last line whole or not).
-/// Returns the read error, if one ended the read early. The one block reader of the engine: a
-/// record's scan and every line-delimited format's read go through it.
-pub fn blocks(file: &mut File, mut remaining: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut eof = remaining == 0;
-    let mut error = None;
-    while !eof {
-        let have = buf.len();
-        buf.resize(have + remaining.min(BLOCK), 0);
-        let mut filled = have;
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(err) => {
-                    error = Some(format!("read failed: {}", reason(&err)));
-                    eof = true;
-                    break;
-                }
-            }
-        }
-        remaining -= filled - have;
-        if filled < buf.len() || remaining == 0 {
-            eof = true;
-        }
-        buf.truncate(filled);
-        let len = if eof { buf.len() } else { memchr::memrchr(b'\n', &buf).map_or(0, |i| i + 1) };
-        each(&buf[..len]);
-        buf.drain(..len);
-    }
-    error
+/// time, and hand each block's whole lines to `each`, in order (the file's last line whole or
+/// not). Returns the read error, if one ended the read early. The one block reader of the
+/// engine: a record's scan and every line-delimited format's read go through it.
+///
+/// The next block is read on a thread of its own while `each` works on this one; two block
+/// buffers take turns, so memory stays two blocks. A line cut by a block's end is handed on
+/// whole, on its own, before the next block's lines.
+pub fn blocks(file: &mut File, remaining: usize, each: impl FnMut(&[u8])) -> Option<String> {
+    blocks_of(file, remaining, BLOCK, each)
 }
 
-/// One record, read in blocks; `None` for a file that could not be opened.
-pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
+/// [`blocks`] with blocks of `block` bytes.
+fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
+    use std::sync::mpsc::sync_channel;
+    let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>, String>>(1);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut left = remaining;
+            while left > 0 {
+                let mut buf = empty_rx.try_recv().unwrap_or_default();
+                buf.resize(left.min(block), 0);
+                let mut filled = 0;
+                let mut failed = None;
+                while filled < buf.len() {
+                    match file.read(&mut buf[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(err) => {
+                            failed = Some(format!("read failed: {}", reason(&err)));
+                            break;
+                        }
+                    }
+                }
+                buf.truncate(filled);
+                let short = filled < left.min(block);
+                left -= filled;
+                if filled > 0 && full_tx.send(Ok(buf)).is_err() {
+                    return;
+                }
+                if let Some(message) = failed {
+                    let _ = full_tx.send(Err(message));
+                    return;
+                }
+                if short {
+                    return; // the file ended before its size when the read began
+                }
+            }
+        });
+        let mut carry: Vec<u8> = Vec::new(); // a line begun in an earlier block
+        let mut error = None;
+        for got in full_rx {
+            let buf = match got {
+                Ok(buf) => buf,
+                Err(message) => {
+                    error = Some(message);
+                    break;
+                }
+            };
+            let first = memchr::memchr(b'\n', &buf);
+            let last = memchr::memrchr(b'\n', &buf);
+            match (first, last) {
+                (Some(first), Some(last)) => {
+                    if !carry.is_empty() {
+                        carry.extend_from_slice(&buf[..=first]);
+                        each(&carry);
+                        carry.clear();
+                        each(&buf[first + 1..=last]);
+                    } else {
+                        each(&buf[..=last]);
+                    }
+                    carry.extend_from_slice(&buf[last + 1..]);
+                }
+                _ => carry.extend_from_slice(&buf),
+            }
+            let _ = empty_tx.try_send(buf);
+        }
+        if !carry.is_empty() {
+            each(&carry);
+        }
+        error
+    })
+}
+
+/// One record, read in blocks of `block` bytes; `None` for a file that could not be opened. While a block's
+/// lines are decided on every core, the block before is joined to the record and walked.
+pub fn record(spec: &Spec, path: &std::path::Path, block: usize) -> Columns {
     let mut out = Columns::default();
     let mut file = match File::open(path) {
         Ok(f) => f,
@@ -371,25 +373,98 @@ pub fn record(spec: &Spec, path: &std::path::Path) -> Columns {
     };
     let remaining = file.metadata().map(|m| m.len() as usize).unwrap_or(usize::MAX);
     let mut first = true;
-    let error = blocks(&mut file, remaining, |buf| {
+    let mut walking = Walking::default();
+    let mut decided: Vec<Columns> = Vec::new();
+    let error = blocks_of(&mut file, remaining, block, |buf| {
         let pieces = cut(buf, buf.len());
-        let decided: Vec<Columns> = pieces
-            .par_iter()
-            .enumerate()
-            .map(|(i, &(s, e))| piece(spec, &buf[s..e], first && i == 0))
-            .collect();
-        for part in decided {
-            out.join(part);
-        }
+        let at_first = first;
+        let (now, ()) = rayon::join(
+            || pieces.par_iter().enumerate().map(|(i, &(s, e))| piece(spec, &buf[s..e], at_first && i == 0)).collect(),
+            || walking.take(&mut out, std::mem::take(&mut decided)),
+        );
+        decided = now;
         if !buf.is_empty() {
             first = false;
         }
     });
+    walking.take(&mut out, decided);
     if error.is_some() {
         out.error = error;
     }
-    out.pair();
+    walking.finish(&mut out);
     out
+}
+
+/// The pairing walk of a record's tool events, fed block by block as the blocks are joined
+/// (the assembly core's walk): a message (run) is a stretch of rows of the same role
+/// ([`pair::MessageRuns`]), and a row's position is its index.
+#[derive(Default)]
+struct Walking {
+    runs: pair::MessageRuns,
+    walk: pair::Pairer,
+    /// each row's message index
+    messages: Vec<i64>,
+    /// events fed so far
+    events: usize,
+}
+
+impl Walking {
+    /// Join `parts` to `out`, in order, and walk their tool events.
+    fn take(&mut self, out: &mut Columns, parts: Vec<Columns>) {
+        for part in parts {
+            out.join(part);
+        }
+        let roles = &out.role;
+        for i in self.messages.len()..out.rows() {
+            self.messages.push(self.runs.next(roles.get(i).unwrap_or_default()));
+        }
+        let text = |col: &Strings, i: usize| col.get(i).unwrap_or_default().to_owned();
+        for i in self.events..out.ev_row.len() {
+            let row = out.ev_row[i];
+            let call = out.ev_call[i] == 1;
+            let event = pair::Event {
+                position: row,
+                call,
+                kind: 0,
+                id: text(&out.ev_id, i),
+                name: if call { Some(text(&out.ev_name, i)) } else { None },
+                is_error: out.ev_error.valid[i].then(|| out.ev_error.values[i] != 0),
+                chars: out.ev_chars.valid[i].then(|| out.ev_chars.values[i]),
+                input_bytes: out.ev_bytes.valid[i].then(|| out.ev_bytes.values[i]),
+                input: None,
+                text: Some(out.ev_text_idx[i]),
+            };
+            self.walk.feed(self.messages[row as usize], event);
+        }
+        self.events = out.ev_row.len();
+    }
+
+    /// Close the walk: the record's pairing rows and summary, the state a walk of lines
+    /// appended later goes on from, and where each event's text went among the rows.
+    fn finish(mut self, out: &mut Columns) {
+        self.walk.finish();
+        out.pair_summary = self.walk.summary();
+        out.pair_state = Some(self.walk.save(self.runs));
+        out.pairs = std::mem::take(&mut self.walk.rows);
+        // Each event's text went to one row (a call's input, a result's text): where, so a walk
+        // resumed over these events later finds them without a second copy of every text.
+        let p = &out.pairs;
+        let (mut call_row, mut result_row) = (vec![-1i64; out.call_text.len()], vec![-1i64; out.result_text.len()]);
+        for r in 0..p.len() {
+            if let Some(j) = p.input_text[r] {
+                call_row[j as usize] = r as i64;
+            }
+            if let Some(j) = p.result_text[r] {
+                result_row[j as usize] = (p.len() + r) as i64;
+            }
+        }
+        out.ev_text_at = (0..out.ev_row.len())
+            .map(|i| {
+                let j = out.ev_text_idx[i] as usize;
+                if out.ev_call[i] == 1 { call_row[j] } else { result_row[j] }
+            })
+            .collect();
+    }
 }
 
 pub(crate) fn reason(err: &std::io::Error) -> String {
@@ -424,4 +499,33 @@ pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
         })
         .collect();
     decided.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    /// Whatever the block size, every call holds whole lines (the last one of the file whole or
+    /// not), and the calls in order are the file's first `remaining` bytes.
+    #[test]
+    fn blocks_hand_over_whole_lines_in_order() {
+        let text = b"{\"a\":1}\n\n  \nlonger line than a block of a few bytes\nx\n\n\ntorn tail";
+        let path = std::env::temp_dir().join(format!("ma-blocks-{}.jsonl", std::process::id()));
+        std::fs::File::create(&path).unwrap().write_all(text).unwrap();
+        for remaining in [0, 1, 9, 10, text.len() - 3, text.len()] {
+            for block in 1..=text.len() + 1 {
+                let mut file = std::fs::File::open(&path).unwrap();
+                let mut calls: Vec<Vec<u8>> = Vec::new();
+                let error = super::blocks_of(&mut file, remaining, block, |buf| calls.push(buf.to_vec()));
+                assert!(error.is_none());
+                assert_eq!(calls.concat(), &text[..remaining], "block {block}, remaining {remaining}");
+                for (i, call) in calls.iter().enumerate() {
+                    if i + 1 < calls.len() {
+                        assert!(call.is_empty() || call.ends_with(b"\n"), "block {block}: a cut line {call:?}");
+                    }
+                }
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
 }
