@@ -304,6 +304,10 @@ class ResumePoint:
             message (the point before a file's first byte). A walk takes the state over, so a
             point serves one read.
         at: the file's identity where the point ends (``None``: not tied to a file yet).
+        carry: what else the rows after the point depend on, as JSON values the source that
+            made the point fills and reads (its own state, opaque to the exporter: Codex keeps
+            the model in force, the last token totals, the last assistant message, ...);
+            empty for a source whose rows after a point depend on nothing more.
     """
 
     messages: int = 0
@@ -311,15 +315,19 @@ class ResumePoint:
     chars: int = 0
     walk: _native.PairState | None = field(default=None, compare=False)
     at: Known | None = None
+    carry: Mapping[str, JSON] = field(default_factory=dict)
 
     def to_doc(self) -> dict[str, JSON]:
         """The point as JSON values (an export's state keeps it): the counts, the walk's state, the file's identity.
 
-        The walk's state is the base64 text of its versioned bytes (``pairing``).
+        The walk's state is the base64 text of its versioned bytes (``pairing``); the source's
+        ``carry``, when it has one, is kept as it is.
         """
         walk = self.walk if self.walk is not None else _native.PairState()
         doc: dict[str, JSON] = {"messages": self.messages, "lines": self.lines, "chars": self.chars,
                                 "pairing": base64.b64encode(walk.to_bytes()).decode("ascii")}
+        if self.carry:
+            doc["carry"] = dict(self.carry)
         if self.at is not None:
             doc.update(known_doc(self.at))
         return doc
@@ -331,6 +339,8 @@ class ResumePoint:
         A point an earlier version wrote holds no walk state (it kept the last run's side and
         whether that run had loose results), and neither does one whose state's format is of
         another version: the file is then read whole once, which leaves a point of this one.
+        A point with no ``carry`` (as one written before points had it) has an empty one: a
+        source whose rows need its carry reads the file whole when it finds it empty.
         """
         if not isinstance(doc, dict):
             return None
@@ -345,7 +355,10 @@ class ResumePoint:
             walk = _native.PairState.from_bytes(base64.b64decode(text, validate=True))
         except (ValueError, binascii.Error):
             return None
-        return cls(messages, lines, chars, walk, known_file(doc) if "size" in doc else None)
+        carry = doc.get("carry", {})
+        if not isinstance(carry, dict):
+            return None
+        return cls(messages, lines, chars, walk, known_file(doc) if "size" in doc else None, carry)
 
 
 @dataclass(frozen=True)

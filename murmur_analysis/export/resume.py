@@ -6,8 +6,12 @@ result answers an earlier call), and the appended messages' rows are written bes
 continued from the resume point (:mod:`murmur_analysis.sources.resume`):
 
 * ``messages``: ``seq`` goes on from the messages before;
-* ``growth``: ``position``, ``messages`` and ``chars`` go on from the point's counts (a record
-  read this way has no usage, so ``context_tokens`` stays null);
+* ``growth``: ``position``, ``messages`` and ``chars`` go on from the point's counts
+  (``context_tokens`` is only derived from usage on the entries, and a tail with such usage is
+  read whole, so it stays null);
+* ``usage``: the rows a source hands over beside the entries (``Summary.usage``, Codex's
+  ``token_count`` deltas): ``seq`` goes on from the messages before (a row may name a message
+  before the point); usage carried on the entries themselves is not read on;
 * ``tool_calls``: the pairing walk of the appended messages, going on from the state the
   earlier walk left (:class:`~murmur_analysis.algorithms.pairing.Pairer`), makes the rows a
   walk of the whole file makes after the earlier rows, and one row more per appended result
@@ -59,6 +63,9 @@ class GrownRows:
 
 #: The ``tool_calls`` columns a result gives its call's row (with ``status``).
 _RESULT = ("result_seq", "result_at", "is_error", "result_chars", "result_text")
+#: What the runtime recorded of a call (``ToolMeta``) that the tail may know and the call's row did
+#: not (Codex: an exit code written with the result): taken from the tail's ``tool_meta`` where it has it.
+_RECORDED = ("duration_ms", "output_bytes", "exit_code")
 
 
 def unit_rows(previous: ExportState, generation: Generation, unit: str, table: str,
@@ -105,7 +112,8 @@ def continue_rows(
         Their rows: ``tool_calls`` holds the appended rows only; the earlier rows they
         answer are in :attr:`GrownRows.answered`.
     """
-    if tables["usage"].num_rows or tables["steps"].num_rows:
+    summary = tail.conversation.summary
+    if tables["steps"].num_rows or (tables["usage"].num_rows and (summary is None or summary.usage is None)):
         return None
     new_conv = tables["conversations"].to_pylist()
     if len(new_conv) != 1:
@@ -114,10 +122,15 @@ def continue_rows(
     out = dict(tables)
     out["messages"] = _shift(tables["messages"], {"seq": base})
     out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point.chars})
+    out["usage"] = _shift(tables["usage"], {"seq": base})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
     # The walk's last rows answer earlier calls: their result fields go to those calls' rows.
     own = calls.num_rows - len(tail.answered)
     answers = calls.slice(own).select(["call_id", *_RESULT, "status"]).to_pylist()
+    meta = summary.tool_meta if summary is not None and summary.tool_meta is not None else tail.conversation.tool_meta
+    for change in answers:
+        recorded = meta.get(change["call_id"])
+        change.update((name, getattr(recorded, name) if recorded is not None else None) for name in _RECORDED)
     answered = dict(zip(tail.answered, answers, strict=True))
     out["tool_calls"] = calls.slice(0, own)
     now = new_conv[0]
@@ -135,7 +148,7 @@ def continue_rows(
             tool_errors=before["tool_errors"] + now["tool_errors"],
             orphans=before["orphans"] + now["orphans"],
             tokens=_sum(before["tokens"], now["tokens"]),
-            unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]),
+            unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]) - tail.reported,
             cost_usd=_sum(before["cost_usd"], now["cost_usd"]),
             unpriced_responses=_sum(before["unpriced_responses"], now["unpriced_responses"]),
         )
@@ -147,6 +160,9 @@ def continue_rows(
 def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | None:
     """``tool_calls`` rows with the result fields of the rows at the indexes of ``changes`` replaced.
 
+    What the runtime recorded of a call (``duration_ms``, ``output_bytes``, ``exit_code``) is
+    replaced only where the change has it.
+
     ``None`` when a row's ``call_id`` is not the change's (the rows are not the ones the walk's
     state was saved with), and the record is read whole.
     """
@@ -156,12 +172,16 @@ def answer(calls: pa.Table, changes: dict[int, dict[str, Any]]) -> pa.Table | No
     ids = calls.column("call_id").take(pa.array(at, pa.int64())).to_pylist()
     if ids != [changes[k]["call_id"] for k in at]:
         return None
-    mask = np.zeros(calls.num_rows, dtype=bool)
-    mask[at] = True
-    for name in (*_RESULT, "status"):
+    for name in (*_RESULT, "status", *_RECORDED):
+        # a recorded field is taken only where the answering row has it
+        chosen = [k for k in at if name not in _RECORDED or changes[k].get(name) is not None]
+        if not chosen:
+            continue
+        mask = np.zeros(calls.num_rows, dtype=bool)
+        mask[chosen] = True
         i = calls.schema.get_field_index(name)
         column = calls.column(i).combine_chunks()
-        values = pa.array([changes[k][name] for k in at], column.type)
+        values = pa.array([changes[k][name] for k in chosen], column.type)
         calls = calls.set_column(i, name, pc.replace_with_mask(column, pa.array(mask), values))
     return calls
 

@@ -70,11 +70,15 @@ class Tail:
             is whole).
         answered: the earlier ``tool_calls`` row (of the conversation) each of those last
             ``len(answered)`` rows of the pairing answers.
+        reported: responses before the point that no usage row before it reported on, and
+            that a usage row after it does (its ``seq`` names the earlier message): the
+            earlier rows counted them in ``conversations.unreported_responses``.
     """
 
     conversation: Conversation
     point: ResumePoint | None
     answered: list[int]
+    reported: int = 0
 
 
 def resumed(point: ResumePoint) -> Pairer:

@@ -20,6 +20,11 @@ rollout of a load one after the other (:class:`Rows`); each rollout's share is a
 * **Growth**: ``compacted``, a remote ``compaction`` item and ``event_msg/context_compacted``
   mark a compaction at the message they follow (one row per message they follow).
 * **Title**: the first user message's first line that is not injected context.
+
+Rows read on from a resume point go on from the state of the lines before it (a
+:class:`~.carry.Carry` per rollout): the model in force, the last totals, the last assistant
+message, its compaction row, the exit codes. Each rollout's :attr:`Decoded.carry` is that state
+after its rows.
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ from ...core.model import Usage
 from ...core.providers import ProviderSource, accounting
 from ..lines import LineRows
 from ..murmur.entries import title_of
-from .usage import COUNTERS, deltas
+from .carry import Carry
+from .usage import COUNTERS, Totals, deltas, last_totals
 
-__all__ = ["FALLBACK_MODEL", "Decoded", "Identity", "Rows", "decode", "identities"]
+__all__ = ["FALLBACK_MODEL", "Decoded", "Identity", "Rows", "decode", "file_id", "identities"]
 
 #: The model ccusage assumes for a call no ``turn_context`` names.
 FALLBACK_MODEL = "gpt-5"
@@ -85,6 +91,9 @@ class Decoded:
     tool_meta: dict[str, ToolMeta]
     lines: pa.Array  # the line number of each message
     errors: pa.Array  # each message's inferred tool error flag (tool outputs)
+    carry: Carry  # the state after its rows, for a read on from where they end
+    reported: int = 0  # assistant messages before its first row no usage row reported on, and one of its rows does
+    alone: bool = True  # whether every exit code it read is of a call or result among its own rows
 
 
 def _mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -95,7 +104,7 @@ def _is(table: pa.Table, column: str, *values: str) -> np.ndarray:
     return _mask(pc.is_in(table.column(column), value_set=pa.array(values, _STR)))
 
 
-def _file_id(path: Path) -> str:
+def file_id(path: Path) -> str:
     """The thread id in a rollout's name (``rollout-<time>-<uuid>.jsonl``), else its stem."""
     stem = path.name.split(".jsonl")[0]
     tail = stem[-36:]
@@ -174,7 +183,7 @@ def identities(rows: Sequence[LineRows]) -> list[Identity]:
     out: list[Identity] = []
     for r, at in zip(rows, first, strict=True):
         if at < 0:
-            out.append(Identity(_file_id(r.path)))
+            out.append(Identity(file_id(r.path)))
             continue
         meta = next(picked)
         created = meta["meta_ts_us"] if meta["meta_ts_us"] is not None else meta["ts_us"]
@@ -218,13 +227,17 @@ class _Kept:
         return mine
 
 
-def _models(rows: Rows) -> pa.Array:
-    """The ``turn_context`` model in force at each row (carried forward within its rollout)."""
+def _models(rows: Rows, carries: Sequence[Carry | None]) -> pa.Array:
+    """The ``turn_context`` model in force at each row (carried forward within its rollout, from its carry on)."""
     t = rows.table
     named = _is(t, "type", "turn_context") & _mask(pc.is_valid(t.column("model")))
     at = np.maximum.accumulate(np.where(named, np.arange(t.num_rows), -1))
     mine = at >= rows.offsets[rows.rollout]
-    return t.column("model").take(pa.array(np.where(mine, at, 0), _I64, mask=~mine)).combine_chunks()
+    found = t.column("model").take(pa.array(np.where(mine, at, 0), _I64, mask=~mine)).combine_chunks()
+    if not any(c is not None and c.model is not None for c in carries):
+        return found
+    seeds = pa.array([c.model if c is not None else None for c in carries], _STR)
+    return pc.coalesce(found, seeds.take(pa.array(rows.rollout, _I64)))
 
 
 def _events(kept: _Kept, text: bool) -> list[ToolEvents]:
@@ -248,25 +261,41 @@ def _events(kept: _Kept, text: bool) -> list[ToolEvents]:
     return out
 
 
-def _tool_meta(kept: _Kept, events: list[ToolEvents]) -> list[dict[str, ToolMeta]]:
+@dataclass(frozen=True, slots=True)
+class _Codes:
+    """A rollout's exit codes by call id, the ids whose code is the output's own, and the ids coded in its rows."""
+
+    codes: dict[str, int]
+    said: set[str]
+    read: set[str]
+
+
+def _tool_meta(kept: _Kept, events: list[ToolEvents], carries: Sequence[Carry | None]) -> list[_Codes]:
     """Exit codes by call id (the output's, else ``exec_command_end``'s); null flags filled from them."""
     t = kept.rows.table
     coded = _mask(pc.is_valid(t.column("exit_code")))
     ended = _is(t, "payload_type", "exec_command_end") & coded & kept.after()
-    codes: list[dict[str, int]] = [{} for _ in events]
-    for mask in (ended, kept.keep & coded):  # the output's own word wins
+    out = [_Codes(dict(c.codes), set(c.said), set()) if c is not None else _Codes({}, set(), set()) for c in carries]
+    for own, mask in ((False, ended), (True, kept.keep & coded)):  # the output's own word wins
         at = np.flatnonzero(mask)
         picked = t.select(["call_id", "exit_code"]).take(pa.array(at, _I64)).to_pydict()
         for r, c, e in zip(kept.rows.rollout[at].tolist(), picked["call_id"], picked["exit_code"], strict=True):
-            if c is not None:
-                codes[r][c] = e
-    for mine, evs in zip(codes, events, strict=True):
-        if not mine:
+            if c is None:
+                continue
+            mine = out[r]
+            mine.read.add(c)
+            if own:
+                mine.said.add(c)
+            elif c in mine.said:  # an output before the point said it
+                continue
+            mine.codes[c] = e
+    for mine, evs in zip(out, events, strict=True):
+        if not mine.codes:
             continue
         for i, (call, cid) in enumerate(zip(evs.call, evs.call_id, strict=True)):
-            if not call and evs.is_error[i] is None and cid in mine:
-                evs.is_error[i] = mine[cid] != 0
-    return [{cid: ToolMeta(exit_code=code) for cid, code in mine.items()} for mine in codes]
+            if not call and evs.is_error[i] is None and cid in mine.codes:
+                evs.is_error[i] = mine.codes[cid] != 0
+    return out
 
 
 def _columns(kept: _Kept, models: pa.Array, events: list[ToolEvents], text: bool) -> list[EntryColumns]:
@@ -298,12 +327,17 @@ def _columns(kept: _Kept, models: pa.Array, events: list[ToolEvents], text: bool
     return out
 
 
-def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array,
-           diagnostics: Sequence[Diagnostics]) -> list[tuple[UsageRow, ...]]:
-    """Each rollout's usage rows: one per counted ``token_count`` after its copied prefix (see :mod:`.usage`)."""
+def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array, diagnostics: Sequence[Diagnostics],
+           carries: Sequence[Carry | None], before: Totals | None) -> tuple[list[tuple[UsageRow, ...]], list[int]]:
+    """Each rollout's usage rows: one per counted ``token_count`` after its copied prefix (see :mod:`.usage`).
+
+    Also how many of them were priced as the fallback model. A row before any assistant message
+    of its rows reports on the last one before its carry's point (a negative ``seq``: counted
+    back from it).
+    """
     rows = kept.rows
     t = rows.table
-    found = deltas(t, rows.rollout)
+    found = deltas(t, rows.rollout, before)
     chosen = kept.after()[found.rows]
     at = found.rows[chosen]
     owner = rows.rollout[at]
@@ -315,13 +349,18 @@ def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array,
     assistant = kept.keep & _is(t, "side", "assistant")
     last = np.maximum.accumulate(np.where(assistant, np.arange(t.num_rows), -1))[at]
     linked = last >= rows.offsets[owner]
-    seqs = pa.array(kept.position(kept.seen[np.maximum(last, 0)], at), _I64, mask=~linked).to_pylist()
+    back = np.array([c.assistant if c is not None and c.assistant is not None else 0 for c in carries], np.int64)
+    earlier = np.array([c is not None and c.assistant is not None for c in carries], dtype=bool)
+    position = np.where(linked, kept.position(kept.seen[np.maximum(last, 0)], at), back[owner])
+    seqs = pa.array(position, _I64, mask=~(linked | earlier[owner])).to_pylist()
     counters = [pa.array(values[i], _I64, mask=~valid[i]).to_pylist() for i in range(len(COUNTERS))]
     bounds = _split(owner, len(idents))
     out: list[tuple[UsageRow, ...]] = []
+    counted: list[int] = []
     for r, ident in enumerate(idents):
         lo, hi = bounds[r], bounds[r + 1]
         assumed = sum(1 for m in model[lo:hi] if m is None)
+        counted.append(assumed)
         if assumed:
             diagnostics[r].report(rows.paths[r], "assumed_model",
                                   f"{assumed} usage row(s) name no model (no turn_context before them): priced as "
@@ -339,35 +378,39 @@ def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array,
                                  created_at=_when(times[i]), found_in="entry", accounting="openai",
                                  provider_source=source))
         out.append(tuple(made))
-    return out
+    return out, counted
 
 
 def _when(us: int | None) -> datetime | None:
     return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
 
 
-def _growth(kept: _Kept) -> list[tuple[GrowthRow, ...]]:
-    """Each rollout's compaction rows: one per message a compaction follows."""
+def _growth(kept: _Kept, carries: Sequence[Carry | None]) -> list[tuple[GrowthRow, ...]]:
+    """Each rollout's compaction rows: one per message a compaction follows.
+
+    A compaction before a rollout's first message read on from a point follows the last message
+    before the point (position -1, its size the point's): its row, unless its carry has it.
+    """
     t = kept.rows.table
     marks = (_is(t, "type", "compacted") | (_is(t, "type", "response_item", "event_msg")
                                             & _is(t, "payload_type", *_COMPACTIONS)))
     at = np.flatnonzero(marks & kept.after())
-    at = at[kept.mine(at)]
+    pending = np.array([c is not None and not c.compacted for c in carries], dtype=bool)
+    at = at[kept.mine(at) | pending[kept.rows.rollout[at]]]
     out: list[tuple[GrowthRow, ...]] = [() for _ in kept.starts]
     if not len(at):
         return out
     # one row per (rollout, message): the first compaction after each message
-    message = kept.seen[at]
-    first = np.flatnonzero(np.concatenate([[True], message[1:] != message[:-1]]))
-    at, message = at[first], message[first]
+    message, owner = kept.seen[at], kept.rows.rollout[at]
+    first = np.flatnonzero(np.concatenate([[True], (message[1:] != message[:-1]) | (owner[1:] != owner[:-1])]))
+    at, message, owner = at[first], message[first], owner[first]
     times = t.column("ts_us").take(pa.array(at, _I64)).to_pylist()
     positions = kept.position(message, at).tolist()
-    owner = kept.rows.rollout[at]
     bounds = _split(owner, len(out))
     for r in np.unique(owner).tolist():
         lo, hi = bounds[r], bounds[r + 1]
-        out[r] = tuple(GrowthRow(p, "compaction", at=_when(us)) for p, us in zip(positions[lo:hi], times[lo:hi],
-                                                                                 strict=True))
+        out[r] = tuple(GrowthRow(p, "compaction", at=_when(us), chars=0 if p < 0 else None)
+                       for p, us in zip(positions[lo:hi], times[lo:hi], strict=True))
     return out
 
 
@@ -380,8 +423,45 @@ def _titles(kept: _Kept) -> list[str | None]:
     return [title_of(next(found)) if f >= 0 else None for f in first]
 
 
+def _last_assistants(kept: _Kept) -> list[int | None]:
+    """Per rollout, the position of its last kept assistant message (``None``: it has none)."""
+    at = np.flatnonzero(kept.keep & _is(kept.rows.table, "side", "assistant"))
+    owner = kept.rows.rollout[at]
+    out: list[int | None] = [None] * len(kept.starts)
+    if len(at):
+        last = len(owner) - 1 - np.unique(owner[::-1], return_index=True)[1]
+        for r, p in zip(owner[last].tolist(), kept.position(kept.seen[at[last]], at[last]).tolist(), strict=True):
+            out[r] = p
+    return out
+
+
+def _carried(kept: _Kept, idents: Sequence[Identity], models: pa.Array, carries: Sequence[Carry | None],
+             totals: Totals, state: tuple[list[tuple[UsageRow, ...]], list[tuple[GrowthRow, ...]], list[_Codes],
+                                          list[int]]) -> list[tuple[Carry, int]]:
+    """Per rollout, the state after its rows (:class:`~.carry.Carry`), and how many earlier responses it reports on."""
+    usage, growth, codes, assumed = state
+    own = _last_assistants(kept)
+    out: list[tuple[Carry, int]] = []
+    for r, ident in enumerate(idents):
+        c = carries[r] or Carry()
+        n = int(kept.bounds[r + 1] - kept.bounds[r])
+        seqs = {u.seq for u in usage[r] if u.seq is not None}
+        hi = int(kept.rows.offsets[r + 1])
+        model = models[hi - 1].as_py() if hi > int(kept.rows.offsets[r]) else c.model
+        reported = int(c.assistant is not None and not c.linked and c.assistant in seqs)
+        if own[r] is not None:
+            assistant, linked = own[r], own[r] in seqs
+        else:
+            assistant, linked = c.assistant, c.assistant is not None and (c.linked or c.assistant in seqs)
+        at_last = {g.position for g in growth[r]}
+        compacted = (n - 1) in at_last if n else c.compacted or -1 in at_last
+        out.append((Carry(ident.provider, model, totals.at(r), None if assistant is None else assistant - n, linked,
+                          compacted, codes[r].codes, frozenset(codes[r].said), c.assumed + assumed[r]), reported))
+    return out
+
+
 def decode(rows: Sequence[LineRows], idents: Sequence[Identity], starts: Sequence[int], text: bool,
-           diagnostics: Sequence[Diagnostics]) -> list[Decoded]:
+           diagnostics: Sequence[Diagnostics], carries: Sequence[Carry | None] | None = None) -> list[Decoded]:
     """Each rollout's hand-over, every row before its ``starts`` (its copied prefix) left out.
 
     Args:
@@ -390,20 +470,30 @@ def decode(rows: Sequence[LineRows], idents: Sequence[Identity], starts: Sequenc
         starts: per rollout, the end of its copied prefix (:mod:`.fork`; 0: none).
         text: whether the text columns are filled.
         diagnostics: per rollout, where what is found wrong in it is reported.
+        carries: per rollout whose rows are read on from a resume point, the state of the lines
+            before it (``None``: the rollout is read from its first line).
     """
     if not rows:
         return []
+    carried = list(carries) if carries is not None else [None] * len(rows)
+    seeded = any(c is not None for c in carried)
+    before = Totals.of([c.total if c is not None else None for c in carried]) if seeded else None
     kept = _Kept.of(Rows.of(rows), starts)
-    models = _models(kept.rows)
+    models = _models(kept.rows, carried)
     events = _events(kept, text)
     columns = _columns(kept, models, events, text)
-    metas = _tool_meta(kept, events)
+    codes = _tool_meta(kept, events, carried)
     t = kept.rows.table
     lines = t.column("line").take(kept.take).combine_chunks()
     errors = t.column("is_error").take(kept.take).combine_chunks()
-    usage, growth, titles = _usage(kept, idents, models, diagnostics), _growth(kept), _titles(kept)
+    usage, assumed = _usage(kept, idents, models, diagnostics, carried, before)
+    growth, titles = _growth(kept, carried), _titles(kept)
+    after = _carried(kept, idents, models, carried, last_totals(t, kept.rows.rollout, len(rows), before),
+                     (usage, growth, codes, assumed))
     out: list[Decoded] = []
     for i, cols in enumerate(columns):
         lo, k = int(kept.bounds[i]), len(cols)
-        out.append(Decoded(cols, usage[i], growth[i], titles[i], metas[i], lines.slice(lo, k), errors.slice(lo, k)))
+        meta = {cid: ToolMeta(exit_code=code) for cid, code in codes[i].codes.items()}
+        out.append(Decoded(cols, usage[i], growth[i], titles[i], meta, lines.slice(lo, k), errors.slice(lo, k),
+                           after[i][0], after[i][1], codes[i].read <= set(cols.events.call_id)))
     return out

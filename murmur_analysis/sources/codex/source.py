@@ -14,24 +14,44 @@ each becomes one conversation (:mod:`.decode`), after three decisions across fil
 
 Lines the engine could not read are diagnostics rows (a torn last line once the file has been
 still for ``settle_seconds``); a JSON object that is no Codex line is one too (``unknown_line``).
+
+**Incremental export.** ``open`` asks the load (``ReadContext.skip``) about every rollout before
+it scans any, named by the thread id of its file name (Codex names each rollout by its thread;
+an export skips a rollout only where its earlier read found that id), and scans only those the
+load will read, with the parents their forks are matched against. A rollout is appended to and
+never rewritten, so the source is :class:`~murmur_analysis.sources.resume.Resumable`: a grown
+rollout is read on from where the last read stopped (:meth:`CodexSource.read_range`), going on
+from the state of the lines before (:mod:`.carry`). A fork or spawned thread (a rollout whose
+``session_meta`` names a parent), a compressed rollout, and a rollout whose appended lines
+change rows before the point (an exit code for a call it does not hold, a second count of
+usage rows priced as the fallback model) are read whole. Long rollouts are not exported by
+ranges: a first read is whole.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pyarrow.compute as pc
 
+from ...algorithms.pairing import Pairer
 from ...core.diagnostics import Diagnostics
-from ...core.handoff import Conversation, Summary
+from ...core.handoff import Conversation, Pairing, ResumePoint, Summary
 from ...core.identity import Identity as FileIdentity
 from ...core.model import Entry
+from ...core.values import JSON
 from ..base import READ_ALL, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
-from .decode import Decoded, Identity, decode, identities
+from ..resume import AppendOnlyLines, Tail, resumed
+from .carry import Carry
+from .decode import Decoded, Identity, decode, file_id, identities
 from .entries import entries
 from .fork import NONE, Strip, copied_prefix, fallback_prefix
 from .layout import ARCHIVED, SESSIONS, Found, default_homes, discover, holds_rollouts, is_rollout_file
@@ -59,36 +79,45 @@ def _unknown_lines(rows: LineRows, diagnostics: Diagnostics) -> None:
                            line)
 
 
-def _dedupe(rollouts: list[_Rollout], diagnostics: Diagnostics) -> list[_Rollout]:
-    """One rollout per thread id: the active copy before the archived one, then the first by path."""
-    chosen: dict[str, _Rollout] = {}
-    for r in sorted(rollouts, key=lambda r: (r.found.archived, str(r.found.path))):
-        cid = r.ident.conversation_id
+def _dedupe(threads: Sequence[tuple[str, Found]], diagnostics: Diagnostics) -> set[int]:
+    """One rollout per thread id (given with each): the active copy before the archived one, then the first by path.
+
+    Returns:
+        The indexes of the rollouts kept.
+    """
+    chosen: dict[str, tuple[int, Found]] = {}
+    for i, (cid, found) in sorted(enumerate(threads), key=lambda t: (t[1][1].archived, str(t[1][1].path))):
         kept = chosen.get(cid)
         if kept is None:
-            chosen[cid] = r
-        elif kept.found.archived == r.found.archived:
-            diagnostics.report(r.found.path, "duplicate_conversation",
-                               f"thread {cid} is also in {kept.found.path}, which is read; this copy is not")
-    keep = {id(r) for r in chosen.values()}
-    return [r for r in rollouts if id(r) in keep]
+            chosen[cid] = (i, found)
+        elif kept[1].archived == found.archived:
+            diagnostics.report(found.path, "duplicate_conversation",
+                               f"thread {cid} is also in {kept[1].path}, which is read; this copy is not")
+    return {i for i, _ in chosen.values()}
 
 
-def _groups(rollouts: list[_Rollout], limit: int) -> Iterator[list[_Rollout]]:
-    """Rollouts in order, in groups of about ``limit`` bytes of files."""
-    group: list[_Rollout] = []
-    size = 0
-    for r in rollouts:
-        group.append(r)
-        size += r.rows.size
-        if size >= limit:
-            yield group
-            group, size = [], 0
-    if group:
-        yield group
+def _walk(cols: Decoded, point: ResumePoint | None) -> Pairer:
+    """The pairing walk over a rollout's messages (going on from ``point``'s state), as the frame builder walks them."""
+    walk = resumed(point) if point is not None else Pairer(keep_inputs=False)
+    columns = cols.columns
+    runs = walk.runs.of_sides(columns.side)
+    events = columns.events
+    if len(events):
+        rows = np.asarray(events.row, dtype=np.int64)
+        positions = columns.position.to_numpy(zero_copy_only=False)
+        walk.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+    return walk
 
 
-class CodexSource(Source):
+def _point(decoded: Decoded, rows: LineRows, walk: Pairer, before: ResumePoint | None) -> ResumePoint:
+    """The point after ``decoded``'s rows (read on from ``before``, else from the first line): not tied to the file."""
+    start = before or ResumePoint()
+    chars = int(pc.sum(decoded.columns.text_chars).as_py() or 0)
+    return ResumePoint(messages=start.messages + len(decoded.columns), lines=start.lines + rows.lines,
+                       chars=start.chars + chars, walk=walk.save(), carry=decoded.carry.to_doc())
+
+
+class CodexSource(AppendOnlyLines, Source):
     """OpenAI Codex CLI rollouts (``sessions/`` and ``archived_sessions/`` of a Codex home).
 
     Args:
@@ -120,28 +149,67 @@ class CodexSource(Source):
             return True
         return bool({SESSIONS, ARCHIVED} & set(path.parts)) and holds_rollouts(path)
 
+    def _unread(self, found: Found) -> Conversation:
+        """A rollout found, not read: named by its file's thread id (what an export asks ``ReadContext.skip`` of)."""
+        path = str(found.path)
+        return Conversation(self.name, file_id(found.path), (), key=path, path=path)
+
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
-        """Every thread under ``path``, once, in path order (see the module's rules)."""
-        rollouts = self._read(discover(path, diagnostics), diagnostics, ctx.text)
-        chosen = _dedupe(rollouts, diagnostics)
-        by_id = {r.ident.conversation_id: r for r in chosen}
-        self._paths.update((cid, r.found.path) for cid, r in by_id.items())
-        for group in _groups(chosen, ctx.read_ahead or _DECODE_BYTES):
-            parents = [by_id.get(r.ident.parent or "") for r in group]
-            for conv, found in self._conversations(group, parents, ctx.text):
-                diagnostics.extend(found.rows)  # reported as each conversation is handed over
-                yield conv
+        """Every thread under ``path``, once, in path order (see the module's rules).
+
+        A rollout the load will not read (``ctx.skip``) is not scanned, unless a fork that is read
+        is matched against it; it is handed over found but not read.
+        """
+        found = discover(path, diagnostics)
+        skip = ctx.skip
+        skipped = [skip is not None and skip(self._unread(f)) for f in found]
+        rollouts = self._read([f for f, s in zip(found, skipped, strict=True) if not s], diagnostics, ctx.text)
+        read = iter(rollouts)
+        items: list[_Rollout | Found] = [f if s else next(read) for f, s in zip(found, skipped, strict=True)]
+        threads = [(file_id(i.path), i) if isinstance(i, Found) else (i.ident.conversation_id, i.found) for i in items]
+        kept = _dedupe(threads, diagnostics)
+        chosen = [item for n, item in enumerate(items) if n in kept]
+        by_id = {threads[n][0]: items[n] for n in sorted(kept)}
+        self._paths.update((cid, item.path if isinstance(item, Found) else item.found.path)
+                           for cid, item in by_id.items())
+        parents = self._parents([r for r in chosen if isinstance(r, _Rollout)], by_id, ctx.text)
+        group: list[_Rollout] = []
+        size, limit = 0, ctx.read_ahead or _DECODE_BYTES
+        for item in [*chosen, None]:
+            if isinstance(item, Found):
+                yield self._unread(item)
+                continue
+            if item is not None:
+                group.append(item)
+                size += item.rows.size
+            if group and (item is None or size >= limit):
+                for conv, diags in self._conversations(group, [parents.get(r.ident.parent or "") for r in group],
+                                                       ctx.text):
+                    diagnostics.extend(diags.rows)  # reported as each conversation is handed over
+                    yield conv
+                group, size = [], 0
+
+    def _parents(self, read: Sequence[_Rollout], by_id: dict[str, _Rollout | Found], text: bool) -> dict[str, _Rollout]:
+        """The parents the forks of ``read`` are matched against, by thread id: scanned here if the load skips them."""
+        parents = {cid: r for cid, r in by_id.items() if isinstance(r, _Rollout)}
+        wanted = {r.ident.parent for r in read if r.ident.parent is not None}
+        unread = [f for cid, f in by_id.items() if cid in wanted and isinstance(f, Found)]
+        if unread:  # their lines were reported when they were read: not again
+            parents.update((file_id(r.found.path), r) for r in self._read(unread, Diagnostics(self.name), text))
+        return parents
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """Decode the rollout ``key`` (its path) again, with its parent when the last :meth:`open` read it."""
-        path = Path(str(key))
-        rollouts = self._read([Found(path, ARCHIVED in path.parts)], diagnostics, True)
+        return self._whole(Path(str(key)), diagnostics, True, with_entries=True)
+
+    def _whole(self, path: Path, diagnostics: Diagnostics, text: bool, with_entries: bool = False) -> Conversation:
+        rollouts = self._read([Found(path, ARCHIVED in path.parts)], diagnostics, text)
         own = rollouts[0]
         parent_path = self._paths.get(own.ident.parent or "")
         parent = None
         if parent_path is not None and parent_path != path:
-            parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), True)[0]
-        ((conv, found),) = self._conversations([own], [parent], True, with_entries=True)
+            parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), text)[0]
+        ((conv, found),) = self._conversations([own], [parent], text, with_entries=with_entries)
         diagnostics.extend(found.rows)
         return conv
 
@@ -154,6 +222,56 @@ class CodexSource(Source):
         theirs: list[tuple[str, FileIdentity]] | None = self.file_identities(
             Conversation(self.name, "", (), key=parent, path=parent))
         return None if theirs is None else [*own, *theirs]
+
+    # ------------------------------------------------------------------ reading on (Resumable)
+
+    def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
+        """A plain rollout whose earlier fingerprint named no parent; never a read of ranges (``before`` ``None``).
+
+        A fork's fingerprint names its parent's file too: it is read whole. A compressed rollout
+        is read whole (it is decompressed whole).
+        """
+        if conv.path is None or conv.path.endswith(".zst") or before is None:
+            return False
+        return super().resumable(conv, before, now)
+
+    def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
+                   diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
+        """The rows of the bytes ``start:end`` of ``conv``'s rollout, going on from ``point`` (and its carry).
+
+        ``None`` (read it whole) when the point carries no Codex state, when the bytes are of a
+        fork, when an exit code among them is for a call or result before the point, when
+        usage rows both before and after it are priced as the fallback model (its diagnostics
+        row counts them all), or when the resumed pairing walk is not exact.
+        """
+        carry = Carry.from_doc(point.carry) if start else None
+        if (start and carry is None) or conv.path is None:
+            return None
+        rows = _scan_range(Path(conv.path), fd, start, end, point.lines, text, scratch)
+        if rows is None:
+            return None
+        found = Diagnostics(self.name)
+        report(rows, found, self.settle_seconds)
+        _unknown_lines(rows, found)
+        ident = Identity(conv.conversation_id, provider=carry.provider) if carry else identities([rows])[0]
+        if ident.parent is not None:
+            return None
+        (decoded,) = decode([rows], [ident], [0], text, [found], [carry])
+        if not decoded.alone or (carry is not None and carry.assumed and decoded.carry.assumed > carry.assumed):
+            return None
+        walk = _walk(decoded, point)
+        paired = walk.pairing()
+        if not walk.exact:
+            return None
+        diagnostics.extend(found.rows)
+        read = replace(self._handed(conv, decoded, paired), resume=None)
+        return Tail(read, _point(decoded, rows, walk, point), walk.answered, decoded.reported)
+
+    def read_whole(self, conv: Conversation, diagnostics: Diagnostics, text: bool) -> Conversation:
+        """``conv``'s rollout read whole, as :meth:`open` reads it (with the parent it read)."""
+        return self._whole(Path(str(conv.key)), diagnostics, text)
+
+    # ---------------------------------------------------------------------------- decoding
 
     def _read(self, found: list[Found], diagnostics: Diagnostics, text: bool) -> list[_Rollout]:
         if not found:
@@ -204,9 +322,43 @@ class CodexSource(Source):
             found = entries(r.found.path, decoded.lines.to_pylist(), cols.side.to_pylist(), cols.model.to_pylist(),
                             cols.created_at.to_pylist(), errors)
         path = str(r.found.path)
-        summary = Summary(usage=decoded.usage, growth=decoded.growth or None, title=decoded.title)
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
-        return Conversation(self.name, r.ident.conversation_id, found, key=path, path=path, columns=[cols],
-                            summary=summary, tool_meta=decoded.tool_meta, extra=extra,
+        # The pairing walk runs here, not in the frame builder: its state is where a read on goes on from.
+        walk = _walk(decoded, None)
+        paired = walk.pairing()
+        plain = r.ident.parent is None and r.rows.error is None and not path.endswith(".zst")
+        conv = Conversation(self.name, r.ident.conversation_id, found, key=path, path=path, extra=extra,
                             parent_conversation_id=r.ident.parent, parent_call_id=r.ident.parent_call)
+        point = _point(decoded, r.rows, walk, None) if plain else None
+        return replace(self._handed(conv, decoded, paired), resume=point)
+
+    @staticmethod
+    def _handed(conv: Conversation, decoded: Decoded, paired: Pairing) -> Conversation:
+        """``conv`` with the rows ``decoded`` holds."""
+        summary = Summary(usage=decoded.usage, growth=decoded.growth or None, title=decoded.title, paired=paired)
+        return replace(conv, columns=[decoded.columns], summary=summary, tool_meta=decoded.tool_meta)
+
+
+def _scan_range(path: Path, fd: int, start: int, end: int, lines: int, text: bool, scratch: Path) -> LineRows | None:
+    """The engine's rows of the bytes ``start:end`` of ``path`` (open as ``fd``), line numbers going on from ``lines``.
+
+    The bytes are copied to a file in ``scratch`` first, so that what is read ends at ``end``
+    even if the rollout grows meanwhile. ``None`` when they cannot be read.
+    """
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:
+        return None
+    if len(data) != end - start:
+        return None
+    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        del data
+        rows = scan_lines("codex", [Path(name)], starts=[(0, lines + 1)], text=text)[0]
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+    return None if rows.error is not None else replace(rows, path=path)

@@ -16,7 +16,8 @@ no loop per event):
 
 The previous total of the first event a conversation keeps is the last one before it: for a
 fork, the last total of the copied prefix (stripped, :mod:`.fork`), so a delta worked out from
-totals starts at the parent's spend, not at 0.
+totals starts at the parent's spend, not at 0; for the lines after a resume point, the last
+total before the point (:class:`Totals`, kept in the point's carry).
 
 Counters follow Codex's ``TokenUsage``: ``input_tokens`` is the whole prompt with
 ``cached_input_tokens`` inside it, and ``output_tokens`` holds ``reasoning_output_tokens``: the
@@ -31,11 +32,46 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["COUNTERS", "Deltas", "deltas"]
+__all__ = ["COUNTERS", "TOTALS", "Deltas", "Totals", "deltas", "last_totals"]
 
 #: The counters of ``TokenUsage`` a delta keeps, in order (``total_tokens`` is only compared).
 COUNTERS = ("input", "cached", "output", "reasoning")
-_TOTALS = (*COUNTERS, "tokens")
+#: The counters of ``total_token_usage`` compared from one event to the next.
+TOTALS = (*COUNTERS, "tokens")
+_TOTALS = TOTALS
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """Per rollout, the ``total_token_usage`` of its last event that carried one.
+
+    Attributes:
+        values: ``len(TOTALS) x rollouts`` counters (0 where ``valid`` is false).
+        valid: which of ``values`` were written.
+        has: per rollout, whether any event carried a total (else ``values`` mean nothing).
+    """
+
+    values: np.ndarray
+    valid: np.ndarray
+    has: np.ndarray
+
+    @classmethod
+    def of(cls, totals: list[list[int | None] | None]) -> Totals:
+        """Per rollout, its totals as :data:`TOTALS` values (``None``: none), as the point's carry keeps them."""
+        n = len(totals)
+        values = np.zeros((len(TOTALS), n), dtype=np.int64)
+        valid = np.zeros((len(TOTALS), n), dtype=bool)
+        for r, total in enumerate(totals):
+            for k, v in enumerate(total or ()):
+                if v is not None:
+                    values[k, r], valid[k, r] = v, True
+        return cls(values, valid, np.array([t is not None for t in totals], dtype=bool))
+
+    def at(self, r: int) -> list[int | None] | None:
+        """Rollout ``r``'s totals as :data:`TOTALS` values, ``None`` where not written (``None``: no total)."""
+        if not self.has[r]:
+            return None
+        return [int(v) if ok else None for v, ok in zip(self.values[:, r], self.valid[:, r], strict=True)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +105,15 @@ def token_rows(table: pa.Table) -> np.ndarray:
     return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
 
 
-def deltas(table: pa.Table, rollout: np.ndarray | None = None) -> Deltas:
+def deltas(table: pa.Table, rollout: np.ndarray | None = None, before: Totals | None = None) -> Deltas:
     """Every counted ``token_count`` event of a rollout's rows and its delta (the rule above).
 
     Args:
         table: the rows.
         rollout: for rows of several rollouts one after the other, the rollout of each row (a
             delta never goes on from an event of another rollout); ``None``: one rollout.
+        before: per rollout, the last totals before its first row (its rows go on from a
+            resume point); ``None``: none.
     """
     rows = token_rows(table)
     n = len(rows)
@@ -89,12 +127,16 @@ def deltas(table: pa.Table, rollout: np.ndarray | None = None) -> Deltas:
     at = np.maximum.accumulate(np.where(has_total, np.arange(n), -1))
     prev_at = np.concatenate([[-1], at[:-1]]).astype(np.int64)
     known = prev_at >= 0
-    if rollout is not None:
-        mine = rollout[rows]
-        known &= mine[np.maximum(prev_at, 0)] == mine
+    mine = rollout[rows] if rollout is not None else np.zeros(n, dtype=np.int64)
+    known &= mine[np.maximum(prev_at, 0)] == mine
     safe = np.where(known, prev_at, 0)
     prev = np.where(known, total[:, safe], 0)
     prev_valid = np.where(known, total_valid[:, safe], False)
+    if before is not None:  # the first events of a rollout read on from a point go on from its totals
+        seeded = ~known & before.has[mine]
+        prev = np.where(seeded, before.values[:, mine], prev)
+        prev_valid = np.where(seeded, before.valid[:, mine], prev_valid)
+        known |= seeded
     changed = ((total != prev) | (total_valid != prev_valid)).any(axis=0)
     advanced = ~has_total | ~known | changed
     has_last = last_valid.any(axis=0)
@@ -103,3 +145,23 @@ def deltas(table: pa.Table, rollout: np.ndarray | None = None) -> Deltas:
     valid = np.where(has_last, last_valid, total_valid[:4])
     counted = advanced & (values != 0).any(axis=0)
     return Deltas(rows[counted], values[:, counted], valid[:, counted])
+
+
+def last_totals(table: pa.Table, rollout: np.ndarray, n: int, before: Totals | None = None) -> Totals:
+    """Per rollout of ``n``, the totals of its last event that carried one, else ``before``'s.
+
+    What a read after its rows goes on from.
+    """
+    rows = token_rows(table)
+    total, total_valid = _matrix(table, "total", _TOTALS, pa.array(rows, pa.int64()))
+    carried = np.flatnonzero(total_valid.any(axis=0))
+    owner = rollout[rows[carried]]
+    values = before.values.copy() if before is not None else np.zeros((len(_TOTALS), n), dtype=np.int64)
+    valid = before.valid.copy() if before is not None else np.zeros((len(_TOTALS), n), dtype=bool)
+    has = before.has.copy() if before is not None else np.zeros(n, dtype=bool)
+    if len(carried):
+        # the last carrying event of each rollout: owners ascend, so the last index of each
+        last = len(owner) - 1 - np.unique(owner[::-1], return_index=True)[1]
+        who = owner[last]
+        values[:, who], valid[:, who], has[who] = total[:, carried[last]], total_valid[:, carried[last]], True
+    return Totals(values, valid, has)

@@ -1,0 +1,302 @@
+"""Codex rollouts exported incrementally: unchanged rollouts are not scanned, grown ones are read on from the point.
+
+Every export of a grown home must equal a fresh load of it, table by table; the counts of the
+export (and the files the engine was asked to scan) prove which path was taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from test_codex import CHILD, PARENT, Line, call, counters, env, meta, output, plus, rollout, said, tokens, turn
+from test_export import _ordered, assert_same
+
+import murmur_analysis as ma
+import murmur_analysis.sources.codex.source as codex_source
+from murmur_analysis.core.handoff import ResumePoint
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import ExportResult, export
+from murmur_analysis.sources.codex.carry import Carry
+
+OTHER = "44444444-4444-4444-8444-444444444444"
+NOW = {"codex": {"settle_seconds": 0.0}}
+T_OLD = 1_700_000_000
+A, B = counters(1000, 800, 50, 10), counters(300, 200, 20, 5)
+
+
+def ts(second: int) -> str:
+    return f"2026-01-02T03:{second // 60:02d}:{second % 60:02d}.000Z"
+
+
+def ended(cid: str, code: int, second: int) -> Line:
+    return env("event_msg", {"type": "exec_command_end", "call_id": cid, "exit_code": code, "stdout": "",
+                             "stderr": "", "aggregated_output": "", "duration": {"secs": 0, "nanos": 1}}, ts(second))
+
+
+def _append(path: Path, lines: list[Line], tail: bytes = b"", stamp: int = 0) -> None:
+    with path.open("ab") as fh:
+        fh.write(b"".join(json.dumps(x).encode() + b"\n" for x in lines) + tail)
+    _age(path, stamp)
+
+
+def _age(path: Path, stamp: int) -> None:
+    os.utime(path, (T_OLD + stamp, T_OLD + stamp))  # an old time: settled, and not changed during the export
+
+
+@pytest.fixture
+def scanned() -> Iterator[list[list[str]]]:
+    """The files each call of the engine was asked to scan by the codex source."""
+    calls: list[list[str]] = []
+    real = codex_source.scan_lines
+
+    def spy(fmt: str, paths: Any, **kw: Any) -> Any:
+        calls.append([Path(p).name for p in paths])
+        return real(fmt, paths, **kw)
+
+    with mock.patch.object(codex_source, "scan_lines", spy):
+        yield calls
+
+
+def _export(home: Path, out: Path) -> ExportResult:
+    return export(home, out=out, source="codex", options=NOW, batch_conversations=1)
+
+
+def _same(home: Path, out: Path) -> None:
+    exported, loaded = read_parquet(out).tables, ma.load(home, source="codex", options=NOW).tables
+    assert_same(exported, loaded)
+    assert _ordered(exported) == _ordered(loaded)
+
+
+#: The first part of a rollout: a turn that ends with a call whose result is not yet written.
+FIRST = [
+    meta(PARENT), turn("gpt-5.2-codex", ts(1)), said("user", "list the files", ts(2)),
+    said("assistant", "looking", ts(3)), call("call_1", ts=ts(4)), tokens(A, A, ts(5)),
+    ended("call_1", 2, 6),
+]
+
+#: What is appended: the call's output, a re-emitted total, a compaction after the last message before
+#: the point's successor, a turn switching the model, a call answered at once, an error exit code.
+GROWN = [
+    output("call_1", "Output:\na.txt", ts(7)),  # answers a call made before the point; its exit code came before
+    tokens(A, A, ts(8)),  # re-emitted totals: nothing counted
+    env("compacted", {"message": "summary so far"}, ts(9)),  # follows the message before it (the output)
+    env("event_msg", {"type": "context_compacted"}, ts(9)),
+    turn("gpt-5.1-codex-max", ts(10)),
+    said("user", "and now count them", ts(11)),
+    call("call_2", '{"command":"wc -l"}', ts(12)),
+    tokens(plus(A, B), None, ts(13)),  # no last: the delta is worked out from the total before the point
+    output("call_2", "Exit code: 1\nOutput:\nno", ts(14)),
+    said("assistant", "two files", ts(15)),
+    tokens(plus(plus(A, B), B), B, ts(16)),
+]
+
+
+def _home(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "codex"
+    grown = rollout(home, PARENT, FIRST)
+    other = rollout(home, OTHER, [meta(OTHER), turn(), said("user", "hello"), said("assistant", "hi"),
+                                  tokens(A, A)], folder="sessions/2026/01/03")
+    _age(grown, 1)
+    _age(other, 1)
+    return home, grown
+
+
+def test_a_second_export_of_an_unchanged_home_scans_nothing(tmp_path: Path, scanned: list[list[str]]) -> None:
+    home, _ = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    assert sorted(n for c in scanned for n in c) == sorted(p.name for p in home.rglob("rollout-*.jsonl"))
+    scanned.clear()
+    result = _export(home, out)
+    assert (result.conversations_kept, result.conversations_read, result.conversations_appended) == (2, 0, 0)
+    assert scanned == []
+    _same(home, out)
+
+
+def test_a_grown_rollout_is_read_on_and_equals_a_fresh_load(tmp_path: Path, scanned: list[list[str]]) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    _append(grown, GROWN, stamp=2)
+    scanned.clear()
+    result = _export(home, out)
+    assert (result.conversations_appended, result.conversations_kept, result.conversations_read) == (1, 1, 0)
+    assert len(scanned) == 1 and len(scanned[0]) == 1 and scanned[0][0].endswith(".jsonl")  # the tail, alone
+    assert not scanned[0][0].startswith("rollout-")
+    _same(home, out)
+    exported = read_parquet(out).tables
+    calls = sorted(exported["tool_calls"].select(["call_id", "status", "exit_code", "result_seq"]).to_pylist(),
+                   key=lambda r: r["call_id"])
+    assert calls == [{"call_id": "call_1", "status": "error", "exit_code": 2, "result_seq": 3},
+                     {"call_id": "call_2", "status": "error", "exit_code": 1, "result_seq": 7}]
+    usage = exported["usage"].select(["conversation_id", "seq", "model", "input_total_tokens"]).to_pylist()
+    mine = sorted((u["seq"], u["model"], u["input_total_tokens"]) for u in usage if u["conversation_id"] == PARENT)
+    assert mine == [(2, "gpt-5.2-codex", 1000), (6, "gpt-5.1-codex-max", 300), (8, "gpt-5.1-codex-max", 300)]
+    growth = exported["growth"].to_pylist()
+    assert [(g["position"], g["chars"]) for g in growth if g["event"] == "compaction"] == [(4, 48)]
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_a_compaction_right_after_the_point_follows_the_message_before_it(tmp_path: Path, before: bool) -> None:
+    home = tmp_path / "codex"
+    first = [meta(PARENT), turn(), said("user", "a"), said("assistant", "bb")]
+    compacted = env("event_msg", {"type": "context_compacted"}, ts(20))
+    path = rollout(home, PARENT, [*first, compacted] if before else first)
+    _age(path, 1)
+    out = tmp_path / "out"
+    _export(home, out)
+    _append(path, [env("event_msg", {"type": "context_compacted"}, ts(21)), said("user", "c")], stamp=2)
+    result = _export(home, out)
+    assert result.conversations_appended == 1
+    _same(home, out)
+    growth = read_parquet(out).tables["growth"].to_pylist()
+    rows = [(g["position"], g["chars"], g["at"].second) for g in growth if g["event"] == "compaction"]
+    assert rows == [(1, 3, 20 if before else 21)]
+
+
+def test_a_rollout_grown_again_and_again_goes_on_from_each_point(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    for n, piece in enumerate((GROWN[:3], GROWN[3:7], GROWN[7:9], GROWN[9:]), 2):
+        _append(grown, piece, stamp=n)
+        result = _export(home, out)
+        assert result.conversations_appended == 1, piece
+        _same(home, out)
+
+
+def test_the_point_carries_the_state_before_it(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    state = json.loads(next((out / ".export").rglob("state.json")).read_text())
+    (unit,) = [u for k, u in state["units"].items() if PARENT in k]
+    point = ResumePoint.from_doc(unit["resume"])
+    assert point is not None and (point.messages, point.lines) == (3, 7)
+    carry = Carry.from_doc(point.carry)
+    assert carry is not None
+    assert (carry.provider, carry.model, carry.assistant, carry.linked, carry.codes) == (
+        "openai", "gpt-5.2-codex", -1, True, {"call_1": 2})
+    assert carry.total == [1000, 800, 50, 10, 1050]
+
+
+def test_a_point_without_a_carry_is_read_whole(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    for state in (out / ".export").rglob("state.json"):
+        doc = json.loads(state.read_text())
+        for unit in doc["units"].values():
+            if unit.get("resume"):
+                del unit["resume"]["carry"]  # as a point written before points had one
+        state.write_text(json.dumps(doc))
+    _append(grown, GROWN, stamp=2)
+    result = _export(home, out)
+    assert (result.conversations_appended, result.conversations_read) == (0, 1)
+    _same(home, out)
+
+
+def test_a_usage_row_after_the_point_reports_on_the_message_before_it(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    path = rollout(home, PARENT, [meta(PARENT), turn(), said("user", "a"), said("assistant", "b")])
+    _age(path, 1)
+    out = tmp_path / "out"
+    _export(home, out)
+    before = read_parquet(out).tables["conversations"].column("unreported_responses").to_pylist()
+    _append(path, [tokens(A, A, ts(20)), said("user", "c")], stamp=2)
+    result = _export(home, out)
+    assert result.conversations_appended == 1
+    _same(home, out)
+    assert before == [1]
+    assert read_parquet(out).tables["conversations"].column("unreported_responses").to_pylist() == [0]
+    assert read_parquet(out).tables["usage"].column("seq").to_pylist() == [1]
+
+
+def test_an_exit_code_for_a_call_answered_before_the_point_is_read_whole(tmp_path: Path) -> None:
+    home = tmp_path / "codex"
+    path = rollout(home, PARENT, [meta(PARENT), turn(), said("user", "a"), call("c1"), output("c1", "no code")])
+    _age(path, 1)
+    out = tmp_path / "out"
+    _export(home, out)
+    _append(path, [ended("c1", 3, 30)], stamp=2)  # changes the earlier row: its exit code and error flag
+    result = _export(home, out)
+    assert (result.conversations_appended, result.conversations_read) == (0, 1)
+    _same(home, out)
+    assert read_parquet(out).tables["tool_calls"].column("exit_code").to_pylist() == [3]
+
+
+@pytest.mark.parametrize("settle", [0.0, 3600.0])
+def test_a_torn_last_line_at_the_point(tmp_path: Path, settle: float) -> None:
+    home = tmp_path / "codex"
+    path = rollout(home, PARENT, FIRST)
+    torn = json.dumps(GROWN[0]).encode()
+    _append(path, [], tail=torn[:20], stamp=1)  # a line still being written when the export reads
+    out = tmp_path / "out"
+    options = {"codex": {"settle_seconds": settle}}
+    export(home, out=out, source="codex", options=options)
+    fresh = ma.load(home, source="codex", options=options).tables
+    assert_same(read_parquet(out).tables, fresh)
+    _append(path, GROWN[1:], tail=b"", stamp=2)
+    with path.open("r+b") as fh:  # the torn line finished in place, the rest after it
+        data = fh.read()
+        fh.seek(0)
+        fh.write(data.replace(torn[:20], torn + b"\n", 1))
+    _age(path, 3)
+    result = export(home, out=out, source="codex", options=options)
+    assert result.conversations_read == 1  # no point before a torn line: read whole
+    assert_same(read_parquet(out).tables, ma.load(home, source="codex", options=options).tables)
+
+
+def test_a_torn_last_line_after_the_point_is_read_on_and_then_read_whole(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    torn = json.dumps(GROWN[4]).encode()
+    _append(grown, GROWN[:4], tail=torn[:15], stamp=2)
+    result = _export(home, out)
+    assert result.conversations_appended == 1
+    _same(home, out)  # the torn line reported (settled) with its line number, as a fresh load does
+    with grown.open("ab") as fh:
+        fh.write(torn[15:] + b"\n")
+    _append(grown, GROWN[5:], stamp=3)
+    result = _export(home, out)
+    assert result.conversations_read == 1  # the tail ended at a torn line: no point after it
+    _same(home, out)
+
+
+def test_forks_are_read_whole_and_a_skipped_parent_is_scanned_for_them(tmp_path: Path,
+                                                                        scanned: list[list[str]]) -> None:
+    home, grown = _home(tmp_path)
+    fork = rollout(home, CHILD, [meta(CHILD, ts(30), forked_from_id=PARENT), *FIRST[1:5], said("user", "fork", ts(31)),
+                                 said("assistant", "forked", ts(32)), tokens(plus(A, B), B, ts(33))])
+    _age(fork, 1)
+    out = tmp_path / "out"
+    _export(home, out)
+    _same(home, out)
+    _append(fork, [said("user", "more", ts(40))], stamp=2)
+    _append(grown, GROWN, stamp=2)
+    scanned.clear()
+    result = _export(home, out)
+    # the fork is read whole (with its parent's rows to match), the parent read on, the other kept
+    assert (result.conversations_read, result.conversations_appended, result.conversations_kept) == (1, 1, 1)
+    names = [n for c in scanned for n in c]
+    assert sum(n == fork.name for n in names) == 1 and sum(n == grown.name for n in names) == 1
+    _same(home, out)
+
+
+def test_an_archived_copy_does_not_win_over_a_skipped_active_one(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    archived = rollout(home, PARENT, [*FIRST, said("user", "archived only")], folder="archived_sessions")
+    _age(archived, 2)
+    result = _export(home, out)
+    assert result.conversations_kept == 2
+    _same(home, out)
+    assert read_parquet(out).tables["conversations"].num_rows == 2
