@@ -172,7 +172,7 @@ def test_a_rollout_grown_again_and_again_goes_on_from_each_point(tmp_path: Path)
 
 
 def test_the_point_carries_the_state_before_it(tmp_path: Path) -> None:
-    home, grown = _home(tmp_path)
+    home, _ = _home(tmp_path)
     out = tmp_path / "out"
     _export(home, out)
     state = json.loads(next((out / ".export").rglob("state.json")).read_text())
@@ -291,7 +291,7 @@ def test_forks_are_read_whole_and_a_skipped_parent_is_scanned_for_them(tmp_path:
 
 
 def test_an_archived_copy_does_not_win_over_a_skipped_active_one(tmp_path: Path) -> None:
-    home, grown = _home(tmp_path)
+    home, _ = _home(tmp_path)
     out = tmp_path / "out"
     _export(home, out)
     archived = rollout(home, PARENT, [*FIRST, said("user", "archived only")], folder="archived_sessions")
