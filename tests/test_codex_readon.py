@@ -300,3 +300,88 @@ def test_an_archived_copy_does_not_win_over_a_skipped_active_one(tmp_path: Path)
     assert result.conversations_kept == 2
     _same(home, out)
     assert read_parquet(out).tables["conversations"].num_rows == 2
+
+
+# ------------------------------------------------------------------------------ Claude Code
+
+
+def _claude_home(tmp_path: Path, flat: bool = False) -> Path:
+    from test_claude_code import assistant, home, user
+    from test_claude_code import counters as claude_counters
+
+    sessions: dict[str, list[Any]] = {
+        "s-1.jsonl": [user("u1", "start"), assistant("a1", "m1", "r1", claude_counters(10, 5))],
+        "s-1/subagents/agent-abc.jsonl": [user("s1", "look", isSidechain=True, agentId="abc"),
+                                          assistant("s2", "m2", "r2", claude_counters(4, 2), isSidechain=True,
+                                                    agentId="abc")],
+        "s-2.jsonl": [user("v1", "other", session="s-2"), assistant("b1", "m1", "r1", claude_counters(10, 5),
+                                                                    session="s-2")],  # a resumed copy
+    }
+    if flat:
+        sessions["agent-old.jsonl"] = [user("o", "z", session="s-0", isSidechain=True)]
+    root = home(tmp_path, sessions)
+    for f in root.rglob("*.jsonl"):
+        _age(f, 1)
+    return root
+
+
+def _claude_export(root: Path, out: Path) -> ExportResult:
+    return export(root, out=out, source="claude_code", options={"claude_code": {"settle_seconds": 0.0}})
+
+
+def _claude_same(root: Path, out: Path) -> None:
+    loaded = ma.load(root, source="claude_code", options={"claude_code": {"settle_seconds": 0.0}}).tables
+    assert_same(read_parquet(out).tables, loaded)
+
+
+@pytest.fixture
+def claude_scans() -> Iterator[list[int]]:
+    import murmur_analysis.sources.claude_code.source as claude_source
+
+    calls: list[int] = []
+    real = claude_source.scan_lines
+
+    def spy(fmt: str, paths: Any, **kw: Any) -> Any:
+        calls.append(len(paths))
+        return real(fmt, paths, **kw)
+
+    with mock.patch.object(claude_source, "scan_lines", spy):
+        yield calls
+
+
+def test_an_unchanged_claude_home_is_not_scanned_again(tmp_path: Path, claude_scans: list[int]) -> None:
+    root = _claude_home(tmp_path)
+    out = tmp_path / "out"
+    _claude_export(root, out)
+    assert claude_scans == [3]
+    result = _claude_export(root, out)
+    assert (result.conversations_kept, result.conversations_read) == (3, 0)
+    assert claude_scans == [3]  # nothing scanned the second time
+    _claude_same(root, out)
+
+
+def test_a_changed_claude_file_reads_the_whole_home_again(tmp_path: Path, claude_scans: list[int]) -> None:
+    from test_claude_code import assistant
+    from test_claude_code import counters as claude_counters
+
+    root = _claude_home(tmp_path)
+    out = tmp_path / "out"
+    _claude_export(root, out)
+    # s-1 grows with a bigger count of the response s-2 copied: which file owns it may change
+    with (root / "projects/-p/s-1.jsonl").open("a") as fh:
+        fh.write(json.dumps(assistant("a2", "m1", "r1", claude_counters(10, 9))) + "\n")
+    _age(root / "projects/-p/s-1.jsonl", 2)
+    result = _claude_export(root, out)
+    assert (result.conversations_kept, result.conversations_read) == (0, 3)
+    assert claude_scans == [3, 3]
+    _claude_same(root, out)
+
+
+def test_a_claude_home_with_a_flat_agent_file_is_read_again(tmp_path: Path, claude_scans: list[int]) -> None:
+    root = _claude_home(tmp_path, flat=True)
+    out = tmp_path / "out"
+    _claude_export(root, out)
+    result = _claude_export(root, out)
+    assert result.conversations_kept == 4  # its rows are kept, but its files were scanned to name the flat one
+    assert claude_scans == [4, 4]
+    _claude_same(root, out)

@@ -27,12 +27,19 @@ The title is the last ``ai-title``, else the last ``summary`` line's, else the f
 first user text that is not a harness line (that one only when texts are read). A
 ``compact_boundary`` line is a ``growth`` row of event ``compaction`` (``preTokens``,
 ``postTokens``, and the summary the following ``isCompactSummary`` line carries).
+
+**Incremental export.** Every conversation's rows may depend on every file of its load, so a
+load is read whole or not at all: ``open`` asks the load (``ReadContext.skip``) about each file
+before it scans any, and scans none when every one may be skipped (an export of a home none of
+whose files changed, appeared or went: each fingerprint holds a digest of all of them). Else it
+reads every file, as a load does. A flat ``agent-<id>.jsonl`` is named by the session its lines
+name, so a load holding one is always read. No file is read on from a point.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
@@ -148,7 +155,23 @@ class ClaudeCodeSource(Source):
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every transcript under ``path``, each a conversation (see the module doc)."""
         files = files_under(path, diagnostics)
+        if files and ctx.skip is not None and self._skipped(files, path, ctx.skip):
+            for f in files:
+                yield self._unread(f, path)
+            return
         yield from self._load(files, path, diagnostics, ctx.text)
+
+    def _unread(self, f: SessionFile, root: Path) -> Conversation:
+        """A file found, not read: its conversation as the load names it (its session from its place)."""
+        cid = f.name if f.agent is None else f"{f.session}/{f.name}"
+        return Conversation(self.name, cid, [], key=(str(f.path), str(root)), path=str(f.path))
+
+    def _skipped(self, files: list[SessionFile], root: Path, skip: Callable[[Conversation], bool]) -> bool:
+        """Whether the load may skip every file of ``root`` (asked before any is scanned)."""
+        self._digests[str(root)] = _digest(files)
+        if any(f.session is None for f in files):  # a flat agent file's session is in its lines
+            return False
+        return all([skip(self._unread(f, root)) for f in files])  # every one asked: each decided for
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """The conversation of one file again, read with the load it was found in (its usage depends on it)."""
@@ -178,8 +201,7 @@ class ClaudeCodeSource(Source):
         if not files:
             return
         rows = scan_lines(FORMAT, [f.path for f in files], text=text)
-        identities = [(str(f.path), file_identity(f.path)) for f in files]
-        self._digests[str(root)] = hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
+        self._digests[str(root)] = _digest(files)
         for r in rows:
             report(r, diagnostics, self.settle_seconds)
         w = Whole.of(rows)
@@ -207,6 +229,12 @@ class ClaudeCodeSource(Source):
             view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, usages[i])
             yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
                                summary=summary, parent_conversation_id=parent, parent_call_id=call)
+
+
+def _digest(files: Sequence[SessionFile]) -> str:
+    """A digest of the identities of every file of a load (what each of its conversations' rows depend on)."""
+    identities = [(str(f.path), file_identity(f.path)) for f in files]
+    return hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
 
 
 def _odd_lines(messages: Messages) -> dict[int, list[int]]:
