@@ -39,8 +39,8 @@ from ..core.model import Entry, Usage, sorted_entries
 from ..core.values import counter_sum
 from .pairing import Pairer
 
-__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "Timeline", "context_tokens", "replay",
-           "running_context"]
+__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "Timeline", "context_tokens", "message_states",
+           "replay", "running_context"]
 
 _I64 = pa.int64()
 
@@ -57,7 +57,7 @@ def context_tokens(usage: Usage) -> int | None:
     return counter_sum((usage.input_total_tokens, usage.output_tokens, usage.reasoning_tokens))[0]
 
 
-def running_context(usages: Iterable[Usage | None], previous: int | None) -> list[int | None]:
+def running_context(usages: Sequence[Usage | None], previous: int | None) -> list[int | None]:
     """The tokens in context after each entry, given each entry's response usage.
 
     Args:
@@ -68,13 +68,30 @@ def running_context(usages: Iterable[Usage | None], previous: int | None) -> lis
         One value per entry: the last response at or before it that reported its prompt
         (:func:`context_tokens`, null where its sum passes ``int64``), else ``previous``.
     """
-    out: list[int | None] = []
-    context = previous
-    for usage in usages:
-        if usage is not None and usage.input_total_tokens is not None:
-            context = context_tokens(usage)
-        out.append(context)
-    return out
+    last, values = _last_reported(usages, np.zeros(1, dtype=np.int64))
+    return [values[k] if k >= 0 else previous for k in last.tolist()]
+
+
+def _last_reported(usages: Sequence[Usage | None], starts: np.ndarray) -> tuple[np.ndarray, list[int | None]]:
+    """For each entry, which response at or before it in its history last reported its prompt.
+
+    Args:
+        usages: each entry's usage, the histories laid end to end.
+        starts: the index of each history's first entry (ascending, the first 0).
+
+    Returns:
+        Per entry, the index into the second list of that response's tokens in context
+        (:func:`context_tokens`), ``-1`` where no response of its history has reported one yet.
+    """
+    reported = [i for i, u in enumerate(usages) if u is not None and u.input_total_tokens is not None]
+    values = [context_tokens(u) for u in usages if u is not None and u.input_total_tokens is not None]
+    n = len(usages)
+    at = np.full(n, -1, dtype=np.int64)
+    at[np.asarray(reported, dtype=np.int64)] = np.asarray(reported, dtype=np.int64)
+    at = np.maximum.accumulate(at) if n else at
+    first = np.repeat(starts, np.diff(np.append(starts, n)))  # each entry's history's first entry
+    last = np.where(at >= first, np.searchsorted(np.asarray(reported, dtype=np.int64), at), -1)
+    return last, values
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,25 +225,66 @@ class History:
             usages: each entry's usage, or ``None`` when no entry of the chunk has any.
 
         Returns:
-            The size after each entry. No pairing walk runs on this path (the frame builder
-            walks the chunks' tool events itself), so no orphans are counted.
+            The size after each entry (:func:`message_states`, going on from the state held). No
+            pairing walk runs on this path, so no orphans are counted.
         """
         n = len(chars)
-        sums = np.cumsum(chars.to_numpy(zero_copy_only=False), dtype=np.int64) + self._chars
-        messages = pa.array(np.arange(self._messages + 1, self._messages + n + 1, dtype=np.int64), _I64)
-        if usages:
-            contexts = running_context(usages, self._context)
-            context: pa.Array = pa.array(contexts, _I64)
-            self._context = contexts[-1] if contexts else self._context
-        elif self._context is not None:
-            context = pa.array(np.full(n, self._context, dtype=np.int64), _I64)
-        else:
-            context = pa.nulls(n, _I64)
+        grown = _states(chars.to_numpy(zero_copy_only=False), usages, np.zeros(1, dtype=np.int64),
+                        (self._messages, self._chars, self._context))
         if n:
             self._messages += n
-            self._chars = int(sums[-1])
+            self._chars = int(grown.chars[-1].as_py())
+            self._context = grown.context_tokens[-1].as_py()
             self._state = None
-        return Grown(messages, pa.array(sums, _I64), context)
+        return grown
+
+
+def message_states(chars: np.ndarray, usages: Sequence[Usage | None] | None, starts: np.ndarray) -> Grown:
+    """The size after each entry of many histories laid end to end, each told from empty, one state per entry.
+
+    What :meth:`History.append_columns` answers for each history's entries, for a batch of
+    conversations at once (no Python runs per entry, except over the usage of responses).
+
+    Args:
+        chars: each entry's text characters.
+        usages: each entry's usage, or ``None`` when no entry has any.
+        starts: the index of each history's first entry (ascending, the first 0; a history of no
+            entry repeats the next one's start).
+    """
+    return _states(chars, usages, starts, (0, 0, None))
+
+
+def _states(chars: np.ndarray, usages: Sequence[Usage | None] | None, starts: np.ndarray,
+            before: tuple[int, int, int | None]) -> Grown:
+    """:func:`message_states`, the first history going on from ``before`` (entries, characters, context)."""
+    n = len(chars)
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.diff(np.append(starts, n))
+    first = np.repeat(starts, lengths)  # each entry's history's first entry
+    sums = np.cumsum(chars, dtype=np.int64)
+    below = np.concatenate([np.zeros(1, dtype=np.int64), sums])[first]  # the characters before its history
+    held, earlier, previous = before
+    head = np.arange(n) < (starts[1] if len(starts) > 1 else n)  # the entries of the first history
+    messages = np.arange(n, dtype=np.int64) - first + 1 + np.where(head, held, 0)
+    sized = sums - below + np.where(head, earlier, 0)
+    if usages:
+        last, values = _last_reported(usages, starts)
+        context = _context_at(pa.array([*values, previous], _I64), last, head, len(values))
+    elif previous is not None:
+        context = pa.array(np.where(head, previous, 0), _I64, mask=~head)
+    else:
+        context = pa.nulls(n, _I64)
+    return Grown(pa.array(messages, _I64), pa.array(sized, _I64), context)
+
+
+def _context_at(known: pa.Array, last: np.ndarray, head: np.ndarray, reported: int) -> pa.Array:
+    """Each entry's tokens in context: ``known[last]``; with no response before it, the one before its history.
+
+    ``known`` holds the reported values and then the context before the first history; a later
+    history starts from none (null).
+    """
+    index = np.where(last >= 0, last, reported)
+    return known.take(pa.array(index, _I64, mask=(last < 0) & ~head))
 
 
 def replay(events: Iterable[Event], usage: Callable[[Entry], Usage | None] | None = None) -> Iterator[State]:

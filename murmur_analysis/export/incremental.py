@@ -247,7 +247,7 @@ class ExportRun:
             self._held.append(unit)
             self._held_source = conv.source
             if (len(self._held) >= self.batch_conversations
-                    or self.plan.builder.builders["messages"].num_rows >= self.batch_rows):
+                    or self.plan.builder.rows()["messages"] >= self.batch_rows):
                 self.flush()
         elif event.kind == "target":
             rest = self.plan.new_builder()

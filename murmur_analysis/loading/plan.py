@@ -197,7 +197,7 @@ class LoadPlan:
         return FrameBuilder(text=self.text)
 
     def _counts(self) -> dict[str, int]:
-        return {name: b.num_rows for name, b in self.builder.builders.items()}
+        return self.builder.rows()
 
     def events(self, keep: Keep | None = None, skip: Skip | None = None) -> Iterator[LoadEvent]:
         """Run the plan, yielding after each conversation and after each path's source.
@@ -364,7 +364,7 @@ def iter_batches(
                 continue
             assert event.conversation is not None
             held.append((event.conversation.source, event.conversation.conversation_id))
-            if len(held) >= batch_conversations or plan.builder.builders["messages"].num_rows >= batch_rows:
+            if len(held) >= batch_conversations or plan.builder.rows()["messages"] >= batch_rows:
                 # The conversation's diagnostics stay with the path's last batch, as load orders them.
                 yield Batch(priced(plan.builder.finish()), held)
                 plan.builder, held = plan.new_builder(), []

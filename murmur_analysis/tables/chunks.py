@@ -14,20 +14,19 @@ from collections.abc import Generator, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..algorithms.pairing import MessageRuns, Pairer, tool_event_columns
 from ..core.blocks import block_kind, message_text, reasoning_text, text_chars
 from ..core.handoff import Conversation, EntryColumns, Pairing, Reading, Summary
 from ..core.model import Entry, sorted_entries
 from .columns import BATCH_ROWS, arrow_array
-from .rows import EntryTimes
 
 __all__ = ["PairedChunks", "conversation_chunks", "entry_chunks"]
 
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def conversation_chunks(conv: Conversation, text: bool = True) -> Iterable[EntryColumns]:
@@ -87,12 +86,17 @@ def _entry_chunk(entries: list[Entry], text: bool) -> EntryColumns:
 class PairedChunks:
     """Chunks passed through unchanged while the assembly core's pairing walk reads their tool events.
 
-    Iterate it to the end, then read :meth:`pairing`. The walk keeps only the calls still open,
-    so a conversation of any length streams through it.
+    Iterate it to the end, then read :meth:`pairing` and :attr:`timed`. The walk keeps only the
+    calls still open, so a conversation of any length streams through it.
 
     Args:
         chunks: the conversation's chunks, in position order.
         known: the pairing, when the source's engine already walked it (then nothing is walked again).
+
+    Attributes:
+        timed: per chunk of entries read (empty chunks left out), the rows whose times the tool
+            calls are looked up in: those holding tool events, or ``None`` for every row (the
+            pairing was known, so its events are not in the chunks).
     """
 
     def __init__(self, chunks: Iterable[EntryColumns], known: Pairing | None = None) -> None:
@@ -100,43 +104,24 @@ class PairedChunks:
         self._known = known
         self._pairer = Pairer(keep_inputs=False)
         self._runs = MessageRuns()
-        self._times: list[tuple[pa.Array, pa.Array]] = []  # (position, created_at) of entries with tool events
-        self._seqs: pa.Array | None = None
-        if known is not None:  # its events are not in the chunks: the entries it names are the ones to time
-            rows = known.rows
-            self._seqs = pc.unique(pa.concat_arrays([rows.column("called_seq"), rows.column("result_seq")]))
+        self.timed: list[np.ndarray | None] = []
 
     def __iter__(self) -> Iterator[EntryColumns]:
         for chunk in self._chunks:
             if len(chunk):
-                if self._known is None:
-                    self._feed(chunk)
-                else:
-                    self._time(chunk, pc.is_in(chunk.position, value_set=self._seqs))
+                self.timed.append(None if self._known is not None else self._feed(chunk))
             yield chunk
 
-    def _feed(self, chunk: EntryColumns) -> None:
+    def _feed(self, chunk: EntryColumns) -> np.ndarray:
+        """Walk the chunk's tool events; return the rows holding them."""
         runs = self._runs.of_sides(chunk.side)
         events = chunk.events
-        if len(events):
-            rows = np.asarray(events.row, dtype=np.int64)
-            positions = chunk.position.to_numpy(zero_copy_only=False)
-            self._pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
-            self._time(chunk, np.unique(rows))
-
-    def _time(self, chunk: EntryColumns, rows: np.ndarray | pa.Array) -> None:
-        """Keep the position and time of the chunk's entries at ``rows`` (indexes, or a mask)."""
-        if isinstance(rows, pa.Array):
-            self._times.append((chunk.position.filter(rows), chunk.created_at.filter(rows)))
-        elif len(rows):
-            self._times.append((chunk.position.take(rows), chunk.created_at.take(rows)))
-
-    def times(self) -> EntryTimes:
-        """When each entry holding a tool call or result was written (after the chunks are read)."""
-        if not self._times:
-            return EntryTimes(pa.array([], _I64), pa.array([], _TIMESTAMP))
-        return EntryTimes(pa.concat_arrays([p for p, _ in self._times]),
-                          pa.concat_arrays([t.cast(_TIMESTAMP) for _, t in self._times]))
+        if not len(events):
+            return _NO_ROWS
+        rows = np.asarray(events.row, dtype=np.int64)
+        positions = chunk.position.to_numpy(zero_copy_only=False)
+        self._pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+        return np.unique(rows)
 
     def pairing(self) -> Pairing:
         """The pairing walk's rows (:meth:`Pairer.pairing`) and counts."""

@@ -59,6 +59,7 @@ class TableBuilder:
         self._items: list[object] = []  # rows given as the table's input
         self._given: list[Mapping[str, object]] = []  # the key values given with each
         self._batches: list[pa.RecordBatch] = []
+        self._parts: list[tuple[int, pa.Table]] = []  # tables added, each after the batches before it
         self._batched_rows = 0
 
     @property
@@ -85,13 +86,14 @@ class TableBuilder:
         fixed = given or {}
         self.append(tuple(row[c.name] if c.name in row else fixed.get(c.name) for c in self.columns))
 
-    def add_columns(self, item: object, n: int, given: Mapping[str, str]) -> None:
+    def add_columns(self, item: object, n: int, given: Mapping[str, str | pa.Array]) -> None:
         """Add ``n`` rows computed from ``item`` column-wise (each column one Arrow array).
 
         Args:
             item: the table's input (an :class:`~murmur_analysis.core.handoff.EntryColumns` chunk, ...).
             n: the rows it holds.
-            given: the value of each key column the input does not carry, the same on every row.
+            given: each key column the input does not carry: one value for every row, or an
+                array of one value per row (the rows of a batch of conversations).
         """
         arrays: list[pa.Array] = []
         for c in self.columns:
@@ -99,18 +101,22 @@ class TableBuilder:
                 arrays.append(pa.nulls(n, c.type))
                 continue
             if c.value is None and c.name in given:
-                arrays.append(repeated(given[c.name], n))
+                key = given[c.name]
+                arrays.append(key if isinstance(key, pa.Array) else repeated(key, n))
                 continue
             values = c.value(item) if c.value is not None else getattr(item, c.name)
             if values is None:
                 arrays.append(pa.nulls(n, c.type))
-            elif isinstance(values, pa.Array):
+            elif isinstance(values, pa.Array | pa.ChunkedArray):
                 arrays.append(values)
             elif isinstance(values, Sequence):
                 arrays.append(arrow_array(values, c.type))
             else:  # a NumPy array, say
                 arrays.append(pa.array(values, type=c.type))
-        self.append_batch(arrays)
+        if any(isinstance(a, pa.ChunkedArray) for a in arrays):  # a column of many pieces, kept as they are
+            self.append_table(pa.Table.from_arrays(arrays, schema=self.schema))
+        else:
+            self.append_batch(arrays)
 
     def append(self, row: tuple[object, ...]) -> None:
         """Add one row, its values in schema order (prefer :meth:`add`, which names them)."""
@@ -155,10 +161,30 @@ class TableBuilder:
         self._batches.append(batch)
         self._batched_rows += batch.num_rows
 
+    def append_table(self, table: pa.Table) -> None:
+        """Add the rows of ``table`` (this builder's columns; each may be in pieces of its own)."""
+        self._flush()
+        self._parts.append((len(self._batches), table.select(self.schema.names)))
+        self._batched_rows += table.num_rows
+
+    def _table(self) -> pa.Table:
+        """The batches and the tables added, in the order added."""
+        if not self._parts:
+            return pa.Table.from_batches(self._batches, schema=self.schema)
+        pieces, done = [], 0
+        for at, table in self._parts:
+            if at > done:
+                pieces.append(pa.Table.from_batches(self._batches[done:at], schema=self.schema))
+            pieces.append(table)
+            done = at
+        if done < len(self._batches):
+            pieces.append(pa.Table.from_batches(self._batches[done:], schema=self.schema))
+        return pa.concat_tables(pieces)
+
     def finish(self) -> pa.Table:
         """The table so far, with the declared schema (columns filled later are null)."""
         self._flush()
-        table = pa.Table.from_batches(self._batches, schema=self.schema)
+        table = self._table()
         if self.declared == self.schema:
             return table
         columns = [table.column(f.name) if f.name in self.schema.names else pa.nulls(table.num_rows, f.type)

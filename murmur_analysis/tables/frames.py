@@ -1,62 +1,43 @@
-"""Conversations to Arrow tables: each table put together from finished columns, as declared.
+"""Conversations to Arrow tables: each table put together from finished columns, as declared, a batch at a time.
 
 :class:`FrameBuilder` receives a conversation as column chunks and a tool pairing
 (:mod:`~murmur_analysis.tables.chunks`) and the rows its source handed over
-(:mod:`~murmur_analysis.core.handoff`), and builds every table by its declared columns
-(:mod:`~murmur_analysis.tables.schema`) through a :class:`~murmur_analysis.tables.columns.TableBuilder` each.
+(:mod:`~murmur_analysis.core.handoff`). What one conversation alone decides is settled as it is
+added: its pairing walk, its usage and orphan rows, its counts. The tables built from its entries
+(``messages``, ``tool_calls``, ``growth``, ``conversations``) wait until a batch of conversations
+is held (:mod:`~murmur_analysis.tables.batch`) and are then built once for the whole batch. Every
+table is built by its declared columns (:mod:`~murmur_analysis.tables.schema`) through a
+:class:`~murmur_analysis.tables.columns.TableBuilder` each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ..algorithms.history import History
 from ..core.diagnostics import Diagnostic
 from ..core.handoff import (
     Conversation,
     EntryColumns,
     GrowthColumns,
     OrphanRow,
-    Pairing,
     Reading,
     Summary,
     TableRows,
+    ToolEvents,
     UsageRow,
-    repeated,
 )
 from ..core.model import Usage
 from ..core.values import counter_sum
+from .batch import BUILT, Held, build
 from .chunks import PairedChunks, conversation_chunks, entry_chunks
-from .columns import TableBuilder, to_pandas, usage_table
-from .rows import CallColumns, ConversationRow, EntryTimes
+from .columns import BATCH_ROWS, TableBuilder, to_pandas, usage_table
+from .rows import ConversationRow, recorded_calls
 from .schema import TABLES
 
 __all__ = ["FrameBuilder", "TableBuilder", "entry_chunks", "to_pandas", "usage_table"]
-
-_STR = pa.string()
-_I64 = pa.int64()
-
-
-@dataclass(frozen=True, slots=True)
-class _Gathered:
-    """What one pass over a conversation's entries gathered for its other tables."""
-
-    calls: Pairing  # the pairing walk's rows and counts
-    times: EntryTimes  # when the entries holding tool calls and results were written
-    usage: list[_EntryUsage]  # the usage on the entries, turned into rows only when the source gives none
-    count: int
-    first_at: datetime | None
-    last_at: datetime | None
-    bare: list[int]  # positions of assistant entries that carry no usage
-    sizes: list[tuple[pa.Array, pa.Array]]  # each chunk's positions and characters so far (growth rows)
-    derived: list[GrowthColumns]  # one growth row per message, per chunk (kept unless the source gives its own)
-
 
 @dataclass(frozen=True, slots=True)
 class _EntryUsage:
@@ -76,19 +57,6 @@ class _EntryUsage:
                 for i, u in enumerate(self.usages) if u is not None]
 
 
-def _chars_at(sizes: list[tuple[pa.Array, pa.Array]], position: int) -> int | None:
-    """The characters of the conversation up to the entry at ``position``, ``None`` when no row has it.
-
-    A compaction row's size is the conversation's at the message it stands at.
-    """
-    for positions, chars in sizes:
-        found = np.flatnonzero(positions.to_numpy(zero_copy_only=False) == position)
-        if len(found):
-            value: int = chars[int(found[-1])].as_py()
-            return value
-    return None
-
-
 def _derive_growth(summary: Summary) -> bool:
     # Compaction rows are events on the message timeline, not a replacement of it: the
     # per-message rows are derived unless the source gave rows of its own timeline.
@@ -103,7 +71,11 @@ def _settled(conv: Conversation, summary: Summary | None) -> Summary:
 
 
 class FrameBuilder:
-    """Every table, fed one decoded conversation at a time.
+    """Every table, fed one decoded conversation at a time and built a batch of conversations at a time.
+
+    The rows of the tables built from entries are held until about
+    :data:`~murmur_analysis.tables.columns.BATCH_ROWS` messages are, and built then (or when a
+    table is asked for): :meth:`rows` counts them from the moment a conversation is added.
 
     Args:
         text: fill the text columns (``messages.text``, ``messages.reasoning_text``,
@@ -114,19 +86,99 @@ class FrameBuilder:
     def __init__(self, text: bool = True) -> None:
         self.text = text
         self.builders = {name: TableBuilder(name, text=text) for name in TABLES}
+        self._held: list[Held] = []
+        self._held_rows = dict.fromkeys(BUILT, 0)
+
+    def rows(self) -> dict[str, int]:
+        """Rows added so far to each table, those of the conversations held for the next batch included."""
+        return {name: b.num_rows + self._held_rows.get(name, 0) for name, b in self.builders.items()}
 
     def add(self, conv: Conversation) -> None:
         """Add one conversation's rows to every table.
 
         The conversation is read as column chunks in position order (a source's own, or its
-        entries turned into the same columns), so a record of any length streams through: the
-        messages and derived growth rows are written per chunk, and the pairing walk of the
-        assembly core keeps only open calls.
+        entries turned into the same columns), so a record of any length streams through, and
+        the pairing walk of the assembly core keeps only open calls. Its chunks are held (their
+        tool events dropped) until its batch is built.
         """
         reading = Reading(conversation_chunks(conv, self.text), conv.summary)
         # The pairing walk is skipped when the source's engine already walked it (known up front).
-        gathered = self._gather(conv, reading, _settled(conv, conv.summary).paired)
-        self._finish(conv, gathered, _settled(conv, reading.summary))
+        walking = PairedChunks(reading, _settled(conv, conv.summary).paired)
+        chunks: list[EntryColumns] = []
+        usage: list[_EntryUsage] = []  # from the entries, used when the source gives none
+        for chunk in walking:
+            if not len(chunk):
+                continue
+            if chunk.usage:
+                usage.append(_EntryUsage(chunk.usage, chunk.id, chunk.position, chunk.model, chunk.created_at))
+            chunks.append(replace(chunk, events=ToolEvents()) if len(chunk.events) else chunk)
+        summary = _settled(conv, reading.summary)
+        held = Held((conv.source, conv.conversation_id), chunks, walking.timed)
+        if summary.readable:  # handed over unread, and then found unreadable: no rows beyond its messages
+            self._settle(conv, held, walking, usage, summary)
+        self._hold(held)
+        own = [t for t in summary.rows if t in BUILT] if summary.readable else []
+        if own:  # rows of a table built in batches go in after the conversation's own
+            self._build()
+        for table, table_rows in summary.rows.items() if summary.readable else ():
+            self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
+
+    def _settle(self, conv: Conversation, held: Held, walking: PairedChunks, usage: list[_EntryUsage],
+                summary: Summary) -> None:
+        """What the conversation alone decides: its pairing, usage and orphan rows, its counts (into ``held``)."""
+        given = {"source": conv.source, "conversation_id": conv.conversation_id}
+        pairing = walking.pairing()
+        held.calls = pairing.rows
+        held.meta = recorded_calls(pairing.rows, summary.tool_meta or {})
+        held.derive = _derive_growth(summary)
+        if isinstance(summary.growth, GrowthColumns):  # a source's own timeline, as columns
+            held.growth = summary.growth
+        elif summary.growth is not None:
+            held.growth_rows = summary.growth
+        # Read after the walk: a streaming source hands over its summary when its stream ends.
+        rows = [r for u in usage for r in u.rows()] if summary.usage is None else list(summary.usage)
+        tokens, unreported = self._usage(given, conv.path, rows)
+        held.linked = [r.seq for r in rows if r.seq is not None]
+        orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
+        if orphan_rows is None:
+            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
+        # What assembly drops from the conversation as it stands: a source that also lists the
+        # drops of earlier states (a litany step's read state) marks its last state's rows with
+        # no step.
+        n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
+        for orphan in orphan_rows:
+            self.builders["orphans"].add(orphan, given)
+        held.row = ConversationRow(
+            title=summary.title,
+            path=conv.path,
+            first_at=None,  # the times, and the responses with no usage, are counted with the batch
+            last_at=None,
+            messages=sum(len(c) for c in held.chunks),
+            tool_calls=pairing.made,
+            tool_errors=pairing.errors,
+            orphans=n_orphans,
+            tokens=tokens,
+            unreported_responses=unreported,
+            truncated_dropped=conv.truncated_dropped,
+            parent_conversation_id=conv.parent_conversation_id,
+            parent_call_id=conv.parent_call_id,
+            conversation_id_bytes=conv.conversation_id_bytes,
+            path_bytes=conv.path_bytes,
+        )
+
+    def _hold(self, held: Held) -> None:
+        self._held.append(held)
+        for name, n in held.counts().items():
+            self._held_rows[name] += n
+        if self._held_rows["messages"] >= BATCH_ROWS:
+            self._build()
+
+    def _build(self) -> None:
+        """Build the held conversations' rows of the tables built in batches."""
+        held, self._held = self._held, []
+        self._held_rows = dict.fromkeys(BUILT, 0)
+        if held:
+            build(held, self.builders, self.text)
 
     def add_rows(self, rows: TableRows, source: str, conversation_id: str | None = None) -> None:
         """Add rows of one declared table, each given by column name.
@@ -139,101 +191,14 @@ class FrameBuilder:
         Raises:
             KeyError: ``rows.table`` is not a declared table.
         """
+        if rows.table in BUILT:
+            self._build()  # after the rows of the conversations added before
         builder = self.builders.get(rows.table)
         if builder is None:
             builder = self.builders[rows.table] = TableBuilder(rows.table, text=self.text)
         given = {"source": source, "conversation_id": conversation_id}
         for row in rows.rows:
             builder.add_mapping(row, given)
-
-    def _gather(self, conv: Conversation, chunks: Iterable[EntryColumns], paired: Pairing | None) -> _Gathered:
-        key = (conv.source, conv.conversation_id)
-        walking = PairedChunks(chunks, paired)
-        usage: list[_EntryUsage] = []  # from the entries, used when the source gives none
-        bare: list[int] = []
-        first_at: datetime | None = None
-        last_at: datetime | None = None
-        count = 0
-        history = History(orphans=False)
-        sizes: list[tuple[pa.Array, pa.Array]] = []
-        derived: list[GrowthColumns] = []
-        for chunk in walking:
-            n = len(chunk)
-            if n == 0:
-                continue
-            created = chunk.created_at
-            span = pc.min_max(created)
-            low, high = span["min"].as_py(), span["max"].as_py()
-            if low is not None:
-                first_at = low if first_at is None else min(first_at, low)
-                last_at = high if last_at is None else max(last_at, high)
-            usages = chunk.usage
-            assistant = pc.fill_null(pc.equal(chunk.side, "assistant"), False).to_numpy(zero_copy_only=False)
-            positions_all = chunk.position.to_numpy(zero_copy_only=False)
-            bare += [int(positions_all[i]) for i in np.flatnonzero(assistant) if not usages or usages[i] is None]
-            self.builders["messages"].add_columns(chunk, n, {"source": key[0], "conversation_id": key[1]})
-            if usages:
-                usage.append(_EntryUsage(usages, chunk.id, chunk.position, chunk.model, created))
-            grown = history.append_columns(chunk.text_chars, usages)  # one state per message
-            sizes.append((chunk.position, grown.chars))
-            derived.append(GrowthColumns(n, chunk.position, created, repeated("message", n), grown.messages,
-                                         grown.chars, grown.context_tokens))
-            count += n
-        calls = walking.pairing()
-        return _Gathered(calls, walking.times(), usage, count, first_at, last_at, bare, sizes, derived)
-
-    def _finish(self, conv: Conversation, gathered: _Gathered, summary: Summary) -> None:
-        if not summary.readable:  # handed over unread, and then found unreadable: no rows
-            return
-        given = {"source": conv.source, "conversation_id": conv.conversation_id}
-        pairing = gathered.calls
-        growth = self.builders["growth"]
-        if _derive_growth(summary):
-            for columns in gathered.derived:
-                growth.add_columns(columns, columns.rows, given)
-        calls = CallColumns.join(pairing.rows, summary.tool_meta or {}, gathered.times)
-        if calls.rows.num_rows:
-            self.builders["tool_calls"].add_columns(calls, calls.rows.num_rows, given)
-        # Read after the walk: a streaming source hands over its summary when its stream ends.
-        rows = [r for u in gathered.usage for r in u.rows()] if summary.usage is None else list(summary.usage)
-        tokens, unreported = self._usage(given, conv.path, rows)
-        linked = {r.seq for r in rows if r.seq is not None}
-        unreported += sum(1 for p in gathered.bare if p not in linked)
-        orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
-        if orphan_rows is None:
-            orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
-        # What assembly drops from the conversation as it stands: a source that also lists the
-        # drops of earlier states (a litany step's read state) marks its last state's rows with
-        # no step.
-        n_orphans = sum(1 for o in orphan_rows if o.found_by == "assembly" and o.step is None)
-        for orphan in orphan_rows:
-            self.builders["orphans"].add(orphan, given)
-        if isinstance(summary.growth, GrowthColumns):  # a source's own timeline, as columns
-            growth.add_columns(summary.growth, summary.growth.rows, given)
-        for g in summary.growth if isinstance(summary.growth, tuple) else ():
-            if g.chars is None and g.event == "compaction":  # the size of the conversation where it stands
-                g = replace(g, chars=_chars_at(gathered.sizes, g.position))
-            growth.add(g, given)
-        for table, table_rows in summary.rows.items():
-            self.add_rows(TableRows(table, table_rows), conv.source, conv.conversation_id)
-        row = ConversationRow(
-            title=summary.title,
-            path=conv.path,
-            first_at=gathered.first_at,
-            last_at=gathered.last_at,
-            messages=gathered.count,
-            tool_calls=pairing.made,
-            tool_errors=pairing.errors,
-            orphans=n_orphans,
-            tokens=tokens,
-            unreported_responses=unreported,
-            truncated_dropped=conv.truncated_dropped,
-            parent_conversation_id=conv.parent_conversation_id,
-            parent_call_id=conv.parent_call_id,
-            conversation_id_bytes=conv.conversation_id_bytes,
-            path_bytes=conv.path_bytes,
-        )
-        self.builders["conversations"].add(row, given)
 
     def _usage(self, given: dict[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
         """Write the usage rows; return the spend they report and how many report nothing.
@@ -279,4 +244,6 @@ class FrameBuilder:
 
     def finish(self) -> dict[str, pa.Table]:
         """Every core table, and each source table that received rows."""
+        self._build()
         return {name: b.finish() for name, b in self.builders.items()}
+

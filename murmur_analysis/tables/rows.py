@@ -12,40 +12,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..core.handoff import ToolMeta
 
-__all__ = ["CallColumns", "ConversationRow", "EntryTimes"]
+__all__ = ["CallColumns", "ConversationRow", "EntryIndex", "EntryTimes", "recorded_calls"]
+
+_KEY = pa.binary(16)
+_PACKED = 1 << 32
 
 
 @dataclass(frozen=True, slots=True)
 class CallColumns:
-    """A conversation's tool calls: the pairing walk's rows and what the runtime recorded per call.
+    """Tool calls of a batch of conversations: the pairing walks' rows and what the runtimes recorded per call.
 
     Attributes:
-        rows: the pairing's rows (:data:`~murmur_analysis.core.handoff.PAIRED` columns).
+        rows: the pairings' rows, one conversation's after another's
+            (:data:`~murmur_analysis.core.handoff.PAIRED` columns).
+        conversation: per row, the conversation it belongs to (an index into the batch).
         meta: per row, the runtime's record of that call (:class:`~murmur_analysis.core.handoff.ToolMeta`);
             ``None`` for a result with no call or a call the runtime kept nothing about. Empty
-            when the runtime keeps no such record.
+            when no runtime of the batch keeps such a record.
         times: when the entries holding the calls and results were written (``called_at``,
             ``result_at``); ``None``: not known.
     """
 
     rows: pa.RecordBatch
+    conversation: np.ndarray
     meta: tuple[ToolMeta | None, ...] = ()
     times: EntryTimes | None = None
-
-    @classmethod
-    def join(cls, rows: pa.RecordBatch, meta: Mapping[str, ToolMeta], times: EntryTimes | None = None) -> CallColumns:
-        """The pairing's rows with each call's record in ``meta`` (by call id) and its entries' ``times`` beside it."""
-        if not meta or not rows.num_rows:
-            return cls(rows, (), times)
-        called = rows.column("called_seq").to_pylist()
-        ids = rows.column("call_id").to_pylist()
-        return cls(rows, tuple(meta.get(i) if c is not None else None for i, c in zip(ids, called, strict=True)),
-                   times)
 
     def pairing(self, name: str) -> pa.Array:
         """The pairing's column ``name``."""
@@ -53,7 +50,7 @@ class CallColumns:
 
     def at(self, seq: str) -> pa.Array | None:
         """The ``created_at`` of the entry at each row's pairing column ``seq`` (null where unknown)."""
-        return None if self.times is None else self.times.at(self.rows.column(seq))
+        return None if self.times is None else self.times.at(self.conversation, self.rows.column(seq))
 
     def recorded(self, name: str) -> list[object] | None:
         """The runtime's ``ToolMeta`` field ``name`` per row (null where it kept none; ``None``: none kept)."""
@@ -71,22 +68,81 @@ class CallColumns:
                 for v, m in zip(values, self.meta, strict=True)]
 
 
-@dataclass(frozen=True, slots=True)
-class EntryTimes:
-    """When entries of a conversation were written, by position: those a tool call or result is in.
+def recorded_calls(rows: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> tuple[ToolMeta | None, ...]:
+    """Per row of one conversation's pairing, the runtime's record of its call in ``meta`` (by call id).
 
-    Attributes:
-        position: each entry's position (``seq``).
-        created_at: its ``created_at`` (null where the runtime recorded no time).
+    ``None`` for a result with no call and for a call ``meta`` has no record of; empty when
+    ``meta`` is (or the pairing has no row).
+    """
+    if not meta or not rows.num_rows:
+        return ()
+    called = rows.column("called_seq").to_pylist()
+    ids = rows.column("call_id").to_pylist()
+    return tuple(meta.get(i) if c is not None else None for i, c in zip(ids, called, strict=True))
+
+
+class EntryIndex:
+    """Entries of a batch of conversations, found by their conversation (an index into the batch) and position.
+
+    Each entry is one key: its conversation and position packed into an ``int64`` where every
+    position of the batch fits 32 bits, else 16 bytes.
+
+    Args:
+        conversation: each entry's conversation.
+        position: each entry's position (no nulls).
     """
 
-    position: pa.Array
+    def __init__(self, conversation: np.ndarray, position: pa.Array) -> None:
+        span = pc.min_max(position)
+        low, high = span["min"].as_py(), span["max"].as_py()
+        self._packed = low is None or (low >= 0 and high < _PACKED)
+        self.keys = self._keys(conversation, position)
+
+    def _keys(self, conversation: np.ndarray, position: pa.Array) -> pa.Array:
+        """The keys of entries at ``position`` of ``conversation`` (null for a null position)."""
+        n = len(position)
+        if self._packed:  # a position outside 32 bits names no entry held: a null key
+            at = pc.fill_null(position, -1).to_numpy(zero_copy_only=False)
+            fits = (at >= 0) & (at < _PACKED)
+            packed = (conversation.astype(np.int64) << 32) | np.where(fits, at, 0)
+            return pa.array(packed, pa.int64(), mask=~fits)
+        pairs = np.empty((n, 2), dtype=np.int64)
+        pairs[:, 0] = conversation
+        pairs[:, 1] = pc.fill_null(position, 0).to_numpy(zero_copy_only=False)
+        valid = None
+        if position.null_count:
+            valid = pa.py_buffer(np.packbits(position.is_valid().to_numpy(zero_copy_only=False), bitorder="little"))
+        return pa.Array.from_buffers(_KEY, n, [valid, pa.py_buffer(pairs.tobytes())])
+
+    def find(self, conversation: np.ndarray, position: pa.Array) -> pa.Array:
+        """The index of the first entry held at each ``position`` of its ``conversation`` (null: none)."""
+        return pc.index_in(self._keys(conversation, position), value_set=self.keys)
+
+    def holds(self, conversation: np.ndarray, position: pa.Array) -> np.ndarray:
+        """Whether an entry is held at each ``position`` of its ``conversation``."""
+        found: np.ndarray = pc.is_in(self._keys(conversation, position),
+                                     value_set=self.keys).to_numpy(zero_copy_only=False)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class EntryTimes:
+    """When entries of a batch of conversations were written, by conversation and position.
+
+    Attributes:
+        entries: the entries (:class:`EntryIndex`).
+        created_at: each one's ``created_at`` (null where the runtime recorded no time).
+    """
+
+    entries: EntryIndex
     created_at: pa.Array
 
-    def at(self, seqs: pa.Array) -> pa.Array:
-        """The time of the entry at each of ``seqs`` (null for a null seq or an entry not held here)."""
-        found = pc.index_in(seqs, value_set=self.position)
-        return pc.take(self.created_at, found)
+    def at(self, conversation: np.ndarray, seqs: pa.Array) -> pa.Array:
+        """The time of the entry at each of ``seqs`` of its ``conversation`` (null for a null seq or an entry not held).
+
+        An entry held twice under one position answers with the first.
+        """
+        return pc.take(self.created_at, self.entries.find(conversation, seqs))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,114 @@
+"""The frame builder builds a batch of conversations at once: the same tables as each built alone, in order."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from unittest import mock
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from murmur_analysis.core.handoff import Conversation, GrowthColumns, GrowthRow, Summary, ToolMeta, UsageRow
+from murmur_analysis.core.blocks import Text, Thinking, ToolResult, ToolUse
+from murmur_analysis.core.model import Entry, Usage
+from murmur_analysis.tables import frames
+from murmur_analysis.tables.chunks import PairedChunks, entry_chunks
+from murmur_analysis.tables.frames import FrameBuilder
+
+IDS = ("a", "b", "c")
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+usages = st.one_of(st.none(), st.builds(
+    Usage, input_total_tokens=st.one_of(st.none(), st.integers(0, 10_000)),
+    output_tokens=st.one_of(st.none(), st.integers(0, 500)), reasoning_tokens=st.one_of(st.none(), st.integers(0, 50))))
+blocks = st.one_of(
+    st.builds(Text, st.text(max_size=6)),
+    st.builds(Thinking, st.text(max_size=4)),
+    st.builds(ToolUse, st.sampled_from(IDS), st.sampled_from(["sh", "grep"]), st.just({"x": 1})),
+    st.builds(ToolResult, st.sampled_from(IDS), st.one_of(st.none(), st.tuples(st.builds(Text, st.text(max_size=5)))),
+              st.booleans()),
+)
+entry_specs = st.tuples(
+    st.sampled_from(["user", "assistant", "tool", "system"]),
+    st.lists(blocks, max_size=3),
+    usages,
+    st.one_of(st.none(), st.integers(0, 10**6)),  # seconds after T0, or no time
+    st.integers(0, 2),  # the step from the previous position (0: the same position again)
+)
+
+
+@st.composite
+def conversations(draw: st.DrawFn, source: str, cid: str) -> Conversation:
+    """One conversation of varied shape: entries or column chunks, a known pairing or a walk, a summary or none."""
+    entries: list[Entry] = []
+    position = draw(st.integers(0, 3))
+    for i, (side, body, usage, at, step) in enumerate(draw(st.lists(entry_specs, max_size=9))):
+        position += step if i else 0
+        entries.append(Entry(position, side, tuple(body), id=f"{cid}-{i}", model="m" if side == "assistant" else None,
+                             created_at=None if at is None else T0 + timedelta(seconds=at),
+                             usage=usage if side == "assistant" else None))
+    text = True  # a columnar source fills its text columns; the builder leaves them null when text is off
+    seqs = sorted({e.position for e in entries})
+    usage_rows = None
+    if draw(st.booleans()):  # usage the runtime recorded outside the entries, naming some of them
+        usage_rows = tuple(UsageRow(Usage(input_total_tokens=draw(st.integers(0, 100)), output_tokens=1), seq=seq,
+                                    model="m") for seq in draw(st.lists(st.sampled_from(seqs), max_size=3))
+                           ) if seqs else ()
+    growth: tuple[GrowthRow, ...] | GrowthColumns | None = None
+    shape = draw(st.sampled_from(["derived", "compactions", "rows", "columns"]))
+    if shape == "compactions" and seqs:
+        growth = tuple(GrowthRow(p, "compaction", tokens_before=9, summary="s") for p in
+                       draw(st.lists(st.sampled_from([*seqs, 999]), min_size=1, max_size=2)))
+    elif shape == "rows":
+        growth = (GrowthRow(0, "commit", messages=1, chars=2, commit="c0"),)
+    elif shape == "columns":
+        n = draw(st.integers(0, 3))
+        growth = GrowthColumns(n, pa.array(range(n), pa.int64()), pa.nulls(n, pa.timestamp("us", tz="UTC")),
+                               pa.array(["commit"] * n, pa.string()), pa.array(range(n), pa.int64()),
+                               pa.array([5] * n, pa.int64()),
+                               pa.nulls(n, pa.int64()), commit=pa.array([f"c{i}" for i in range(n)], pa.string()))
+    meta = {"a": ToolMeta(duration_ms=1.5, exit_code=0)} if draw(st.booleans()) else {}
+    rows = draw(st.integers(1, 4))  # entries per chunk
+    readable = draw(st.integers(0, 9)) > 0
+    if draw(st.booleans()):  # as a columnar decoder hands it over: chunks, and the pairing its engine walked
+        walk = PairedChunks(entry_chunks(entries, rows=rows, text=text))
+        for _ in walk:
+            pass
+        summary = Summary(usage=usage_rows, growth=growth, title=cid, paired=walk.pairing(), readable=readable)
+        return Conversation(source, cid, entries, columns=list(entry_chunks(entries, rows=rows, text=text)),
+                            tool_meta=meta, summary=summary)
+    summary = Summary(usage=usage_rows, growth=growth, readable=readable)
+    return Conversation(source, cid, entries, tool_meta=meta, summary=summary if draw(st.booleans()) else None)
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[Conversation]:
+    n = draw(st.integers(1, 6))
+    return [draw(conversations(draw(st.sampled_from(["s", "t"])), f"c{i}")) for i in range(n)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(convs=batches(), text=st.booleans(), batch_rows=st.sampled_from([1, 3, 7, 65_536]))
+def test_a_batch_built_together_is_each_conversation_built_alone(convs: list[Conversation], text: bool,
+                                                                 batch_rows: int) -> None:
+    with mock.patch.object(frames, "BATCH_ROWS", batch_rows):  # batches ending anywhere
+        together = FrameBuilder(text=text)
+        counted = []
+        for conv in convs:
+            together.add(conv)
+            counted.append(together.rows())
+        tables = together.finish()
+    alone = []
+    for conv in convs:
+        one = FrameBuilder(text=text)
+        one.add(conv)
+        alone.append(one.finish())
+    for name, table in tables.items():
+        expected = pa.concat_tables([t[name] for t in alone])
+        assert table.schema == expected.schema, name
+        assert table.to_pylist() == expected.to_pylist(), name
+    # The rows counted as each conversation is added are those it adds, built or held.
+    assert counted[-1] == {name: t.num_rows for name, t in tables.items()}
+    for before, after, one_table in zip([{n: 0 for n in tables}, *counted], counted, alone, strict=False):
+        assert {n: after[n] - before[n] for n in after} == {n: t.num_rows for n, t in one_table.items()}
