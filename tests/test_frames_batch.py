@@ -9,8 +9,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from murmur_analysis.core.handoff import Conversation, GrowthColumns, GrowthRow, Summary, ToolMeta, UsageRow
 from murmur_analysis.core.blocks import Text, Thinking, ToolResult, ToolUse
+from murmur_analysis.core.handoff import Conversation, GrowthColumns, GrowthRow, Summary, ToolMeta, UsageRow
 from murmur_analysis.core.model import Entry, Usage
 from murmur_analysis.tables import frames
 from murmur_analysis.tables.chunks import PairedChunks, entry_chunks

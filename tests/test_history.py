@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from murmur_analysis.algorithms.history import (
     Reset,
     State,
     context_tokens,
+    message_states,
     replay,
     running_context,
 )
@@ -105,3 +107,22 @@ def test_a_source_can_settle_the_usage_the_context_counts() -> None:
     history = History(usage=lambda e: settled if e.id == "m" else e.usage)
     assert history.append([bare]).context_tokens == 12
     assert history.reset([]).context_tokens is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(bodies, max_size=6), max_size=5))
+def test_many_histories_at_once_count_as_each_alone(
+    histories: list[list[tuple[str, list[object], Usage | None]]],
+) -> None:
+    entries = [entries_from(specs, 0) for specs in histories]
+    flat = [e for es in entries for e in es]
+    usage = [e.usage for e in flat]
+    starts = np.cumsum([0, *(len(es) for es in entries)])[:-1]
+    grown = message_states(np.array([text_chars(e.blocks) for e in flat], dtype=np.int64),
+                           usage if any(u is not None for u in usage) else None, starts)
+    got = list(zip(grown.messages.to_pylist(), grown.chars.to_pylist(), grown.context_tokens.to_pylist(), strict=True))
+    expected = []
+    for es in entries:
+        alone = History(orphans=False)
+        expected += [(s.messages, s.chars, s.context_tokens) for s in (alone.append([e]) for e in es)]
+    assert got == expected
