@@ -23,7 +23,9 @@ makes after the earlier ones, and it names the earlier calls its results answer
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,8 +51,10 @@ __all__ = [
     "file_of",
     "grew",
     "identity_at",
+    "read_exactly",
     "read_on",
     "resumed",
+    "scratch_copy",
 ]
 
 #: The point before a file's first byte.
@@ -262,11 +266,8 @@ class AppendOnlyLines:
     def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
                    diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
         """The entries of the bytes ``start:end`` (:meth:`decode_lines`), after ``point``."""
-        try:
-            data = os.pread(fd, end - start, start)
-        except OSError:
-            return None
-        if len(data) != end - start:
+        data = read_exactly(fd, start, end)
+        if data is None:
             return None
         entries = self.decode_lines(conv, data, point.lines + 1, diagnostics)
         if entries is None:
@@ -293,6 +294,33 @@ class AppendOnlyLines:
         """``conv`` read again whole (``Source.reopen``)."""
         assert isinstance(self, Source), "AppendOnlyLines is mixed into a Source"
         return self.reopen(conv.key, diagnostics)
+
+
+def read_exactly(fd: int, start: int, end: int) -> bytes | None:
+    """The bytes ``start:end`` of the file open as ``fd``; ``None`` when they cannot all be read."""
+    try:
+        data = os.pread(fd, end - start, start)
+    except OSError:
+        return None
+    return data if len(data) == end - start else None
+
+
+@contextlib.contextmanager
+def scratch_copy(data: bytes, scratch: Path) -> Iterator[Path]:
+    """A file in ``scratch`` holding ``data``, removed afterwards.
+
+    A range read by a scanner of files then ends where the range does, however the original
+    grows meanwhile.
+    """
+    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        del data  # the caller may drop its copy while the file is read
+        yield Path(name)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
 
 
 def next_line(fd: int, offset: int, end: int, step: int = 64 << 10) -> int | None:

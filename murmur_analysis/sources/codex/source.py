@@ -30,9 +30,6 @@ ranges: a first read is whole.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,7 +46,7 @@ from ...core.model import Entry
 from ...core.values import JSON
 from ..base import READ_ALL, ReadContext, Source
 from ..lines import LineRows, report, scan_lines
-from ..resume import AppendOnlyLines, Tail, resumed
+from ..resume import AppendOnlyLines, Tail, read_exactly, resumed, scratch_copy
 from .carry import Carry
 from .decode import Decoded, Identity, decode, file_id, identities
 from .entries import entries
@@ -346,19 +343,10 @@ def _scan_range(path: Path, fd: int, start: int, end: int, lines: int, text: boo
     The bytes are copied to a file in ``scratch`` first, so that what is read ends at ``end``
     even if the rollout grows meanwhile. ``None`` when they cannot be read.
     """
-    try:
-        data = os.pread(fd, end - start, start)
-    except OSError:
+    data = read_exactly(fd, start, end)
+    if data is None:
         return None
-    if len(data) != end - start:
-        return None
-    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
-    try:
-        with os.fdopen(out, "wb") as f:
-            f.write(data)
+    with scratch_copy(data, scratch) as name:
         del data
-        rows = scan_lines("codex", [Path(name)], starts=[(0, lines + 1)], text=text)[0]
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+        rows = scan_lines("codex", [name], starts=[(0, lines + 1)], text=text)[0]
     return None if rows.error is not None else replace(rows, path=path)

@@ -22,9 +22,7 @@ No tail is read, and the record must be read whole, when:
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +31,7 @@ import numpy as np
 
 from ...algorithms.pairing import MessageRuns
 from ...core.handoff import Conversation, ResumePoint
-from ..resume import Tail, next_line, resumed
+from ..resume import Tail, next_line, read_exactly, resumed, scratch_copy
 from .engine import strings, tool_events
 from .record import LineKind, decide, parse, scan_records
 
@@ -79,24 +77,15 @@ def scan_range(
     when the bytes cannot be read, when their first line is one only line 1 can be (the
     ``murmur.record`` header: read alone it would be taken for one), or when the scan fails.
     """
-    try:
-        data = os.pread(fd, end - start, start)
-    except OSError:
-        return None
-    if len(data) != end - start:
+    data = read_exactly(fd, start, end)
+    if data is None:
         return None
     first = data.split(b"\n", 1)[0].removesuffix(b"\r")
     if start and decide(first, True) == LineKind.HEADER:
         return None
-    out, name = tempfile.mkstemp(dir=scratch, suffix=".jsonl")
-    try:
-        with os.fdopen(out, "wb") as f:
-            f.write(data)
+    with scratch_copy(data, scratch) as name:
         del data
-        scanned = scan_records([name], text)[0]
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+        scanned = scan_records([str(name)], text)[0]
     if scanned["error"] is not None or (start and scanned["header"] is not None):
         return None
     lines = point.lines
