@@ -1010,3 +1010,22 @@ def test_records_that_end_at_a_line_end_are_kept_when_they_settle(tmp_path: Path
     again = export(home, out=out, options=options)
     assert again.conversations_read == 1  # only the torn one: its last line now counts as unreadable
     assert_same(read_parquet(out).tables, ma.load(home, options=options).tables)
+
+
+def test_a_record_appended_to_just_before_the_export_is_read_on(tmp_path: Path) -> None:
+    """Lines appended a moment before the export (the file changed within the run's racy
+    window) are still read on from the point: only the fingerprint the state records is left
+    unknown, so the next export reads the record whole once, and both equal a fresh load."""
+    home = tmp_path / "home"
+    path = record(home, "bot", "ctx", [msg("user", T0), msg("assistant", T0 + 1, n=1)])
+    old = T0 / 1000
+    os.utime(path, (old, old))
+    out = tmp_path / "out"
+    export(home, out=out)
+    append(path, [msg("user", T0 + 2, n=2), msg("assistant", T0 + 3, n=3)])  # now: within the window
+    grown = export(home, out=out)
+    assert (grown.conversations_appended, grown.conversations_read) == (1, 0)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)
+    again = export(home, out=out)
+    assert (again.conversations_appended, again.conversations_read) == (0, 1)
+    assert_same(read_parquet(out).tables, ma.load(home).tables)

@@ -59,8 +59,9 @@ class _Decided:
     """What was decided of a conversation before its source read it."""
 
     decision: Decision
-    fingerprint: JSON
+    fingerprint: JSON  # what the state records (``None`` when the input changed during the run)
     grown: GrownRows | None = None
+    found: JSON = None  # the fingerprint as found, which reading on is judged by
 
 
 @dataclass
@@ -135,7 +136,7 @@ class ExportRun:
             return _Decided("read", fp)
         point = appendable(src, conv, self.previous.units.get(unit), fp) if self.current is not None else None
         if point is not None and conv.path is not None and grew(point, conv.path):
-            return _Decided("append", self._racy(fp))
+            return _Decided("append", self._racy(fp), found=fp)
         if conv.path is not None and _size(conv.path) > self.range_bytes and src.resumable(conv, None, None):
             return _Decided("ranges", self._racy(fp))
         return _Decided("read", fp)
@@ -170,7 +171,7 @@ class ExportRun:
             return False
         assert isinstance(src, Resumable)
         if decided.decision == "append":
-            grown = self._read_on(src, conv, unit, decided.fingerprint)
+            grown = self._read_on(src, conv, unit, decided.found)
             if grown is None:
                 return self._reread(src, conv, decided.fingerprint) if asked else self._read_whole(src, conv, None)
             self.seen.add(unit)
