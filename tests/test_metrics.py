@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from codex_home import shell_outcomes
 from hypothesis import given
 from hypothesis import strategies as st
 from litany_entries import result, tool, use, user
@@ -177,19 +178,9 @@ def test_metrics_and_widgets_are_attributes() -> None:
 
 def test_an_answer_that_says_no_outcome_is_never_counted_as_a_success(tmp_path: Path) -> None:
     """Codex outputs without an exit code: answered, outcome unknown, left out of the error rate."""
-    home = tmp_path / "sessions" / "2026" / "01" / "02"
-    home.mkdir(parents=True)
-    meta = {"timestamp": "2026-01-02T03:04:05.000Z", "type": "session_meta",
-            "payload": {"id": "11111111-1111-4111-8111-111111111111", "timestamp": "2026-01-02T03:04:05.000Z"}}
-    lines = [meta]
-    for i, output in enumerate(["Exit code: 1\nWall time: 0.1 seconds\nOutput:\nno", "Exit code: 0\nOutput:\nyes",
-                                "plain text, no code", "more text"]):
-        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.000Z", "type": "response_item",
-                      "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{i}"}})
-        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.500Z", "type": "response_item",
-                      "payload": {"type": "function_call_output", "call_id": f"c{i}", "output": output}})
-    (home / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines))
+    shell_outcomes(tmp_path / "sessions" / "2026" / "01" / "02",
+                   ["Exit code: 1\nWall time: 0.1 seconds\nOutput:\nno", "Exit code: 0\nOutput:\nyes",
+                    "plain text, no code", "more text"])
     corpus = ma.load(tmp_path, source="codex")
     assert corpus.tool_calls["status"].tolist() == ["error", "ok", "unknown", "unknown"]
     [row] = metrics.tool_error_rates(corpus, by="source").itertuples()

@@ -11,6 +11,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from codex_home import shell_outcomes
 from murmur_home import T0, ev, inference, msg, record, text, trace
 from nbclient import NotebookClient
 
@@ -206,20 +207,8 @@ def test_the_reports_join_the_sessions_and_prices_they_are_given(tmp_path: Path,
 def test_calls_of_unknown_outcome_are_drawn_apart_and_left_out_of_the_rate(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Codex outputs with no exit code: neither ok nor error in the figures."""
-    import json
-
-    folder = tmp_path / "codex" / "sessions" / "2026" / "01" / "02"
-    folder.mkdir(parents=True)
-    meta = {"timestamp": "2026-01-02T03:04:05.000Z", "type": "session_meta",
-            "payload": {"id": "11111111-1111-4111-8111-111111111111", "timestamp": "2026-01-02T03:04:05.000Z"}}
-    lines = [meta]
-    for i, output in enumerate(["Exit code: 1\nOutput:\nno", "Exit code: 0\nOutput:\nyes", "plain", "more"]):
-        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.000Z", "type": "response_item",
-                      "payload": {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": f"c{i}"}})
-        lines.append({"timestamp": f"2026-01-02T03:04:0{6 + i}.500Z", "type": "response_item",
-                      "payload": {"type": "function_call_output", "call_id": f"c{i}", "output": output}})
-    (folder / "rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines))
+    shell_outcomes(tmp_path / "codex" / "sessions" / "2026" / "01" / "02",
+                   ["Exit code: 1\nOutput:\nno", "Exit code: 0\nOutput:\nyes", "plain", "more"])
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("MURMUR_ANALYSIS_DATA", str(tmp_path / "codex"))
     nb = _run(NOTEBOOKS[2], tmp_path)
