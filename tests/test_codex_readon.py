@@ -51,15 +51,20 @@ def _age(path: Path, stamp: int) -> None:
 
 @pytest.fixture
 def scanned() -> Iterator[list[list[str]]]:
-    """The files each call of the engine was asked to scan by the codex source."""
+    """What each call of the engine was asked to scan by the codex source: whole files by name,
+    a range of a file as ``name[bytes]`` (the bytes read, not the file)."""
     calls: list[list[str]] = []
-    real = codex_source.scan_lines
+    real, real_bytes = codex_source.scan_lines, codex_source.scan_bytes
 
     def spy(fmt: str, paths: Any, **kw: Any) -> Any:
         calls.append([Path(p).name for p in paths])
         return real(fmt, paths, **kw)
 
-    with mock.patch.object(codex_source, "scan_lines", spy):
+    def spy_bytes(fmt: str, path: Path, data: bytes, first_line: int, **kw: Any) -> Any:
+        calls.append([f"{Path(path).name}[{len(data)}]"])
+        return real_bytes(fmt, path, data, first_line, **kw)
+
+    with mock.patch.object(codex_source, "scan_lines", spy), mock.patch.object(codex_source, "scan_bytes", spy_bytes):
         yield calls
 
 
@@ -123,12 +128,12 @@ def test_a_grown_rollout_is_read_on_and_equals_a_fresh_load(tmp_path: Path, scan
     home, grown = _home(tmp_path)
     out = tmp_path / "out"
     _export(home, out)
+    size = grown.stat().st_size
     _append(grown, GROWN, stamp=2)
     scanned.clear()
     result = _export(home, out)
     assert (result.conversations_appended, result.conversations_kept, result.conversations_read) == (1, 1, 0)
-    assert len(scanned) == 1 and len(scanned[0]) == 1 and scanned[0][0].endswith(".jsonl")  # the tail, alone
-    assert not scanned[0][0].startswith("rollout-")
+    assert scanned == [[f"{grown.name}[{grown.stat().st_size - size}]"]]  # the appended bytes alone
     _same(home, out)
     exported = read_parquet(out).tables
     calls = sorted(exported["tool_calls"].select(["call_id", "status", "exit_code", "result_seq"]).to_pylist(),

@@ -153,6 +153,18 @@ def scan_lines(
     return [_rows(Path(p), s, ints, strs) for p, s in zip(paths, scanned, strict=True) if s is not None]
 
 
+def scan_bytes(format: str, path: Path, data: bytes, first_line: int, *, text: bool = True) -> LineRows:
+    """Whole lines of ``path`` already read into ``data`` (a range of it), as :func:`scan_lines` reads a file.
+
+    Line numbers count from ``first_line`` (the number of ``data``'s first line); ``end`` is an
+    offset into ``data``.
+    """
+    from ..engine import _native
+
+    ints, strs = columns_of(format)
+    return _rows(Path(path), _native.scan_data(format, [data], text, [first_line])[0], ints, strs)
+
+
 #: How far a compressed file may expand (times its size, plus 64 MiB) before it is refused as a bomb.
 _EXPANSION = 1_000
 

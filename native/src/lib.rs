@@ -439,13 +439,26 @@ fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64,
     out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
 }
 
-/// scan_data(format, datas, text) -> list[dict]: like `scan_lines`, of files already in memory
-/// (decompressed), each read whole from its line 1.
-#[pyfunction]
-fn scan_data(py: Python<'_>, format: &str, datas: Vec<&[u8]>, text: bool) -> PyResult<Vec<PyObject>> {
+/// scan_data(format, datas, text, first_lines=None) -> list[dict]: like `scan_lines`, of whole
+/// lines already in memory (a decompressed file, a range of a file), each numbered from its
+/// `first_lines` entry (default 1).
+#[pyfunction(first_lines = "None")]
+#[pyo3(text_signature = "(format, datas, text, first_lines=None)")]
+fn scan_data(
+    py: Python<'_>,
+    format: &str,
+    datas: Vec<&[u8]>,
+    text: bool,
+    first_lines: Option<Vec<i64>>,
+) -> PyResult<Vec<PyObject>> {
     let format = formats::by_name(format).ok_or_else(|| PyValueError::new_err(format!("no line format {format:?}")))?;
-    let out: Vec<lines::Rows> =
-        py.allow_threads(|| in_pool(|| datas.par_iter().map(|d| lines::read_bytes(format, d, 1, text)).collect()));
+    let firsts = first_lines.unwrap_or_else(|| vec![1; datas.len()]);
+    if firsts.len() != datas.len() {
+        return Err(PyValueError::new_err("first_lines must give one line number per data"));
+    }
+    let out: Vec<lines::Rows> = py.allow_threads(|| {
+        in_pool(|| datas.par_iter().zip(&firsts).map(|(d, &n)| lines::read_bytes(format, d, n, text)).collect())
+    });
     out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect()
 }
 

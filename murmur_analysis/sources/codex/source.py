@@ -45,8 +45,8 @@ from ...core.identity import Identity as FileIdentity
 from ...core.model import Entry
 from ...core.values import JSON
 from ..base import READ_ALL, ReadContext, Source
-from ..lines import LineRows, report, scan_lines
-from ..resume import AppendOnlyLines, Tail, read_exactly, resumed, scratch_copy
+from ..lines import LineRows, report, scan_bytes, scan_lines
+from ..resume import AppendOnlyLines, Tail, read_exactly, resumed
 from .carry import Carry
 from .decode import Decoded, Identity, decode, file_id, identities
 from .entries import entries
@@ -244,7 +244,7 @@ class CodexSource(AppendOnlyLines, Source):
         carry = Carry.from_doc(point.carry) if start else None
         if (start and carry is None) or conv.path is None:
             return None
-        rows = _scan_range(Path(conv.path), fd, start, end, point.lines, text, scratch)
+        rows = _scan_range(Path(conv.path), fd, start, end, point.lines, text)
         if rows is None:
             return None
         found = Diagnostics(self.name)
@@ -337,16 +337,14 @@ class CodexSource(AppendOnlyLines, Source):
         return replace(conv, columns=[decoded.columns], summary=summary, tool_meta=decoded.tool_meta)
 
 
-def _scan_range(path: Path, fd: int, start: int, end: int, lines: int, text: bool, scratch: Path) -> LineRows | None:
+def _scan_range(path: Path, fd: int, start: int, end: int, lines: int, text: bool) -> LineRows | None:
     """The engine's rows of the bytes ``start:end`` of ``path`` (open as ``fd``), line numbers going on from ``lines``.
 
-    The bytes are copied to a file in ``scratch`` first, so that what is read ends at ``end``
-    even if the rollout grows meanwhile. ``None`` when they cannot be read.
+    The bytes are read once, so what is scanned ends at ``end`` even if the rollout grows
+    meanwhile. ``None`` when they cannot be read.
     """
     data = read_exactly(fd, start, end)
     if data is None:
         return None
-    with scratch_copy(data, scratch) as name:
-        del data
-        rows = scan_lines("codex", [name], starts=[(0, lines + 1)], text=text)[0]
-    return None if rows.error is not None else replace(rows, path=path)
+    rows = scan_bytes("codex", path, data, lines + 1, text=text)
+    return None if rows.error is not None else rows
