@@ -174,3 +174,22 @@ def test_a_pairing_state_is_read_back_only_whole_and_of_its_version() -> None:
     Pairer(state=state)  # a walk takes the state over: it serves once
     with pytest.raises(ValueError, match="taken"):
         state.to_bytes()
+
+
+def test_a_walk_saved_moves_its_open_calls_into_the_state_once() -> None:
+    pairer = Pairer()
+    entries = build([(0, "assistant", [ToolUse("a", "bash", {})]), (1, "tool", [ToolResult("b", (Text("r"),), False)])])
+    for entry in entries:
+        pairer.feed(entry)
+    pairer.finish()
+    state = pairer.save()
+    again = PairState.from_bytes(state.to_bytes())
+    assert again.to_bytes() == state.to_bytes() and state.rows == 2
+    with pytest.raises(ValueError, match="was saved"):
+        pairer.save()  # the open call moved into the first state: a second would lose it
+    with pytest.raises(ValueError, match="was saved"):
+        pairer.finish()
+    resumed = Pairer(state=state)
+    resumed.feed(build([(2, "tool", [ToolResult("a", (Text("late"),), False)])])[0])
+    rows = resumed.finish()
+    assert resumed.answered == [0] and rows[-1].result_text == "late"

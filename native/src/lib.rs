@@ -576,6 +576,18 @@ struct PyPairer {
     inner: pair::Pairer,
     /// the events' kept texts, indexed by `pair::Event::text`
     texts: Vec<Option<String>>,
+    /// whether `save` moved the walk's state out
+    saved: bool,
+}
+
+impl PyPairer {
+    /// `Err` once `save` moved the walk's state out.
+    fn live(&self) -> PyResult<()> {
+        if self.saved {
+            return Err(PyValueError::new_err("this pairing walk was saved: it goes on in the state it left"));
+        }
+        Ok(())
+    }
 }
 
 #[pymethods]
@@ -590,7 +602,7 @@ impl PyPairer {
                 pair::Pairer::resume(state.inner.take().expect("held")).0
             }
         };
-        Ok(PyPairer { inner, texts: Vec::new() })
+        Ok(PyPairer { inner, texts: Vec::new(), saved: false })
     }
 
     /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs, texts):
@@ -612,6 +624,7 @@ impl PyPairer {
         inputs: Option<Vec<Option<i64>>>,
         texts: Option<Vec<Option<String>>>,
     ) -> PyResult<()> {
+        self.live()?;
         let n = ids.len();
         if [positions.len(), messages.len(), call.len(), kind.len(), names.len(), errors.len(), chars.len(),
             input_bytes.len()]
@@ -653,6 +666,7 @@ impl PyPairer {
     /// one row per result answering a call of the rows before a resumed walk (`answered`
     /// names those calls' rows), the counts (`summary`) and whether the walk is `exact`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.live()?;
         self.inner.finish();
         let summary = self.inner.summary();
         // the answers after the rows (copied only when there are any: a resumed walk)
@@ -692,6 +706,7 @@ impl PyPairer {
     /// `input_text`, `result_text`) as Arrow buffers (no Python object per row), the number of
     /// `rows`, and `summary`, `answered` and `exact`.
     fn finish_arrow(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.live()?;
         self.inner.finish();
         let summary = self.inner.summary();
         let (own, answers) = (&self.inner.rows, &self.inner.answers);
@@ -713,9 +728,15 @@ impl PyPairer {
     }
 
     /// save(index, side) -> PairState: after `finish`, what a walk of the entries after these
-    /// needs, with the message-run state after the last entry (`index`, `side`).
-    fn save(&self, index: i64, side: Option<String>) -> PyPairState {
-        PyPairState { inner: Some(self.inner.save(pair::MessageRuns { index, side })) }
+    /// needs, with the message-run state after the last entry (`index`, `side`). The walk's
+    /// open calls move into the state: it is saved once.
+    ///
+    /// Raises:
+    ///     ValueError: the walk was saved already.
+    fn save(&mut self, index: i64, side: Option<String>) -> PyResult<PyPairState> {
+        self.live()?;
+        self.saved = true;
+        Ok(PyPairState { inner: Some(self.inner.save(pair::MessageRuns { index, side })) })
     }
 }
 

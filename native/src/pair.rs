@@ -177,8 +177,8 @@ pub struct Saved {
     pub runs: MessageRuns,
     /// pairing rows made so far
     pub rows: usize,
-    /// the calls not yet answered, by id: their rows, oldest first
-    open: Vec<(Key, Vec<usize>)>,
+    /// the calls not yet answered, by id: their rows, oldest first (the walk's own map, moved)
+    open: HashMap<Key, VecDeque<usize>>,
     /// every id called, as [`id_hash`]es
     called: HashSet<u64>,
     /// the message of the last run closed (-1: none), whether a result of it was left with no
@@ -243,8 +243,10 @@ impl Saved {
         u64s(&mut out, self.rows as u64);
         u64s(&mut out, self.closed as u64);
         out.push(u8::from(self.loose) | (u8::from(self.server) << 1));
-        u64s(&mut out, self.open.len() as u64);
-        for ((kind, id), rows) in &self.open {
+        let mut open: Vec<(&Key, &VecDeque<usize>)> = self.open.iter().collect();
+        open.sort_unstable_by_key(|(_, rows)| rows[0]); // each row is one call's: the order is total
+        u64s(&mut out, open.len() as u64);
+        for ((kind, id), rows) in open {
             out.push(*kind);
             u64s(&mut out, id.len() as u64);
             out.extend_from_slice(id.as_bytes());
@@ -282,16 +284,18 @@ impl Saved {
         let closed = r.u64()? as i64;
         let flags = r.u8()?;
         let n = r.count(25)?;
-        let mut open = Vec::with_capacity(n);
+        let mut open = HashMap::with_capacity(n);
         for _ in 0..n {
             let kind = r.u8()?;
             let id = r.text()?;
             let n = r.count(8)?;
-            let waiting = (0..n).map(|_| r.u64().map(|v| v as usize)).collect::<Result<Vec<_>, _>>()?;
+            let waiting = (0..n).map(|_| r.u64().map(|v| v as usize)).collect::<Result<VecDeque<_>, _>>()?;
             if waiting.is_empty() || waiting.iter().any(|&w| w >= rows) {
                 return Err("a pairing state with an open call past its rows".to_owned());
             }
-            open.push(((kind, id), waiting));
+            if open.insert((kind, id), waiting).is_some() {
+                return Err("a pairing state with an open call twice".to_owned());
+            }
         }
         let n = r.count(8)?;
         let called = (0..n).map(|_| r.u64()).collect::<Result<HashSet<_>, _>>()?;
@@ -338,13 +342,12 @@ impl Pairer {
 
     /// A walk going on from `saved`, and the message-run state to index its entries with.
     pub fn resume(saved: Saved) -> (Pairer, MessageRuns) {
-        let open = saved.open.into_iter().map(|(k, rows)| (k, rows.into_iter().collect())).collect();
         let walk = Pairer {
             rows: Rows::default(),
             answers: Rows::default(),
             answered: Vec::new(),
             base: saved.rows,
-            open,
+            open: saved.open,
             called: HashSet::new(),
             called_before: saved.called,
             run: Vec::new(),
@@ -360,16 +363,17 @@ impl Pairer {
     }
 
     /// What a walk of the entries after the ones fed needs; call after [`Pairer::finish`].
-    pub fn save(&self, runs: MessageRuns) -> Saved {
-        let mut open: Vec<(Key, Vec<usize>)> =
-            self.open.iter().map(|(k, rows)| (k.clone(), rows.iter().copied().collect())).collect();
-        open.sort_by_key(|(_, rows)| rows[0]);
-        let mut called = self.called_before.clone();
-        called.extend(self.called.iter().map(id_hash));
+    ///
+    /// The open calls and the called ids are moved out, not copied (a walk of a long run of
+    /// calls saved after every range would otherwise copy all of them each time): the walk is
+    /// spent and is not saved, fed or finished again.
+    pub fn save(&mut self, runs: MessageRuns) -> Saved {
+        let mut called = std::mem::take(&mut self.called_before);
+        called.extend(self.called.drain().map(|k| id_hash(&k)));
         Saved {
             runs,
             rows: self.base + self.rows.len(),
-            open,
+            open: std::mem::take(&mut self.open),
             called,
             closed: self.closed,
             loose: self.loose,
