@@ -20,7 +20,47 @@
 //! a run going on across the stop in a way the closed part cannot be walked on from, make the
 //! walk [`Pairer::exact`] false (the caller then walks the whole record).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// rustc's Fx hash: a multiply and a rotate per word. The walk hashes every call id a few
+/// times (open calls, ids called); SipHash, the default, cost more than the walk itself. Not
+/// proof against keys chosen to collide, which a runtime's own call ids are not.
+#[derive(Default, Clone, Copy)]
+pub struct Fx(u64);
+
+impl Hasher for Fx {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl Fx {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fx>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fx>>;
 
 /// Row statuses, in `STATUSES` order.
 pub const STATUSES: [&str; 6] = ["ok", "error", "unanswered", "orphan_result", "duplicate_result", "unknown"];
@@ -284,7 +324,7 @@ impl Saved {
         let closed = r.u64()? as i64;
         let flags = r.u8()?;
         let n = r.count(25)?;
-        let mut open = HashMap::with_capacity(n);
+        let mut open = HashMap::with_capacity_and_hasher(n, Default::default());
         for _ in 0..n {
             let kind = r.u8()?;
             let id = r.text()?;
@@ -348,7 +388,7 @@ impl Pairer {
             answered: Vec::new(),
             base: saved.rows,
             open: saved.open,
-            called: HashSet::new(),
+            called: HashSet::default(),
             called_before: saved.called,
             run: Vec::new(),
             message: saved.closed,

@@ -294,9 +294,18 @@ fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnM
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let mut left = remaining;
+            let mut made = 0; // buffers made so far: the first two are new, later ones come back
             while left > 0 {
-                let mut buf = empty_rx.try_recv().unwrap_or_default();
-                buf.resize(left.min(block), 0);
+                let mut buf = if made < 2 {
+                    made += 1;
+                    Vec::new()
+                } else {
+                    match empty_rx.recv() {
+                        Ok(buf) => buf,
+                        Err(_) => return, // nothing takes blocks any more
+                    }
+                };
+                buf.resize(left.min(block), 0); // a buffer back from a full block is not filled again
                 let mut filled = 0;
                 let mut failed = None;
                 while filled < buf.len() {
@@ -351,7 +360,7 @@ fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnM
                 }
                 _ => carry.extend_from_slice(&buf),
             }
-            let _ = empty_tx.try_send(buf);
+            let _ = empty_tx.try_send(buf); // never full (two buffers); refused once the reader is done
         }
         if !carry.is_empty() {
             each(&carry);
