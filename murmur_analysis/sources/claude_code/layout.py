@@ -86,15 +86,16 @@ def default_homes(environ: dict[str, str] | None = None) -> list[Path]:
 def _first_object(path: Path) -> dict[str, object] | None:
     """The first line of ``path`` that is a JSON object (within the first MiB), or ``None``."""
     with open_regular(path) as fh:
-        head = fh.read(_PEEK)
-    for line in head.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        return value if isinstance(value, dict) else None
+        budget = _PEEK
+        while budget > 0 and (line := fh.readline(budget)):  # a line at a time: most files' first decides
+            budget -= len(line)
+            if not line.strip():
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut by the budget is not one
+            return value if isinstance(value, dict) else None
     return None
 
 
