@@ -112,3 +112,27 @@ def test_a_batch_built_together_is_each_conversation_built_alone(convs: list[Con
     assert counted[-1] == {name: t.num_rows for name, t in tables.items()}
     for before, after, one_table in zip([{n: 0 for n in tables}, *counted], counted, alone, strict=False):
         assert {n: after[n] - before[n] for n in after} == {n: t.num_rows for n, t in one_table.items()}
+
+
+positions = st.one_of(st.none(), st.integers(0, 6), st.integers(-(2**63), 2**63 - 1),
+                      st.sampled_from([2**32 - 1, 2**32]))
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), positions), max_size=30),
+       st.lists(st.tuples(st.integers(0, 4), positions), max_size=30))
+def test_entries_are_found_by_conversation_and_position_as_a_first_match(
+    held: list[tuple[int, int | None]], asked: list[tuple[int, int | None]]
+) -> None:
+    from murmur_analysis.tables.rows import EntryIndex
+
+    first: dict[tuple[int, int], int] = {}
+    for i, (conversation, position) in enumerate(held):
+        if position is not None:
+            first.setdefault((conversation, position), i)
+    index = EntryIndex(pa.array([c for c, _ in held], pa.int64()).to_numpy(),
+                       pa.array([p for _, p in held], pa.int64()))
+    conversations = pa.array([c for c, _ in asked], pa.int64()).to_numpy()
+    where = pa.array([p for _, p in asked], pa.int64())
+    expected = [None if p is None else first.get((c, p)) for c, p in asked]
+    assert index.find(conversations, where).to_pylist() == expected
+    assert index.holds(conversations, where).tolist() == [e is not None for e in expected]

@@ -169,7 +169,8 @@ class _Keys:
         """The key columns of rows owned by the conversations ``owner`` names."""
         index = pa.array(owner, _I64)
         source: str | pa.Array = self.sources[0].as_py() if self.one_source and len(owner) else self.sources.take(index)
-        return {"source": source, "conversation_id": self.ids.take(index)}
+        ids: str | pa.Array = self.ids[0].as_py() if len(self.ids) == 1 and len(owner) else self.ids.take(index)
+        return {"source": source, "conversation_id": ids}
 
 
 def build(held: list[Held], builders: dict[str, TableBuilder], text: bool) -> None:

@@ -20,7 +20,6 @@ from ..core.handoff import ToolMeta
 
 __all__ = ["CallColumns", "ConversationRow", "EntryIndex", "EntryTimes", "recorded_calls"]
 
-_KEY = pa.binary(16)
 _PACKED = 1 << 32
 
 
@@ -84,45 +83,62 @@ def recorded_calls(rows: pa.RecordBatch, meta: Mapping[str, ToolMeta]) -> tuple[
 class EntryIndex:
     """Entries of a batch of conversations, found by their conversation (an index into the batch) and position.
 
-    Each entry is one key: its conversation and position packed into an ``int64`` where every
-    position of the batch fits 32 bits, else 16 bytes.
+    Each entry is one ``int64`` key, its conversation in the high 32 bits and its position in
+    the low: the position itself where every position of the batch fits 32 bits, else its rank
+    among the batch's positions. The keys are sorted once (stably, so the first of entries held
+    twice under one key comes first; in the usual batch, conversation after conversation in
+    position order, they are sorted already) and every lookup is a binary search.
 
     Args:
         conversation: each entry's conversation.
-        position: each entry's position (no nulls).
+        position: each entry's position (a null position names no entry).
     """
 
     def __init__(self, conversation: np.ndarray, position: pa.Array) -> None:
         span = pc.min_max(position)
         low, high = span["min"].as_py(), span["max"].as_py()
-        self._packed = low is None or (low >= 0 and high < _PACKED)
-        self.keys = self._keys(conversation, position)
+        self._ranks: np.ndarray | None = None  # the positions held, sorted, where they do not fit 32 bits
+        if low is not None and not (low >= 0 and high < _PACKED):
+            self._ranks = np.unique(position.drop_null().to_numpy(zero_copy_only=False))
+        keys, valid = self._keys(conversation, position)
+        held = np.flatnonzero(valid)
+        keys = keys[held]
+        if len(keys) > 1 and not bool(np.all(keys[1:] >= keys[:-1])):
+            order = np.argsort(keys, kind="stable")
+            keys, held = keys[order], held[order]
+        self._sorted = keys
+        self._rows = held  # the entry of each sorted key
 
-    def _keys(self, conversation: np.ndarray, position: pa.Array) -> pa.Array:
-        """The keys of entries at ``position`` of ``conversation`` (null for a null position)."""
-        n = len(position)
-        if self._packed:  # a position outside 32 bits names no entry held: a null key
-            at = pc.fill_null(position, -1).to_numpy(zero_copy_only=False)
-            fits = (at >= 0) & (at < _PACKED)
-            packed = (conversation.astype(np.int64) << 32) | np.where(fits, at, 0)
-            return pa.array(packed, pa.int64(), mask=~fits)
-        pairs = np.empty((n, 2), dtype=np.int64)
-        pairs[:, 0] = conversation
-        pairs[:, 1] = pc.fill_null(position, 0).to_numpy(zero_copy_only=False)
-        valid = None
-        if position.null_count:
-            valid = pa.py_buffer(np.packbits(position.is_valid().to_numpy(zero_copy_only=False), bitorder="little"))
-        return pa.Array.from_buffers(_KEY, n, [valid, pa.py_buffer(pairs.tobytes())])
+    def _keys(self, conversation: np.ndarray, position: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """The key of the entry at each ``position`` of its ``conversation``, and whether it may name one."""
+        at = pc.fill_null(position, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        valid = position.is_valid().to_numpy(zero_copy_only=False)
+        if self._ranks is None:
+            valid &= (at >= 0) & (at < _PACKED)  # a position outside 32 bits names no entry held
+        else:
+            rank = np.searchsorted(self._ranks, at)
+            valid &= (rank < len(self._ranks)) & (self._ranks[np.minimum(rank, len(self._ranks) - 1)] == at)
+            at = rank
+        return (np.asarray(conversation, dtype=np.int64) << 32) | np.where(valid, at, 0), valid
+
+    def _lookup(self, conversation: np.ndarray, position: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """The index into the sorted keys of each query's first match, and whether it has one."""
+        keys, valid = self._keys(conversation, position)
+        i = np.searchsorted(self._sorted, keys)
+        found = valid & (i < len(self._sorted))
+        found[found] = self._sorted[i[found]] == keys[found]
+        return i, found
 
     def find(self, conversation: np.ndarray, position: pa.Array) -> pa.Array:
         """The index of the first entry held at each ``position`` of its ``conversation`` (null: none)."""
-        return pc.index_in(self._keys(conversation, position), value_set=self.keys)
+        i, found = self._lookup(conversation, position)
+        rows = np.zeros(len(i), dtype=np.int64)
+        rows[found] = self._rows[i[found]]
+        return pa.array(rows, pa.int64(), mask=~found)
 
     def holds(self, conversation: np.ndarray, position: pa.Array) -> np.ndarray:
         """Whether an entry is held at each ``position`` of its ``conversation``."""
-        found: np.ndarray = pc.is_in(self._keys(conversation, position),
-                                     value_set=self.keys).to_numpy(zero_copy_only=False)
-        return found
+        return self._lookup(conversation, position)[1]
 
 
 @dataclass(frozen=True, slots=True)
