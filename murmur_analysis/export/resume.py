@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..core.handoff import ResumePoint
+from ..core.pricing import sum_costs
 from ..sources.resume import Tail
 from ..tables.schema import schema
 from .layout import Generation
@@ -149,7 +150,8 @@ def continue_rows(
             orphans=before["orphans"] + now["orphans"],
             tokens=_sum(before["tokens"], now["tokens"]),
             unreported_responses=_sum(before["unreported_responses"], now["unreported_responses"]) - tail.reported,
-            cost_usd=_sum(before["cost_usd"], now["cost_usd"]),
+            # added on one row at a time, as a whole read adds them (a float sum depends on its order)
+            cost_usd=sum_costs([before["cost_usd"], *tables["usage"].column("cost_usd").to_pylist()])[0],
             unpriced_responses=_sum(before["unpriced_responses"], now["unpriced_responses"]),
         )
     row["tool_errors"] += sum(c["status"] == "error" for c in answered.values())
