@@ -390,3 +390,70 @@ def test_a_claude_home_with_a_flat_agent_file_is_read_again(tmp_path: Path, clau
     assert result.conversations_kept == 4  # its rows are kept, but its files were scanned to name the flat one
     assert claude_scans == [4, 4]
     _claude_same(root, out)
+
+
+@pytest.mark.parametrize("range_bytes", [1, 300, 700, 1500])
+def test_a_long_rollout_is_exported_a_range_at_a_time_as_a_fresh_load(tmp_path: Path, range_bytes: int,
+                                                                       scanned: list[list[str]]) -> None:
+    """A rollout longer than the range length is written by ranges, each read on from the one before.
+
+    Ranges fall between a call and its output, a total and its re-emission, across a compaction
+    and a model switch. Where one would begin with the exit code of a call made before it (only
+    a range of a line or two does here) the rollout is read whole instead. A fork is read whole
+    (its first range says it is one), with its parent's lines to match.
+    """
+    import murmur_analysis.export as export_module
+
+    home, grown = _home(tmp_path)
+    _append(grown, GROWN, stamp=1)
+    fork = rollout(home, CHILD, [meta(CHILD, ts(30), forked_from_id=PARENT), *FIRST[1:5], said("user", "fork", ts(31)),
+                                 said("assistant", "forked", ts(32)), tokens(plus(A, B), B, ts(33))])
+    _age(fork, 1)
+    out = tmp_path / "out"
+    with mock.patch.object(export_module, "RANGE_BYTES", range_bytes):
+        result = _export(home, out)
+    assert result.conversations_read == 3
+    names = [n for c in scanned for n in c]
+    _same(home, out)
+    whole_before_fork = names[:names.index(fork.name)].count(grown.name)
+    ranges = [int(n[n.index("[") + 1:-1]) for n in names if n.startswith(f"{grown.name}[")]
+    if range_bytes == 1:  # the range of the exit code line of call_1 (made in the range before): read whole
+        assert whole_before_fork == 1 and len(ranges) == len(FIRST)  # the 7th range holds that line alone
+    else:
+        assert whole_before_fork == 0 and len(ranges) >= 2 and sum(ranges) == grown.stat().st_size
+    assert sum(n.startswith(f"{fork.name}[") for n in names) == 1 and fork.name in names  # one range, then whole
+    # a rollout written by ranges is read on afterwards like any other
+    scanned.clear()
+    size = grown.stat().st_size
+    _append(grown, [said("user", "once more", ts(50)), tokens(plus(plus(plus(A, B), B), B), B, ts(51))], stamp=3)
+    again = _export(home, out)
+    assert again.conversations_appended == 1
+    assert scanned == [[f"{grown.name}[{grown.stat().st_size - size}]"]]
+    _same(home, out)
+
+
+def test_a_conversation_s_cost_read_on_is_the_whole_read_s_float_sum(tmp_path: Path) -> None:
+    """Costs are added one row at a time, in order, as a whole read adds them: a float sum depends on its order.
+
+    A 1 USD response, then two of 1e-16 USD: added in order, each tiny cost is lost against the
+    dollar (1.0); the two tails added first and then put on the dollar would make 1.0000000000000002.
+    """
+    prices = {"big-model": {"input_mtok": 1, "output_mtok": 0}, "tiny-model": {"input_mtok": 1e-10, "output_mtok": 0}}
+    first, one = counters(1_000_000, 0, 0, 0), counters(1, 0, 0, 0)
+    home = tmp_path / "codex"
+    path = rollout(home, PARENT, [meta(PARENT), turn("big-model", ts(1)), said("user", "a", ts(2)),
+                                  said("assistant", "b", ts(3)), tokens(first, first, ts(4))])
+    _age(path, 1)
+    out = tmp_path / "out"
+
+    def run() -> ExportResult:
+        return export(home, out=out, source="codex", options=NOW, prices=prices)
+
+    run()
+    _append(path, [turn("tiny-model", ts(5)), said("user", "c", ts(6)), said("assistant", "d", ts(7)),
+                   tokens(plus(first, one), one, ts(8)), said("user", "e", ts(9)), said("assistant", "f", ts(10)),
+                   tokens(plus(plus(first, one), one), one, ts(11))], stamp=2)
+    assert run().conversations_appended == 1
+    (row,) = read_parquet(out).tables["conversations"].to_pylist()
+    loaded = ma.load(home, source="codex", options=NOW, prices=prices).tables["conversations"].to_pylist()
+    assert row["cost_usd"] == loaded[0]["cost_usd"] == 1.0

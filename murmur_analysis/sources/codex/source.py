@@ -24,8 +24,9 @@ rollout is read on from where the last read stopped (:meth:`CodexSource.read_ran
 from the state of the lines before (:mod:`.carry`). A fork or spawned thread (a rollout whose
 ``session_meta`` names a parent), a compressed rollout, and a rollout whose appended lines
 change rows before the point (an exit code for a call it does not hold, a second count of
-usage rows priced as the fallback model) are read whole. Long rollouts are not exported by
-ranges: a first read is whole.
+usage rows priced as the fallback model) are read whole. A rollout longer than the export's
+range length is exported a range at a time the same way, each range going on from the one
+before; its first range tells a fork, which is then read whole.
 """
 
 from __future__ import annotations
@@ -223,12 +224,13 @@ class CodexSource(AppendOnlyLines, Source):
     # ------------------------------------------------------------------ reading on (Resumable)
 
     def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
-        """A plain rollout whose earlier fingerprint named no parent; never a read of ranges (``before`` ``None``).
+        """A plain rollout whose earlier fingerprint named no parent, or a long one read by ranges (``before`` None).
 
-        A fork's fingerprint names its parent's file too: it is read whole. A compressed rollout
-        is read whole (it is decompressed whole).
+        A fork's fingerprint names its parent's file too: it is read whole, and so is a fork
+        asked for by ranges (its first range says it is one: :meth:`read_range`). A compressed
+        rollout is read whole (it is decompressed whole).
         """
-        if conv.path is None or conv.path.endswith(".zst") or before is None:
+        if conv.path is None or conv.path.endswith(".zst"):
             return False
         return super().resumable(conv, before, now)
 
