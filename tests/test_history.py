@@ -16,6 +16,7 @@ from murmur_analysis.algorithms.history import (
     History,
     Reset,
     State,
+    context_after,
     context_tokens,
     message_states,
     replay,
@@ -126,3 +127,17 @@ def test_many_histories_at_once_count_as_each_alone(
         alone = History(orphans=False)
         expected += [(s.messages, s.chars, s.context_tokens) for s in (alone.append([e]) for e in es)]
     assert got == expected
+
+
+usage_or_none = st.one_of(st.none(), st.builds(
+    Usage, input_total_tokens=st.one_of(st.none(), st.integers(0, 2**63 - 1)),
+    output_tokens=st.one_of(st.none(), st.integers(0, 2**62)),
+    reasoning_tokens=st.one_of(st.none(), st.integers(0, 50))))
+
+
+@given(st.lists(usage_or_none, max_size=8), st.one_of(st.none(), st.integers(0, 10**6)))
+def test_the_context_after_some_entries_is_the_last_of_their_running_context(
+    usages: list[Usage | None], previous: int | None
+) -> None:
+    expected = running_context(usages, previous)[-1] if usages else previous
+    assert context_after(usages, previous) == expected

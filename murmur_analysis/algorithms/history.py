@@ -39,8 +39,8 @@ from ..core.model import Entry, Usage, sorted_entries
 from ..core.values import counter_sum
 from .pairing import Pairer
 
-__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "Timeline", "context_tokens", "message_states",
-           "replay", "running_context"]
+__all__ = ["Appended", "Event", "Grown", "History", "Reset", "State", "Timeline", "context_after", "context_tokens",
+           "message_states", "replay", "running_context"]
 
 _I64 = pa.int64()
 
@@ -70,6 +70,17 @@ def running_context(usages: Sequence[Usage | None], previous: int | None) -> lis
     """
     last, values = _last_reported(usages, np.zeros(1, dtype=np.int64))
     return [values[k] if k >= 0 else previous for k in last.tolist()]
+
+
+def context_after(usages: Sequence[Usage | None], previous: int | None) -> int | None:
+    """The tokens in context after the last of ``usages``: the last of :func:`running_context`, in one pass.
+
+    The last response among them that reported its prompt (:func:`context_tokens`), else ``previous``.
+    """
+    for usage in reversed(usages):
+        if usage is not None and usage.input_total_tokens is not None:
+            return context_tokens(usage)
+    return previous
 
 
 def _last_reported(usages: Sequence[Usage | None], starts: np.ndarray) -> tuple[np.ndarray, list[int | None]]:
@@ -206,7 +217,7 @@ class History:
             self._chars += text_chars(entry.blocks)
         self._messages += len(added)
         usages = [self._usage(e) for e in added] if self._usage is not None else [e.usage for e in added]
-        self._context = running_context(usages, self._context)[-1]
+        self._context = context_after(usages, self._context)
         self._state = None
         return self.state
 
