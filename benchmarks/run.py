@@ -509,7 +509,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
     ensure(args.scale, only=None, data=args.data, log=lambda m: log(f"data: {m}"))
     p = paths(args.scale, args.data)
     sources, why = available_sources()
-    scenarios = [s for s in build(p, args.pandas) if not args.only or s.key in args.only]
+    built = build(p, args.pandas)
+    assert tuple(s.key for s in built) == KEYS, "KEYS names every scenario build() makes, in order"
+    scenarios = [s for s in built if not args.only or s.key in args.only]
     loads: list[float] = []
     started = time.perf_counter()
     for s in scenarios:
@@ -556,6 +558,20 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
     return "\n".join(report)
 
 
+#: The scenario keys, in the order they run.
+KEYS = ("big-load", "small-load", "litany", "litany-10x", "page-cold", "page-indexed", "walk", "page-warm",
+        "claude-daily", "codex-daily", "export", "export-long", "export-run")
+
+
+def _keys(text: str) -> list[str]:
+    """``--only``'s value: one or more scenario keys, comma-separated; an unknown one is an error."""
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in KEYS]
+    if unknown or not keys:
+        raise argparse.ArgumentTypeError(f"no scenario {', '.join(unknown) or repr(text)} (keys: {', '.join(KEYS)})")
+    return keys
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", choices=list(SCALES), default=os.environ.get("BENCH_SCALE", "full"))
@@ -563,9 +579,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pandas", choices=["slice", "full", "skip"], default="slice",
                         help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
-    parser.add_argument("--only", action="append", help="a scenario key (repeatable): big-load, small-load, "
-                        "litany, litany-10x, page-cold, page-indexed, walk, page-warm, export, export-long, "
-                        "export-run, claude-daily, codex-daily")
+    parser.add_argument("--only", action="extend", type=_keys, metavar="KEY[,KEY...]",
+                        help=f"scenario keys (repeatable, or comma-separated): {', '.join(KEYS)}")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
     args = parser.parse_args(argv)
