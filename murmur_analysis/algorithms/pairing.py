@@ -388,7 +388,13 @@ class Pairer:
         return Pairing(rows, *self.summary())
 
     def save(self) -> _native.PairState:
-        """After :meth:`finish_columns`: what a walk of the entries after these needs (``state=``)."""
+        """After :meth:`finish_columns`: what a walk of the entries after these needs (``state=``).
+
+        The walk's open calls move into the state, so a walk is saved once and then done with.
+
+        Raises:
+            ValueError: the walk was saved already.
+        """
         return self._walk.save(self.runs.index, self.runs.side)
 
 
