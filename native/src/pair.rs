@@ -220,12 +220,70 @@ pub struct Saved {
     /// the calls not yet answered, by id: their rows, oldest first (the walk's own map, moved)
     open: HashMap<Key, VecDeque<usize>>,
     /// every id called, as [`id_hash`]es
-    called: HashSet<u64>,
+    called: Hashes,
     /// the message of the last run closed (-1: none), whether a result of it was left with no
     /// call, and whether it had server events
     closed: i64,
     loose: bool,
     server: bool,
+}
+
+/// Hashes of ids, as sorted runs that merge the way a binary counter carries (a run is merged
+/// into the one before it once it is half that one's length or more): adding costs
+/// O(log n) per hash over all adds, a lookup is a binary search of each of at most log2(n)
+/// runs, and each hash takes 8 bytes. A hash set took about twice that, and three times while
+/// it grew, under a long record's export saving its walk after every range.
+#[derive(Clone, Debug, Default)]
+pub struct Hashes {
+    runs: Vec<Vec<u64>>,
+}
+
+impl Hashes {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    pub fn contains(&self, hash: u64) -> bool {
+        self.runs.iter().any(|run| run.binary_search(&hash).is_ok())
+    }
+
+    /// Add `more` (any order, repeats allowed).
+    pub fn add(&mut self, mut more: Vec<u64>) {
+        if more.is_empty() {
+            return;
+        }
+        more.sort_unstable();
+        more.dedup();
+        self.runs.push(more);
+        while let [.., before, last] = self.runs.as_slice() {
+            if before.len() > 2 * last.len() {
+                break;
+            }
+            let last = self.runs.pop().expect("two runs");
+            let before = self.runs.pop().expect("two runs");
+            self.runs.push(merged(&before, &last));
+        }
+    }
+
+    /// Every hash, sorted, each once.
+    pub fn sorted(&self) -> Vec<u64> {
+        self.runs.iter().fold(Vec::new(), |all, run| merged(&all, run))
+    }
+}
+
+/// Two sorted runs as one, each hash once.
+fn merged(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let next = a[i].min(b[j]);
+        out.push(next);
+        i += usize::from(a[i] == next);
+        j += usize::from(b[j] == next);
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
 }
 
 /// The version of [`Saved::to_bytes`]' format (a state of another version is not read).
@@ -267,7 +325,8 @@ impl<'a> Reader<'a> {
 impl Saved {
     /// The state as bytes: version, counters, open calls (exact), called ids (hashes, sorted).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + 8 * self.called.len());
+        let called = self.called.sorted();
+        let mut out = Vec::with_capacity(64 + 8 * called.len());
         let u64s = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
         out.extend_from_slice(MAGIC);
         out.push(SAVED_VERSION);
@@ -295,8 +354,6 @@ impl Saved {
                 u64s(&mut out, r as u64);
             }
         }
-        let mut called: Vec<u64> = self.called.iter().copied().collect();
-        called.sort_unstable();
         u64s(&mut out, called.len() as u64);
         for h in called {
             u64s(&mut out, h);
@@ -338,7 +395,8 @@ impl Saved {
             }
         }
         let n = r.count(8)?;
-        let called = (0..n).map(|_| r.u64()).collect::<Result<HashSet<_>, _>>()?;
+        let mut called = Hashes::default();
+        called.add((0..n).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?);
         if r.at != data.len() {
             return Err("a pairing state with bytes after its end".to_owned());
         }
@@ -358,7 +416,7 @@ pub struct Pairer {
     open: HashMap<Key, VecDeque<usize>>,
     called: HashSet<Key>,
     /// the ids called before `base`, as hashes
-    called_before: HashSet<u64>,
+    called_before: Hashes,
     run: Vec<Event>,
     message: i64,
     started: bool,
@@ -409,7 +467,7 @@ impl Pairer {
     /// spent and is not saved, fed or finished again.
     pub fn save(&mut self, runs: MessageRuns) -> Saved {
         let mut called = std::mem::take(&mut self.called_before);
-        called.extend(self.called.drain().map(|k| id_hash(&k)));
+        called.add(self.called.drain().map(|k| id_hash(&k)).collect());
         Saved {
             runs,
             rows: self.base + self.rows.len(),
@@ -448,7 +506,7 @@ impl Pairer {
     fn was_called(&self, key: &Key) -> Option<bool> {
         if self.called.contains(key) {
             Some(true)
-        } else if !self.called_before.is_empty() && self.called_before.contains(&id_hash(key)) {
+        } else if !self.called_before.is_empty() && self.called_before.contains(id_hash(key)) {
             None
         } else {
             Some(false)
@@ -596,5 +654,33 @@ impl Pairer {
             }
         }
         !waiting.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Hashes;
+
+    #[test]
+    fn hashes_hold_what_was_added_in_few_sorted_runs() {
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move || {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state >> 40 // a small range: repeats within and across adds
+        };
+        let (mut hashes, mut all) = (Hashes::default(), std::collections::BTreeSet::new());
+        for round in 0..300 {
+            let more: Vec<u64> = (0..(round * 7) % 50).map(|_| next()).collect();
+            all.extend(more.iter().copied());
+            hashes.add(more);
+            assert!(hashes.runs.len() <= 64 - (all.len() as u64).leading_zeros() as usize + 1);
+            assert!(hashes.runs.iter().all(|r| r.windows(2).all(|w| w[0] < w[1])));
+        }
+        assert_eq!(hashes.sorted(), all.iter().copied().collect::<Vec<_>>());
+        for _ in 0..2000 {
+            let h = next();
+            assert_eq!(hashes.contains(h), all.contains(&h));
+        }
+        assert!(Hashes::default().is_empty() && !hashes.is_empty());
     }
 }
