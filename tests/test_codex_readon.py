@@ -18,6 +18,7 @@ from test_codex import CHILD, PARENT, Line, call, counters, env, meta, output, p
 from test_export import _ordered, assert_same
 
 import murmur_analysis as ma
+import murmur_analysis.export as export_module
 import murmur_analysis.sources.codex.source as codex_source
 from murmur_analysis.core.handoff import ResumePoint
 from murmur_analysis.corpus import read_parquet
@@ -402,8 +403,6 @@ def test_a_long_rollout_is_exported_a_range_at_a_time_as_a_fresh_load(tmp_path: 
     a range of a line or two does here) the rollout is read whole instead. A fork is read whole
     (its first range says it is one), with its parent's lines to match.
     """
-    import murmur_analysis.export as export_module
-
     home, grown = _home(tmp_path)
     _append(grown, GROWN, stamp=1)
     fork = rollout(home, CHILD, [meta(CHILD, ts(30), forked_from_id=PARENT), *FIRST[1:5], said("user", "fork", ts(31)),

@@ -15,6 +15,7 @@ from murmur_analysis.core.model import Entry, Usage
 from murmur_analysis.tables import frames
 from murmur_analysis.tables.chunks import PairedChunks, entry_chunks
 from murmur_analysis.tables.frames import FrameBuilder
+from murmur_analysis.tables.rows import EntryIndex
 
 IDS = ("a", "b", "c")
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -123,8 +124,6 @@ positions = st.one_of(st.none(), st.integers(0, 6), st.integers(-(2**63), 2**63 
 def test_entries_are_found_by_conversation_and_position_as_a_first_match(
     held: list[tuple[int, int | None]], asked: list[tuple[int, int | None]]
 ) -> None:
-    from murmur_analysis.tables.rows import EntryIndex
-
     first: dict[tuple[int, int], int] = {}
     for i, (conversation, position) in enumerate(held):
         if position is not None:

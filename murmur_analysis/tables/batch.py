@@ -161,16 +161,17 @@ class _Keys:
     """The key columns of a batch's rows: each conversation's ``source`` and ``conversation_id``, repeated."""
 
     def __init__(self, held: list[Held]) -> None:
-        self.sources = pa.array([h.key[0] for h in held], _STR)
-        self.ids = pa.array([h.key[1] for h in held], _STR)
-        self.one_source = len(set(self.sources.to_pylist())) <= 1
+        self.columns = {name: [h.key[k] for h in held] for k, name in enumerate(("source", "conversation_id"))}
 
     def of(self, owner: np.ndarray) -> dict[str, str | pa.Array]:
-        """The key columns of rows owned by the conversations ``owner`` names."""
+        """The key columns of rows owned by the conversations ``owner`` names.
+
+        A column whose value is the same for every conversation is that one value (repeated
+        by the table builder), else each row's taken from its conversation.
+        """
         index = pa.array(owner, _I64)
-        source: str | pa.Array = self.sources[0].as_py() if self.one_source and len(owner) else self.sources.take(index)
-        ids: str | pa.Array = self.ids[0].as_py() if len(self.ids) == 1 and len(owner) else self.ids.take(index)
-        return {"source": source, "conversation_id": ids}
+        return {name: values[0] if len(owner) and len(set(values)) == 1 else pa.array(values, _STR).take(index)
+                for name, values in self.columns.items()}
 
 
 def build(held: list[Held], builders: dict[str, TableBuilder], text: bool) -> None:
