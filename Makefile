@@ -17,7 +17,8 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 # What a fresh Debian machine lacks is installed here when we are root; otherwise make stops
 # at once with the one command to run. Elsewhere (a Mac, rustup) cargo takes crates.io's crates.
-APT_NATIVE  := cargo librust-serde-json-dev librust-serde-derive-dev librust-pyo3-dev librust-rayon-dev librust-memchr-dev
+APT_NATIVE  := $(shell python3 native/crates.py packages)
+CRATES      := $(shell python3 native/crates.py crates)
 APT_BROWSER := chromium
 APT_NODE    := nodejs npm
 PEERS       := tests/peers
@@ -32,7 +33,7 @@ native-deps:
 	@missing=""; \
 	command -v cargo >/dev/null 2>&1 || [ -x "$(HOME)/.cargo/bin/cargo" ] || missing="$(APT_NATIVE)"; \
 	if [ -z "$$missing" ] && [ "$(HAVE_APT)" = yes ]; then \
-	  for c in serde_json serde_derive pyo3 rayon memchr; do \
+	  for c in $(CRATES); do \
 	    ls -d /usr/share/cargo/registry/$$c-[0-9]* >/dev/null 2>&1 || missing="$(APT_NATIVE)"; \
 	  done; \
 	  if [ -n "$$missing" ] && [ "$(ROOT)" != yes ]; then \

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 DEBIAN_REGISTRY = Path("/usr/share/cargo/registry")
@@ -22,6 +23,7 @@ ENGINE_CRATES = {
     "pyo3": "librust-pyo3-dev",
     "rayon": "librust-rayon-dev",
     "memchr": "librust-memchr-dev",
+    "bumpalo": "librust-bumpalo-dev",
 }
 
 #: What to run on Debian or Ubuntu to build everything offline.
@@ -72,3 +74,15 @@ def missing_cargo_message() -> str:
         f"On Debian or Ubuntu run: sudo {APT_INSTALL} (or `sudo make native-deps`); "
         "elsewhere install Rust (https://rustup.rs), then install again."
     )
+
+
+if __name__ == "__main__":
+    # `python3 native/crates.py packages`: the Debian packages the build needs, for the Makefile
+    # and CI; `python3 native/crates.py crates`: the crate names, to look for in the registry.
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what == "packages":
+        print(" ".join(["cargo", *dict.fromkeys(ENGINE_CRATES.values())]))
+    elif what == "crates":
+        print(" ".join(ENGINE_CRATES))
+    else:
+        raise SystemExit("usage: python3 native/crates.py packages|crates")

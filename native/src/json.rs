@@ -1,30 +1,42 @@
-//! A JSON value that borrows its strings from the line, read by serde_json's own parser.
+//! A JSON value parsed by serde_json's own parser into an arena: no allocation per value.
 //!
-//! [`Json`] deserializes through exactly the parser calls `serde_json::Value` does
-//! (`deserialize_any` for every value, map keys through the same string parser, elements and
-//! entries one by one), and its visitor, like `Value`'s, accepts every value the parser
-//! produces. So `serde_json::from_str::<Json>(line)` succeeds exactly when
+//! [`parse`] deserializes through exactly the parser calls `serde_json::from_str::<Value>`
+//! makes (`deserialize_any` for every value, map keys through the same string parser, elements
+//! and entries one by one, then `end` for trailing content), and its visitor, like `Value`'s,
+//! accepts every value the parser produces. So [`parse`] succeeds exactly when
 //! `serde_json::from_str::<Value>(line)` does: the recursion limit, number range, escapes,
 //! surrogates, control characters and trailing content are all checked by the same code. Only
-//! what is built differs: strings without escapes are borrowed, not copied. An object keeps
-//! its entries in order; looking a key up takes the last one, as `Value`'s map does.
+//! what is built differs: strings without escapes are borrowed from the line, and every array,
+//! object and unescaped string lives in a [`Bump`] arena the caller resets between lines, so a
+//! line's tree costs no `malloc` and no `free`. An object keeps its entries in order; looking a
+//! key up takes the last one, as `Value`'s map does.
 
-use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use bumpalo::collections::Vec as BumpVec;
+use bumpalo::Bump;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Number, Value};
 
-/// A parsed JSON value whose strings borrow from the input where they can.
+/// A parsed JSON value whose strings borrow from the input where they can, its arrays and
+/// objects held by an arena.
 #[derive(Debug, Clone)]
 pub enum Json<'a> {
     Null,
     Bool(bool),
     Number(Number),
-    Str(Cow<'a, str>),
-    Array(Vec<Json<'a>>),
-    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+    Str(&'a str),
+    Array(&'a [Json<'a>]),
+    Object(&'a [(&'a str, Json<'a>)]),
+}
+
+/// `text` parsed as `serde_json::from_str::<Value>(text)` parses it, its tree in `arena`.
+pub fn parse<'a>(text: &'a str, arena: &'a Bump) -> serde_json::Result<Json<'a>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = In(arena).deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 /// What the line rules read of a parsed value, for `Value` and [`Json`] alike.
@@ -56,7 +68,7 @@ impl View for Value {
 impl<'a> View for Json<'a> {
     fn field(&self, key: &str) -> Option<&Self> {
         match self {
-            Json::Object(entries) => entries.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            Json::Object(entries) => entries.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -94,7 +106,7 @@ impl<'a> Json<'a> {
                 .iter()
                 .enumerate()
                 .filter(|(i, (k, _))| !entries[i + 1..].iter().any(|(later, _)| later == k))
-                .map(|(_, (k, v))| (k.as_ref(), v))
+                .map(|(_, (k, v))| (*k, v))
                 .collect(),
             _ => Vec::new(),
         }
@@ -110,7 +122,7 @@ impl<'a> Json<'a> {
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
             Json::Object(entries) => {
                 let mut map = Map::new();
-                for (k, v) in entries {
+                for (k, v) in entries.iter() {
                     map.insert(k.to_string(), v.to_value());
                 }
                 Value::Object(map)
@@ -119,91 +131,93 @@ impl<'a> Json<'a> {
     }
 }
 
-struct JsonVisitor;
+/// The arena a value is built in: the seed of every value and the visitor of its parse.
+#[derive(Clone, Copy)]
+struct In<'b>(&'b Bump);
 
-impl<'de> Visitor<'de> for JsonVisitor {
-    type Value = Json<'de>;
+impl<'de: 'b, 'b> DeserializeSeed<'de> for In<'b> {
+    type Value = Json<'b>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'b>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de: 'b, 'b> Visitor<'de> for In<'b> {
+    type Value = Json<'b>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any valid JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Json<'de>, E> {
+    fn visit_bool<E>(self, v: bool) -> Result<Json<'b>, E> {
         Ok(Json::Bool(v))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Json<'de>, E> {
+    fn visit_i64<E>(self, v: i64) -> Result<Json<'b>, E> {
         Ok(Json::Number(v.into()))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Json<'de>, E> {
+    fn visit_u64<E>(self, v: u64) -> Result<Json<'b>, E> {
         Ok(Json::Number(v.into()))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Json<'de>, E> {
+    fn visit_f64<E>(self, v: f64) -> Result<Json<'b>, E> {
         Ok(Number::from_f64(v).map_or(Json::Null, Json::Number))
     }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'de>, E> {
-        Ok(Json::Str(Cow::Borrowed(v)))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Json<'b>, E> {
+        Ok(Json::Str(v))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Json<'de>, E> {
-        Ok(Json::Str(Cow::Owned(v.to_owned())))
+    fn visit_str<E>(self, v: &str) -> Result<Json<'b>, E> {
+        Ok(Json::Str(self.0.alloc_str(v)))
     }
-    fn visit_string<E>(self, v: String) -> Result<Json<'de>, E> {
-        Ok(Json::Str(Cow::Owned(v)))
+    fn visit_string<E>(self, v: String) -> Result<Json<'b>, E> {
+        Ok(Json::Str(self.0.alloc_str(&v)))
     }
-    fn visit_none<E>(self) -> Result<Json<'de>, E> {
+    fn visit_none<E>(self) -> Result<Json<'b>, E> {
         Ok(Json::Null)
     }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
-        Deserialize::deserialize(d)
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Json<'b>, D::Error> {
+        self.deserialize(d)
     }
-    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+    fn visit_unit<E>(self) -> Result<Json<'b>, E> {
         Ok(Json::Null)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element()? {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'b>, A::Error> {
+        let mut items = BumpVec::new_in(self.0);
+        while let Some(item) = seq.next_element_seed(self)? {
             items.push(item);
         }
-        Ok(Json::Array(items))
+        Ok(Json::Array(items.into_bump_slice()))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut entries = Vec::new();
-        while let Some(key) = map.next_key_seed(Key)? {
-            entries.push((key, map.next_value()?));
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'b>, A::Error> {
+        let mut entries = BumpVec::new_in(self.0);
+        while let Some(key) = map.next_key_seed(Key(self.0))? {
+            entries.push((key, map.next_value_seed(self)?));
         }
-        Ok(Json::Object(entries))
-    }
-}
-
-impl<'de> Deserialize<'de> for Json<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(JsonVisitor)
+        Ok(Json::Object(entries.into_bump_slice()))
     }
 }
 
 /// A map key, read as `Value` reads one (the parser's string rules), borrowed when it can be.
-struct Key;
+#[derive(Clone, Copy)]
+struct Key<'b>(&'b Bump);
 
-impl<'de> de::DeserializeSeed<'de> for Key {
-    type Value = Cow<'de, str>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(KeyVisitor)
+impl<'de: 'b, 'b> DeserializeSeed<'de> for Key<'b> {
+    type Value = &'b str;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<&'b str, D::Error> {
+        d.deserialize_str(self)
     }
 }
 
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Cow<'de, str>;
+impl<'de: 'b, 'b> Visitor<'de> for Key<'b> {
+    type Value = &'b str;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a string key")
     }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(v))
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<&'b str, E> {
+        Ok(v)
     }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v.to_owned()))
+    fn visit_str<E>(self, v: &str) -> Result<&'b str, E> {
+        Ok(self.0.alloc_str(v))
     }
-    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(v))
+    fn visit_string<E>(self, v: String) -> Result<&'b str, E> {
+        Ok(self.0.alloc_str(&v))
     }
 }
 
@@ -222,14 +236,14 @@ impl Serialize for Sorted<'_, '_> {
             Json::Str(t) => s.serialize_str(t),
             Json::Array(items) => {
                 let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
+                for item in items.iter() {
                     seq.serialize_element(&Sorted(item))?;
                 }
                 seq.end()
             }
             Json::Object(entries) => {
                 // stable: equal keys keep their order, so the last of each run is the last written
-                let mut sorted: Vec<&(Cow<'_, str>, Json<'_>)> = entries.iter().collect();
+                let mut sorted: Vec<&(&str, Json<'_>)> = entries.iter().collect();
                 sorted.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
                 let kept: Vec<_> = sorted
                     .iter()
@@ -239,7 +253,7 @@ impl Serialize for Sorted<'_, '_> {
                     .collect();
                 let mut map = s.serialize_map(Some(kept.len()))?;
                 for (k, v) in kept {
-                    map.serialize_entry(k.as_ref(), &Sorted(v))?;
+                    map.serialize_entry(*k, &Sorted(v))?;
                 }
                 map.end()
             }
@@ -263,7 +277,7 @@ impl std::io::Write for Count {
 
 #[cfg(test)]
 mod tests {
-    use super::{Json, Sorted};
+    use super::{parse, Sorted};
 
     #[test]
     fn sorted_writes_what_value_writes() {
@@ -274,7 +288,8 @@ mod tests {
             r#"{"é":1,"e":2,"ÿ":3,"~":4}"#,
         ];
         for line in lines {
-            let json: Json = serde_json::from_str(line).unwrap();
+            let arena = bumpalo::Bump::new();
+            let json = parse(line, &arena).unwrap();
             let value: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(serde_json::to_string(&Sorted(&json)).unwrap(), value.to_string(), "{line}");
         }

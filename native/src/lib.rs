@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::blocks::{FieldType, KindSpec, Spec};
 use crate::buffer::{Buffer, IntoBuffer};
 use crate::columns::{bitmap, bytes_of, Ints, Strings};
-use crate::line::{decide, Kind};
+use crate::line::{decide, decide_in, Kind};
 use crate::scan::Columns;
 
 /// Run `work` on a thread pool made for this call alone, so that no thread outlives it. A
@@ -152,7 +152,7 @@ fn lower_value(value: &PyDict) -> PyResult<(String, String, Option<String>, Opti
 /// `first` is true for line 1 (the only line that can be the header).
 #[pyfunction]
 fn decide_line(line: &[u8], first: bool) -> u8 {
-    decide::<json::Json>(line, first).0 as u8
+    decide_in(line, first, &bumpalo::Bump::new()).0 as u8
 }
 
 /// index_lines(data, limit, base, first) -> (starts, ends, skipped, header, lines, parsed_to,

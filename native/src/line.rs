@@ -8,7 +8,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::json::View;
+use bumpalo::Bump;
+
+use crate::json::{self, Json, View};
 
 /// What one line of a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,9 +83,19 @@ pub fn is_message<V: View>(value: &V) -> bool {
 }
 
 /// Decide one line (without its `\n`; see [`trim_line`]). A message or header comes back with
-/// its parsed value: a `serde_json::Value`, or a [`crate::json::Json`] that borrows from the
-/// line (the same parser decides either way).
+/// its parsed value as a `serde_json::Value` (or any [`View`] serde deserializes).
 pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Kind, Option<V>) {
+    decide_by(line, first, |text| serde_json::from_str::<V>(text).ok())
+}
+
+/// [`decide`], the value parsed into `arena` as a [`Json`] that borrows from the line (the same
+/// parser decides either way).
+pub fn decide_in<'a>(line: &'a [u8], first: bool, arena: &'a Bump) -> (Kind, Option<Json<'a>>) {
+    decide_by(line, first, |text| json::parse(text, arena).ok())
+}
+
+/// The line rule, whatever the parsed value is built as: `parse` is serde_json's parse of the text.
+fn decide_by<'a, V: View>(line: &'a [u8], first: bool, parse: impl FnOnce(&'a str) -> Option<V>) -> (Kind, Option<V>) {
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(_) => return (Kind::BadUtf8, None),
@@ -91,9 +103,9 @@ pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Ki
     if text.trim().is_empty() {
         return (Kind::Blank, None);
     }
-    match serde_json::from_str::<V>(text) {
-        Ok(value) if is_message(&value) => (Kind::Message, Some(value)),
-        Ok(value) if first && header(text).is_some() => (Kind::Header, Some(value)),
+    match parse(text) {
+        Some(value) if is_message(&value) => (Kind::Message, Some(value)),
+        Some(value) if first && header(text).is_some() => (Kind::Header, Some(value)),
         _ => (Kind::NotMessage, None),
     }
 }

@@ -19,7 +19,9 @@ use std::io::{Seek, SeekFrom};
 use rayon::prelude::*;
 
 use crate::columns::{Ints, Strings};
-use crate::json::{Json, View};
+use bumpalo::Bump;
+
+use crate::json::{self, Json, View};
 use crate::line::spans;
 use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
 
@@ -171,7 +173,9 @@ impl Rows {
 fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
     let mut out = Rows::new(format);
     let mut torn = 0;
+    let mut arena = Bump::new();
     for span in spans(buf) {
+        arena.reset();
         out.lines += 1;
         let n = out.lines;
         let line = &buf[span.start..span.end];
@@ -186,7 +190,7 @@ fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
         if s.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Json>(s) {
+        match json::parse(s, &arena) {
             Ok(value) if value.is_object() => {
                 if let Some(row) = format.row(&value, text) {
                     out.push(row, n);

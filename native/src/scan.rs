@@ -9,7 +9,9 @@ use crate::json::{Count, Json, Sorted, View};
 
 use crate::blocks::{py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
-use crate::line::{decide, spans, Kind};
+use bumpalo::Bump;
+
+use crate::line::{decide_in, spans, Kind};
 use crate::pair;
 use crate::uuid7::uuid7_ms;
 
@@ -229,16 +231,19 @@ impl Columns {
 /// the end of the file) into a piece of columns. `first` says whether `buf` starts at line 1.
 fn piece(spec: &Spec, buf: &[u8], first: bool) -> Columns {
     let mut out = Columns::default();
+    let mut arena = Bump::new();
     for span in spans(buf) {
         out.lines += 1;
         let n = out.lines;
-        let (kind, value) = decide::<Json>(&buf[span.start..span.end], first && n == 1);
+        let (kind, value) = decide_in(&buf[span.start..span.end], first && n == 1, &arena);
         match kind {
             Kind::Blank => {}
             Kind::Message => out.message(spec, value.as_ref().expect("a message has its value"), n),
             Kind::Header => out.header = Some(buf[span.start..span.end].to_vec()),
             Kind::NotMessage | Kind::BadUtf8 => out.diags.push((n, skipped(kind, span.terminated))),
         }
+        drop(value);
+        arena.reset();
     }
     out
 }
@@ -493,10 +498,12 @@ pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
         .par_iter()
         .enumerate()
         .map(|(i, &(s, e))| {
+            let mut arena = Bump::new();
             spans(&buf[s..e])
                 .enumerate()
                 .map(|(n, span)| {
-                    let (kind, _) = decide::<Json>(&buf[s + span.start..s + span.end], first && i == 0 && n == 0);
+                    let (kind, _) = decide_in(&buf[s + span.start..s + span.end], first && i == 0 && n == 0, &arena);
+                    arena.reset();
                     let next = if span.terminated {
                         s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
                     } else {

@@ -270,7 +270,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
     };
     let (mut texts, mut thoughts): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
     let mut n_chars = 0i64;
-    for block in blocks {
+    for block in blocks.iter() {
         let kind = block.field("type").and_then(View::text).unwrap_or("unknown");
         row.kinds.push(Cow::Borrowed(kind));
         match kind {

@@ -316,7 +316,7 @@ fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     });
     let mut texts: Vec<&str> = Vec::new();
     if let Some(Json::Array(blocks)) = p.field("content") {
-        for block in blocks {
+        for block in blocks.iter() {
             match text(block, "type").as_deref() {
                 Some("input_text" | "output_text" | "text") => {
                     row.kinds.push(Cow::Borrowed("text"));
@@ -356,7 +356,7 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     let mut texts: Vec<&str> = Vec::new();
     for key in ["summary", "content"] {
         if let Some(Json::Array(parts)) = p.field(key) {
-            for part in parts {
+            for part in parts.iter() {
                 if let Some("summary_text" | "reasoning_text" | "text") = text(part, "type").as_deref() {
                     row.kinds.push(Cow::Borrowed("thinking"));
                     texts.push(part.field("text").and_then(View::text).unwrap_or(""));
