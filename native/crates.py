@@ -81,8 +81,8 @@ if __name__ == "__main__":
     # and CI; `python3 native/crates.py crates`: the crate names, to look for in the registry.
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "packages":
-        print(" ".join(["cargo", *dict.fromkeys(ENGINE_CRATES.values())]))
+        sys.stdout.write(" ".join(["cargo", *dict.fromkeys(ENGINE_CRATES.values())]) + "\n")
     elif what == "crates":
-        print(" ".join(ENGINE_CRATES))
+        sys.stdout.write(" ".join(ENGINE_CRATES) + "\n")
     else:
         raise SystemExit("usage: python3 native/crates.py packages|crates")
