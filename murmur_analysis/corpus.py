@@ -14,9 +14,8 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from .algorithms.assembly import Assembled, assemble, transcript
@@ -31,6 +30,9 @@ from .loading.plan import LoadPlan, Progress, cyclic_gc_paused, merge_extra
 from .sources import Diagnostics
 from .sources.base import Source
 from .tables.frames import to_pandas
+
+if TYPE_CHECKING:
+    import pandas as pd  # a frame is built on demand (to_pandas imports pandas then)
 
 __all__ = ["ConversationHandle", "Corpus", "Progress", "load", "read_parquet"]
 

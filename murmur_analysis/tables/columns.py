@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from ..core.handoff import UsageRow, repeated
 from .schema import Column, built_schema, declared, schema
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BATCH_ROWS", "TableBuilder", "arrow_array", "to_pandas", "usage_table"]
 
@@ -207,5 +209,7 @@ def usage_table(source: str, rows: Iterable[UsageRow]) -> pa.Table:
 
 def to_pandas(table: pa.Table) -> pd.DataFrame:
     """A table as a pandas frame whose columns keep their Arrow types (``pd.ArrowDtype``)."""
+    import pandas as pd  # only a frame needs pandas: loading builds Arrow tables alone
+
     frame: pd.DataFrame = table.to_pandas(types_mapper=pd.ArrowDtype)
     return frame

@@ -80,7 +80,10 @@ def _id_times(path: Path, scanned: Scanned) -> list[tuple[int, str, str]]:
     The engine leaves ``created_at`` null for an id that is no UUIDv7 and for one whose time is
     past year 9999; only the second is written but unreadable, and is reported.
     """
-    ids, created = strings(scanned, "id"), ints(scanned, "created_ms")
+    created = ints(scanned, "created_ms")
+    if not created.null_count:  # every id's time is held (the usual record): nothing to look at
+        return []
+    ids = strings(scanned, "id")
     unknown = np.flatnonzero(created.is_null().to_numpy(zero_copy_only=False) & ids.is_valid().to_numpy(
         zero_copy_only=False))
     if not len(unknown):
