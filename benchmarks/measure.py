@@ -5,7 +5,9 @@ default). Called with keyword arguments, it does its setup (imports, warm-up) an
 zero-argument callable to time; that callable returns a small JSON-able summary (row counts),
 so every tool is seen to have done the work. Each repetition is a new interpreter, and the peak
 resident set (``VmHWM``) is reset once the setup is done, so it belongs to the measured call
-alone (imports and the interpreter included); the wall time is the best of the runs.
+alone (imports and the interpreter included); the wall time is the best of the runs. A call
+that runs a process of its own (a whole-process scenario: a fresh interpreter, ccusage) has
+the peak of the largest such process where that is larger.
 
 Run as a script, this module is the child side: ``measure.py --child TARGET KWARGS_FILE OUT``
 (the keyword arguments go through a JSON file: a list of 2,000 paths is too long for argv).
@@ -16,6 +18,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -64,6 +67,11 @@ def _status_mb(key: str) -> float:
     return float("nan")
 
 
+def _children_mb() -> float:
+    """The largest peak resident set of the child processes waited for so far (Linux: KiB)."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
 def _reset_peak() -> None:
     """Start the peak resident set (``VmHWM``) again from the current one (Linux ``clear_refs``)."""
     try:
@@ -91,14 +99,17 @@ def child(target: str, kwargs_file: str, out: str) -> int:
         result["setup_s"] = time.perf_counter() - t0
         _reset_peak()  # the peak is the measured call's: setup (building inputs) is not counted
         result["base_mb"] = _status_mb("VmRSS")
+        children = _children_mb()
         t0 = time.perf_counter()
         summary = call()
         result["wall_s"] = time.perf_counter() - t0
+        if _children_mb() > children:  # the call ran a process larger than any before it
+            result["children_mb"] = _children_mb()
         result["summary"] = summary if isinstance(summary, dict) else {"result": repr(summary)[:200]}
     except Exception as err:  # noqa: BLE001 - any failure of a measured tool is a result, not a crash
         result["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]
         result["traceback"] = traceback.format_exc()[-2000:]
-    result["peak_mb"] = _status_mb("VmHWM")
+    result["peak_mb"] = max(_status_mb("VmHWM"), result.get("children_mb", 0.0))
     Path(out).write_text(json.dumps(result, default=str))
     return 0
 
