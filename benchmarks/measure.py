@@ -103,8 +103,9 @@ def child(target: str, kwargs_file: str, out: str) -> int:
         t0 = time.perf_counter()
         summary = call()
         result["wall_s"] = time.perf_counter() - t0
-        if _children_mb() > children:  # the call ran a process larger than any before it
-            result["children_mb"] = _children_mb()
+        largest = _children_mb()
+        if largest > children:  # the call ran a process larger than any before it
+            result["children_mb"] = largest
         result["summary"] = summary if isinstance(summary, dict) else {"result": repr(summary)[:200]}
     except Exception as err:  # noqa: BLE001 - any failure of a measured tool is a result, not a crash
         result["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:300]

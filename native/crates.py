@@ -26,8 +26,11 @@ ENGINE_CRATES = {
     "bumpalo": "librust-bumpalo-dev",
 }
 
+#: The Debian packages that build everything offline: cargo and the crates' packages.
+APT_PACKAGES = ["cargo", *dict.fromkeys(ENGINE_CRATES.values())]
+
 #: What to run on Debian or Ubuntu to build everything offline.
-APT_INSTALL = "apt-get install cargo " + " ".join(dict.fromkeys(ENGINE_CRATES.values()))
+APT_INSTALL = "apt-get install " + " ".join(APT_PACKAGES)
 
 
 def debian_has(crates: dict[str, str] = ENGINE_CRATES) -> bool:
@@ -81,7 +84,7 @@ if __name__ == "__main__":
     # and CI; `python3 native/crates.py crates`: the crate names, to look for in the registry.
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "packages":
-        sys.stdout.write(" ".join(["cargo", *dict.fromkeys(ENGINE_CRATES.values())]) + "\n")
+        sys.stdout.write(" ".join(APT_PACKAGES) + "\n")
     elif what == "crates":
         sys.stdout.write(" ".join(ENGINE_CRATES) + "\n")
     else:

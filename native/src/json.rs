@@ -7,8 +7,8 @@
 //! `serde_json::from_str::<Value>(line)` does: the recursion limit, number range, escapes,
 //! surrogates, control characters and trailing content are all checked by the same code. Only
 //! what is built differs: strings without escapes are borrowed from the line, and every array,
-//! object and unescaped string lives in a [`Bump`] arena the caller resets between lines, so a
-//! line's tree costs no `malloc` and no `free`. An object keeps its entries in order; looking a
+//! object and string with escapes (its unescaped text) lives in a [`Bump`] arena the caller
+//! resets between lines, so a line's tree costs no `malloc` and no `free`. An object keeps its entries in order; looking a
 //! key up takes the last one, as `Value`'s map does.
 
 use std::fmt;

@@ -227,7 +227,7 @@ fn header(py: Python<'_>, line: &[u8]) -> Option<PyObject> {
 ///     ValueError: the line is not a message.
 #[pyfunction]
 fn lower(line: &[u8]) -> PyResult<(String, String, Option<String>, Option<String>)> {
-    match decide::<Value>(line, false) {
+    match decide(line, false) {
         (Kind::Message, Some(Value::Object(map))) => Ok(line::lower(&map)),
         _ => Err(PyValueError::new_err("not a message line")),
     }
@@ -507,7 +507,7 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
                     .enumerate()
                     .map(|(n, span)| {
                         let (kind, value) =
-                            decide::<Value>(&data[s + span.start..s + span.end], first && i == 0 && n == 0);
+                            decide(&data[s + span.start..s + span.end], first && i == 0 && n == 0);
                         (n as i64 + 1, kind, value, span.terminated)
                     })
                     .collect()

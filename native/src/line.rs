@@ -5,7 +5,6 @@
 //! `role` is a string. This module is the only place the toolkit decides what a line is: the
 //! cursor's record reader and the bulk scan both call [`decide`].
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use bumpalo::Bump;
@@ -83,9 +82,9 @@ pub fn is_message<V: View>(value: &V) -> bool {
 }
 
 /// Decide one line (without its `\n`; see [`trim_line`]). A message or header comes back with
-/// its parsed value as a `serde_json::Value` (or any [`View`] serde deserializes).
-pub fn decide<'a, V: View + Deserialize<'a>>(line: &'a [u8], first: bool) -> (Kind, Option<V>) {
-    decide_by(line, first, |text| serde_json::from_str::<V>(text).ok())
+/// its parsed value as a `serde_json::Value`.
+pub fn decide(line: &[u8], first: bool) -> (Kind, Option<Value>) {
+    decide_by(line, first, |text| serde_json::from_str::<Value>(text).ok())
 }
 
 /// [`decide`], the value parsed into `arena` as a [`Json`] that borrows from the line (the same
