@@ -277,7 +277,7 @@ def engine_scan(files: list[str], text: bool = True) -> Timed:
 
     def run() -> Summary:
         scanned = scan_records(files, text)
-        return {"rows": sum(s["rows"] for s in scanned), "events": sum(s["events"] for s in scanned)}
+        return {"rows": sum(s.rows for s in scanned), "events": sum(s.events for s in scanned)}
 
     return run
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import replace
 
 import pyarrow as pa
@@ -193,3 +194,40 @@ def test_a_walk_saved_moves_its_open_calls_into_the_state_once() -> None:
     resumed.feed(build([(2, "tool", [ToolResult("a", (Text("late"),), False)])])[0])
     rows = resumed.finish()
     assert resumed.answered == [0] and rows[-1].result_text == "late"
+
+
+@given(st.lists(entry_spec, max_size=25), st.lists(st.integers(0, 40), max_size=4), st.data())
+def test_texts_fed_as_arrays_or_lists_reach_the_rows_alike(specs: list[tuple[int, str, list[Block]]],
+                                                           cuts: list[int], data: st.DataObject) -> None:
+    """A walk keeps no text itself: each row's texts are the ones fed for its call and its result,
+    whether they came as lists or as Arrow arrays, in one piece or several."""
+    from murmur_analysis.algorithms.pairing import tool_event_columns
+    from murmur_analysis.core.handoff import ToolEvents
+
+    entries = sorted(build(specs), key=lambda e: e.position)
+    changes = (int(i > 0 and e.side != entries[i - 1].side) for i, e in enumerate(entries))
+    runs = list(itertools.accumulate(changes))
+    events = tool_event_columns(entries)
+    n = len(events)
+    texts = data.draw(st.lists(st.none() | st.text(max_size=4), min_size=n, max_size=n))
+    positions, messages = [entries[i].position for i in events.row], [runs[i] for i in events.row]
+    bounds = sorted({min(c, n) for c in cuts} | {0, n})
+
+    def walk(arrays: bool) -> pa.RecordBatch:
+        pairer = Pairer(keep_inputs=False)
+        for k, (a, b) in enumerate(itertools.pairwise(bounds)):
+            given = pa.array(texts[a:b], pa.string()) if arrays and k % 2 == 0 else texts[a:b]
+            piece = ToolEvents(row=events.row[a:b], call=events.call[a:b], kind=events.kind[a:b],
+                               call_id=events.call_id[a:b], name=events.name[a:b], is_error=events.is_error[a:b],
+                               chars=events.chars[a:b], input_bytes=events.input_bytes[a:b], texts=given)
+            pairer.feed_columns(positions[a:b], messages[a:b], piece)
+        return pairer.pairing().rows
+
+    rows = walk(False)
+    assert walk(True).equals(rows)
+    fed = {(call, i, t) for call, i, t in zip(events.call, events.call_id, texts, strict=True) if t is not None}
+    for row in rows.to_pylist():
+        assert row["result_text"] is None or (False, row["call_id"], row["result_text"]) in fed
+    # every call makes a row, which carries the text fed for it
+    calls = Counter((i, t) for call, i, t in zip(events.call, events.call_id, texts, strict=True) if call and t)
+    assert calls == Counter((r["call_id"], r["input_text"]) for r in rows.to_pylist() if r["input_text"])

@@ -263,6 +263,48 @@ _FIELDS: tuple[_Field, ...] = ("call_id", "tool_name", "kind", "called_seq", "re
                                "input_text", "result_text")
 
 
+class _Texts:
+    """The texts a walk was fed (calls' inputs as JSON text, results' texts), kept beside it.
+
+    The native walk holds only each event's index here, so a text reaches the pairing rows as
+    it came: an Arrow array's texts are taken from that array (one copy, into the rows, and no
+    Python object per text), a list's are made an array once.
+    """
+
+    def __init__(self) -> None:
+        self._pieces: list[pa.Array] = []
+        self._loose: list[str | None] = []  # list texts not yet made an array
+        self._count = 0
+
+    def keep(self, texts: Sequence[str | None] | pa.Array) -> list[int | None]:
+        """Keep ``texts``; each one's index (``None`` for a missing text)."""
+        n = len(texts)
+        at = np.arange(self._count, self._count + n, dtype=np.int64)
+        if isinstance(texts, pa.Array):
+            self._settle()
+            self._pieces.append(texts)
+            found: list[int | None] = pa.array(at, mask=texts.is_null().to_numpy(zero_copy_only=False)).to_pylist()
+        else:
+            self._loose.extend(texts)
+            found = [None if t is None else i for i, t in zip(at.tolist(), texts, strict=True)]
+        self._count += n
+        return found
+
+    def _settle(self) -> None:
+        if self._loose:
+            self._pieces.append(pa.array(self._loose, pa.string()))
+            self._loose = []
+
+    def at(self, index: pa.Array) -> pa.Array:
+        """The texts at ``index`` (null where it is null)."""
+        self._settle()
+        if len(self._pieces) == 1:
+            return self._pieces[0].take(index)
+        if not self._pieces:
+            return pa.nulls(len(index), pa.string())
+        return pa.chunked_array(self._pieces, pa.string()).take(index).combine_chunks()
+
+
 class Pairer:
     """The pairing walk, fed in position order: one entry at a time, or tool events as columns.
 
@@ -297,6 +339,7 @@ class Pairer:
         self.runs = MessageRuns(*state.runs) if state is not None else MessageRuns()
         self._walk = _native.Pairer(state)
         self._inputs: list[object] = []
+        self._texts = _Texts()
         self._summary = PairSummary(0, 0, [])
         self._last: int | None = None
         self.answered: list[int] = []
@@ -340,8 +383,9 @@ class Pairer:
                 if value is not None:
                     self._inputs.append(value)
         kinds = [0 if k == "client" else 1 for k in events.kind]
+        texts = self._texts.keep(events.texts) if events.texts is not None else None
         self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
-                        events.is_error, events.chars, events.input_bytes, inputs, events.texts)
+                        events.is_error, events.chars, events.input_bytes, inputs, texts)
         if len(positions):
             self._last = positions[-1]
 
@@ -371,6 +415,8 @@ class Pairer:
         columns: dict[str, list[Any]] = {name: done[name] for name in _FIELDS}
         kept = self._inputs
         columns["input"] = [None if i is None else kept[i] for i in done["input"]]
+        for name in ("input_text", "result_text"):
+            columns[name] = self._texts.at(pa.array(done[name], pa.int64())).to_pylist()
         return columns
 
     def pairing(self) -> Pairing:
@@ -382,10 +428,14 @@ class Pairer:
         self._summary = PairSummary(*done["summary"])
         self.answered, self.exact = done["answered"], done["exact"]
         n = done["rows"]
-        rows = pa.RecordBatch.from_arrays(
-            [pa.Array.from_buffers(f.type, n, [pa.py_buffer(b) for b in done[f.name]]) for f in PAIRED],
-            schema=PAIRED)
-        return Pairing(rows, *self.summary())
+        columns = []
+        for f in PAIRED:
+            buffers = [pa.py_buffer(b) for b in done[f.name]]
+            if f.name in ("input_text", "result_text"):  # the texts' indexes, taken from the texts kept
+                columns.append(self._texts.at(pa.Array.from_buffers(pa.int64(), n, buffers)))
+            else:
+                columns.append(pa.Array.from_buffers(f.type, n, buffers))
+        return Pairing(pa.RecordBatch.from_arrays(columns, schema=PAIRED), *self.summary())
 
     def save(self) -> _native.PairState:
         """After :meth:`finish_columns`: what a walk of the entries after these needs (``state=``).

@@ -192,7 +192,9 @@ class ToolEvents:
         input_bytes: the call's input as compact JSON, in bytes (calls with an input).
         inputs: the calls' inputs, when the pairing keeps them (``None`` otherwise).
         texts: each call's input as JSON text (``murmur_analysis.core.serde.serde_text``) and each result's
-            text (``blocks.message_text`` of its content), when kept (``None`` otherwise).
+            text (``blocks.message_text`` of its content), when kept (``None`` otherwise): a list, or
+            a string array (a scan's own column, which reaches the pairing rows with no Python
+            object per text).
     """
 
     row: list[int] = field(default_factory=list)
@@ -204,7 +206,7 @@ class ToolEvents:
     chars: list[int | None] = field(default_factory=list)
     input_bytes: list[int | None] = field(default_factory=list)
     inputs: list[Any] | None = None
-    texts: list[str | None] | None = None
+    texts: list[str | None] | pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.row)

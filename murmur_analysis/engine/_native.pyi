@@ -14,45 +14,48 @@ StrColumn = tuple[Buffer, Buffer, Buffer]
 
 #: The scan's string columns, by key.
 StrKey = Literal["id", "role", "source_id", "kinds", "text", "reasoning_text", "ev_id", "ev_name", "pair_call_id",
-                 "pair_tool_name", "pair_status", "pair_input_text", "pair_result_text"]
+                 "pair_kind", "pair_tool_name", "pair_status", "pair_input_text", "pair_result_text"]
 #: The scan's nullable integer columns, by key.
 IntKey = Literal["created_ms", "created_us", "ev_error", "ev_chars", "ev_bytes", "pair_called_seq", "pair_result_seq",
                  "pair_is_error", "pair_result_chars", "pair_input_bytes"]
 
-class Scanned(TypedDict):
-    """One record as :func:`scan_records` scanned it: its message lines as columns, and what it met."""
+class ScannedGroup(TypedDict):
+    """Records :func:`scan_records` scanned, joined: their columns once, and where each record's are.
 
-    rows: int
-    lines: int
-    line: Buffer | bytes
+    Record ``i``'s message rows are ``row_starts[i]:row_starts[i + 1]`` of the row columns, its
+    tool events ``event_starts[i]:...`` of the ``ev_`` columns and its pairing rows
+    ``pair_starts[i]:...`` of the ``pair_`` columns (int64 buffers of ``records + 1``). Values
+    that name a row, event or pairing row (``ev_row``, ``ev_text_at``, line numbers) are the
+    record's own; ``kinds_offsets`` runs over the group. The lists hold one item per record.
+    """
+
+    records: int
+    row_starts: Buffer
+    event_starts: Buffer
+    pair_starts: Buffer
+    line: Buffer
     created_ms: IntColumn
     created_us: IntColumn
     id: StrColumn
     role: StrColumn
     source_id: StrColumn
-    n_blocks: Buffer | bytes
-    text_chars: Buffer | bytes
-    kinds_offsets: Buffer | bytes
+    n_blocks: Buffer
+    text_chars: Buffer
+    kinds_offsets: Buffer
     kinds: StrColumn
     text: StrColumn
     reasoning_text: StrColumn
-    events: int
-    ev_row: Buffer | bytes
-    ev_call: Buffer | bytes
+    ev_row: Buffer
+    ev_call: Buffer
     ev_id: StrColumn
     ev_name: StrColumn
     ev_error: IntColumn
     ev_chars: IntColumn
     ev_bytes: IntColumn
-    ev_text_at: Buffer | bytes
-    diagnostics: list[tuple[int, int]]
-    title: str | None
-    header: bytes | None
-    error: str | None
-    pairs: int
-    pair_summary: tuple[int, int, list[str]]
+    ev_text_at: Buffer
     pair_call_id: StrColumn
     pair_tool_name: StrColumn
+    pair_kind: StrColumn
     pair_status: StrColumn
     pair_called_seq: IntColumn
     pair_result_seq: IntColumn
@@ -61,7 +64,13 @@ class Scanned(TypedDict):
     pair_input_bytes: IntColumn
     pair_input_text: StrColumn
     pair_result_text: StrColumn
-    pair_state: PairState
+    lines: list[int]
+    diagnostics: list[list[tuple[int, int]]]
+    title: list[str | None]
+    header: list[bytes | None]
+    error: list[str | None]
+    pair_summary: list[tuple[int, int, list[str]]]
+    pair_state: list[PairState]
 
 class PairColumns(TypedDict):
     """:meth:`Pairer.finish`: the rows (then one per answer to a row before a resumed walk) and counts."""
@@ -78,8 +87,8 @@ class PairColumns(TypedDict):
     input: list[int | None]
     result_chars: list[int | None]
     input_bytes: list[int | None]
-    input_text: list[str | None]
-    result_text: list[str | None]
+    input_text: list[int | None]  #: each text's index as fed
+    result_text: list[int | None]
     summary: tuple[int, int, list[str]]
     answered: list[int]
     exact: bool
@@ -96,7 +105,7 @@ def scan_records(
     spec: tuple[dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str, str],
     text: bool,
     block_bytes: int | None = None,
-) -> list[Scanned]: ...
+) -> list[ScannedGroup]: ...
 def messages(data: bytes, first: bool) -> tuple[list[tuple[int, Any]], list[tuple[int, int]]]: ...
 def to_json(value: Any) -> str: ...
 def lower_value(value: dict[str, Any]) -> tuple[str, str, str | None, str | None]: ...
@@ -126,7 +135,7 @@ class Pairer:
         chars: list[int | None],
         input_bytes: list[int | None],
         inputs: list[int | None] | None,
-        texts: list[str | None] | None,
+        texts: list[int | None] | None,
     ) -> None: ...
     def dropped_orphans(self) -> list[str]: ...
     def finish(self) -> PairColumns: ...

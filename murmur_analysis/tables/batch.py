@@ -22,7 +22,7 @@ conversation's rows of a table follow the previous conversation's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import chain
 
 import numpy as np
@@ -32,11 +32,12 @@ import pyarrow.compute as pc
 from ..algorithms.history import Grown, message_states
 from ..core.handoff import EntryColumns, GrowthColumns, GrowthRow, ToolEvents, ToolMeta, repeated
 from ..core.model import Usage
+from ..core.values import EPOCH
 from .columns import TableBuilder
 from .rows import CallColumns, ConversationRow, EntryIndex, EntryTimes
 from .schema import built_schema
 
-__all__ = ["BUILT", "Held", "build"]
+__all__ = ["BUILT", "Held", "adjacent", "build"]
 
 #: The tables built in batches (the rest take each conversation's rows as it is added).
 BUILT = ("messages", "tool_calls", "growth", "conversations")
@@ -134,7 +135,36 @@ class _Entries:
 def _concat(arrays: list[pa.Array], typ: pa.DataType) -> pa.Array:
     if not arrays:
         return pa.array([], typ)
-    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+    return arrays[0] if len(arrays) == 1 else adjacent(arrays) or pa.concat_arrays(arrays)
+
+
+def _address(buffer: pa.Buffer | None) -> int | None:
+    return None if buffer is None else buffer.address
+
+
+def adjacent(pieces: list[pa.Array]) -> pa.Array | None:
+    """The pieces as one array, with no copy, when they are slices of one array laid end to end; else ``None``.
+
+    A source that scans many conversations at once hands each its slice of the scan's columns
+    (:class:`~murmur_analysis.sources.murmur.engine.ScanGroup`): joined again in order, they
+    are a slice of the scan's own array. Told by the buffers they view and their offsets.
+    """
+    first = pieces[0]
+    nested = pa.types.is_list(first.type)
+    if not (nested or pa.types.is_primitive(first.type) or pa.types.is_string(first.type)
+            or pa.types.is_timestamp(first.type)):
+        return None
+    kept = first.buffers()
+    addresses = [_address(b) for b in kept]
+    end = first.offset + len(first)
+    for piece in pieces[1:]:
+        if piece.offset != end or piece.type != first.type or [_address(b) for b in piece.buffers()] != addresses:
+            return None
+        end += len(piece)
+    length = end - first.offset
+    if nested:
+        return pa.Array.from_buffers(first.type, length, kept[:2], offset=first.offset, children=[first.values])
+    return pa.Array.from_buffers(first.type, length, kept, offset=first.offset)
 
 
 def _column(pieces: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
@@ -145,6 +175,9 @@ def _column(pieces: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
     """
     if len(pieces) == 1:
         return pieces[0]
+    whole = adjacent(pieces)
+    if whole is not None:
+        return whole
     if not pa.types.is_primitive(pieces[0].type):
         sample = pieces[:: max(1, len(pieces) // 8)]
         rows = sum(len(p) for p in sample)
@@ -339,9 +372,13 @@ def _spans(entries: _Entries, n: int) -> tuple[list[datetime | None], list[datet
     high = np.zeros(n, dtype=np.int64)
     low[some] = np.minimum.reduceat(np.where(valid, values, _INT64_MAX), at)
     high[some] = np.maximum.reduceat(np.where(valid, values, _INT64_MIN), at)
-    none = timed == 0
-    return (pa.array(low, _I64, mask=none).cast(_TIMESTAMP).to_pylist(),
-            pa.array(high, _I64, mask=none).cast(_TIMESTAMP).to_pylist())
+    none = (timed == 0).tolist()
+
+    def times(micros: np.ndarray) -> list[datetime | None]:  # without pyarrow's zone lookup per value
+        return [None if gap else EPOCH + timedelta(microseconds=v)
+                for v, gap in zip(micros.tolist(), none, strict=True)]
+
+    return times(low), times(high)
 
 
 def _bare(held: list[Held], entries: _Entries, n: int) -> np.ndarray:

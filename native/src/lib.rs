@@ -8,6 +8,7 @@ mod blocks;
 mod buffer;
 mod columns;
 mod formats;
+mod handoff;
 mod json;
 mod line;
 mod lines;
@@ -27,7 +28,8 @@ use serde_json::Value;
 
 use crate::blocks::{FieldType, KindSpec, Spec};
 use crate::buffer::{Buffer, IntoBuffer};
-use crate::columns::{bitmap, bytes_of, Ints, Strings};
+use crate::columns::{bytes_of, Ints, Strings};
+use crate::handoff::{Col, Named};
 use crate::line::{decide, decide_in, Kind};
 use crate::scan::Columns;
 
@@ -279,72 +281,77 @@ fn spec_of(args: SpecArgs, keep_text: bool) -> Spec {
     spec
 }
 
-type StrBufs = (Py<Buffer>, Py<Buffer>, Py<Buffer>);
-type IntBufs = (Py<Buffer>, Py<Buffer>);
-
-/// A string column's validity bitmap, offsets and data, moved to Python (no copy of the data).
-fn strings(py: Python<'_>, col: Strings) -> PyResult<StrBufs> {
-    let offsets = if col.offsets.is_empty() { vec![0] } else { col.offsets };
-    Ok((bitmap(&col.valid).into_buffer(py)?, offsets.into_buffer(py)?, col.data.into_buffer(py)?))
+/// What a scanned record leaves besides its columns.
+struct Left {
+    rows: usize,
+    events: usize,
+    pairs: usize,
+    lines: i64,
+    diags: Vec<(i64, u8)>,
+    title: Option<String>,
+    header: Option<Vec<u8>>,
+    error: Option<String>,
+    pair_summary: (usize, usize, Vec<String>),
+    pair_state: Option<pair::Saved>,
 }
 
-fn ints(py: Python<'_>, col: Ints) -> PyResult<IntBufs> {
-    Ok((bitmap(&col.valid).into_buffer(py)?, col.values.into_buffer(py)?))
-}
-
-fn bools(py: Python<'_>, col: Ints) -> PyResult<IntBufs> {
-    let values: Vec<bool> = col.values.iter().map(|v| *v != 0).collect();
-    Ok((bitmap(&col.valid).into_buffer(py)?, bitmap(&values).into_buffer(py)?))
-}
-
-fn columns_dict<'py>(py: Python<'py>, mut c: Columns) -> PyResult<&'py PyDict> {
+/// A scanned record's columns by the names Python reads them by (`ScannedGroup` in `_native.pyi`),
+/// and what else it leaves.
+fn record_columns(mut c: Columns) -> (Named, Left) {
     use std::mem::take;
-    let d = PyDict::new(py);
-    d.set_item("rows", c.line_no.len())?;
-    d.set_item("lines", c.lines)?;
+    let p = take(&mut c.pairs);
+    let input_text = take(&mut c.call_text).gather(&p.input_text);
+    let result_text = take(&mut c.result_text).gather(&p.result_text);
     // The pairing's columns first: its texts are read from the events' texts.
-    pair_columns(py, d, &mut c)?;
-    d.set_item("line", take(&mut c.line_no).into_buffer(py)?)?;
+    let mut out = paired_columns("pair_", (0..p.len()).map(|i| (&p, i)), Col::Strs(input_text), Col::Strs(result_text));
     let micros = Ints { values: c.created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: c.created_ms.valid.clone() };
-    d.set_item("created_us", ints(py, micros)?)?;
-    d.set_item("created_ms", ints(py, take(&mut c.created_ms))?)?;
-    d.set_item("id", strings(py, take(&mut c.id))?)?;
-    d.set_item("role", strings(py, take(&mut c.role))?)?;
-    d.set_item("source_id", strings(py, take(&mut c.source_id))?)?;
-    d.set_item("n_blocks", take(&mut c.n_blocks).into_buffer(py)?)?;
-    d.set_item("text_chars", take(&mut c.text_chars).into_buffer(py)?)?;
+    let left = Left {
+        rows: c.line_no.len(),
+        events: c.ev_row.len(),
+        pairs: p.len(),
+        lines: c.lines,
+        diags: take(&mut c.diags),
+        title: c.title.take(),
+        header: c.header.take(),
+        error: c.error.take(),
+        pair_summary: take(&mut c.pair_summary),
+        pair_state: c.pair_state.take(),
+    };
     let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { take(&mut c.kinds_offsets) };
-    d.set_item("kinds_offsets", offsets.into_buffer(py)?)?;
-    d.set_item("kinds", strings(py, take(&mut c.kinds))?)?;
-    d.set_item("text", strings(py, take(&mut c.text))?)?;
-    d.set_item("reasoning_text", strings(py, take(&mut c.reasoning))?)?;
-    d.set_item("events", c.ev_row.len())?;
-    d.set_item("ev_row", take(&mut c.ev_row).into_buffer(py)?)?;
-    d.set_item("ev_call", take(&mut c.ev_call).into_buffer(py)?)?;
-    d.set_item("ev_id", strings(py, take(&mut c.ev_id))?)?;
-    d.set_item("ev_name", strings(py, take(&mut c.ev_name))?)?;
-    d.set_item("ev_error", ints(py, take(&mut c.ev_error))?)?;
-    d.set_item("ev_chars", ints(py, take(&mut c.ev_chars))?)?;
-    d.set_item("ev_bytes", ints(py, take(&mut c.ev_bytes))?)?;
-    d.set_item("ev_text_at", take(&mut c.ev_text_at).into_buffer(py)?)?;
-    d.set_item("diagnostics", take(&mut c.diags))?;
-    d.set_item("title", c.title.take())?;
-    d.set_item("header", c.header.as_ref().map(|h| PyBytes::new(py, h)))?;
-    d.set_item("error", c.error.take())?;
-    Ok(d)
+    out.extend([
+        ("line", Col::I64(take(&mut c.line_no))),
+        ("created_us", Col::Ints(micros)),
+        ("created_ms", Col::Ints(take(&mut c.created_ms))),
+        ("id", Col::Strs(take(&mut c.id))),
+        ("role", Col::Strs(take(&mut c.role))),
+        ("source_id", Col::Strs(take(&mut c.source_id))),
+        ("n_blocks", Col::I32(take(&mut c.n_blocks))),
+        ("text_chars", Col::I64(take(&mut c.text_chars))),
+        ("kinds_offsets", Col::Offsets(offsets)),
+        ("kinds", Col::Strs(take(&mut c.kinds))),
+        ("text", Col::Strs(take(&mut c.text))),
+        ("reasoning_text", Col::Strs(take(&mut c.reasoning))),
+        ("ev_row", Col::I64(take(&mut c.ev_row))),
+        ("ev_call", Col::U8(take(&mut c.ev_call))),
+        ("ev_id", Col::Strs(take(&mut c.ev_id))),
+        ("ev_name", Col::Strs(take(&mut c.ev_name))),
+        ("ev_error", Col::Ints(take(&mut c.ev_error))),
+        ("ev_chars", Col::Ints(take(&mut c.ev_chars))),
+        ("ev_bytes", Col::Ints(take(&mut c.ev_bytes))),
+        ("ev_text_at", Col::I64(take(&mut c.ev_text_at))),
+    ].map(|(k, col)| (k.to_owned(), col)));
+    (out, left)
 }
 
-/// Pairing rows as the PAIRED columns' Arrow buffers, into `d` under `prefix` + each name: the
-/// one conversion of `pair::Rows` for the scan's pairing and the pairing walk's alike. `rows` are
-/// `(rows, index)` in row order; the texts are already gathered in that order.
-fn paired_into<'r>(
-    py: Python<'_>,
-    d: &PyDict,
+/// Pairing rows as the PAIRED columns, each named `prefix` + its name: the one conversion of
+/// `pair::Rows` for the scan's pairing and the pairing walk's alike. `rows` are `(rows, index)`
+/// in row order; the text columns are given in that order (the texts, or where they are).
+fn paired_columns<'r>(
     prefix: &str,
     rows: impl Iterator<Item = (&'r pair::Rows, usize)>,
-    input_text: Strings,
-    result_text: Strings,
-) -> PyResult<()> {
+    input_text: Col,
+    result_text: Col,
+) -> Named {
     let (mut call_id, mut name, mut kind, mut status) =
         (Strings::default(), Strings::default(), Strings::default(), Strings::default());
     let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
@@ -360,38 +367,79 @@ fn paired_into<'r>(
         chars.push(p.result_chars[i]);
         input_bytes.push(p.input_bytes[i]);
     }
-    let key = |name: &str| format!("{prefix}{name}");
-    d.set_item(key("call_id"), strings(py, call_id)?)?;
-    d.set_item(key("tool_name"), strings(py, name)?)?;
-    d.set_item(key("kind"), strings(py, kind)?)?;
-    d.set_item(key("status"), strings(py, status)?)?;
-    d.set_item(key("called_seq"), ints(py, called)?)?;
-    d.set_item(key("result_seq"), ints(py, result)?)?;
-    d.set_item(key("is_error"), bools(py, is_error)?)?;
-    d.set_item(key("result_chars"), ints(py, chars)?)?;
-    d.set_item(key("input_bytes"), ints(py, input_bytes)?)?;
-    d.set_item(key("input_text"), strings(py, input_text)?)?;
-    d.set_item(key("result_text"), strings(py, result_text)?)?;
+    [
+        ("call_id", Col::Strs(call_id)),
+        ("tool_name", Col::Strs(name)),
+        ("kind", Col::Strs(kind)),
+        ("status", Col::Strs(status)),
+        ("called_seq", Col::Ints(called)),
+        ("result_seq", Col::Ints(result)),
+        ("is_error", Col::Bools(is_error)),
+        ("result_chars", Col::Ints(chars)),
+        ("input_bytes", Col::Ints(input_bytes)),
+        ("input_text", input_text),
+        ("result_text", result_text),
+    ]
+    .into_iter()
+    .map(|(k, col)| (format!("{prefix}{k}"), col))
+    .collect()
+}
+
+/// Named columns into `d`, as Python buffers.
+fn columns_into(py: Python<'_>, d: &PyDict, cols: Named) -> PyResult<()> {
+    for (key, col) in cols {
+        d.set_item(key, col.into_py(py)?)?;
+    }
     Ok(())
 }
 
-/// The pairing rows of a scanned record, into `d`.
-fn pair_columns(py: Python<'_>, d: &PyDict, c: &mut Columns) -> PyResult<()> {
-    let p = &c.pairs;
-    let input_text = std::mem::take(&mut c.call_text).gather(&p.input_text);
-    let result_text = std::mem::take(&mut c.result_text).gather(&p.result_text);
-    paired_into(py, d, "pair_", (0..p.len()).map(|i| (p, i)), input_text, result_text)?;
-    d.set_item("pairs", p.len())?;
-    d.set_item("pair_summary", c.pair_summary.clone())?;
-    d.set_item("pair_state", Py::new(py, PyPairState { inner: c.pair_state.take() })?)?;
-    Ok(())
+/// The first of each record's rows among a group's, and the end: `counts` cumulated from 0.
+fn starts_of(counts: impl Iterator<Item = usize>) -> Vec<i64> {
+    let mut out = vec![0i64];
+    for n in counts {
+        out.push(out.last().copied().unwrap_or(0) + n as i64);
+    }
+    out
+}
+
+/// One group of records, joined (`ScannedGroup` in `_native.pyi`): their columns once, where
+/// each record's rows, events and pairing rows start, and per record what else it left.
+fn group_dict<'py>(py: Python<'py>, cols: Named, left: Vec<Left>) -> PyResult<&'py PyDict> {
+    let d = PyDict::new(py);
+    d.set_item("records", left.len())?;
+    d.set_item("row_starts", starts_of(left.iter().map(|l| l.rows)).into_buffer(py)?)?;
+    d.set_item("event_starts", starts_of(left.iter().map(|l| l.events)).into_buffer(py)?)?;
+    d.set_item("pair_starts", starts_of(left.iter().map(|l| l.pairs)).into_buffer(py)?)?;
+    columns_into(py, d, cols)?;
+    let mut lines = Vec::with_capacity(left.len());
+    let (mut diags, mut titles, mut errors, mut summaries, mut states) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut headers: Vec<Option<PyObject>> = Vec::new();
+    for l in left {
+        lines.push(l.lines);
+        diags.push(l.diags);
+        titles.push(l.title);
+        headers.push(l.header.as_ref().map(|h| PyBytes::new(py, h).into_py(py)));
+        errors.push(l.error);
+        summaries.push(l.pair_summary);
+        states.push(Py::new(py, PyPairState { inner: l.pair_state })?);
+    }
+    d.set_item("lines", lines)?;
+    d.set_item("diagnostics", diags)?;
+    d.set_item("title", titles)?;
+    d.set_item("header", headers)?;
+    d.set_item("error", errors)?;
+    d.set_item("pair_summary", summaries)?;
+    d.set_item("pair_state", states)?;
+    Ok(d)
 }
 
 /// scan_records(paths, spec, text, block_bytes=None) -> list[dict]: every record decided and
-/// derived into columns, all records and all cores at once with the GIL released; one dict of
-/// Arrow buffers per path, in order. `text` false leaves the text columns null (a lean scan).
-/// `block_bytes` reads in blocks of that many bytes (the engine's own size when `None`; the
-/// columns are the same at any size).
+/// derived into columns, all records and all cores at once with the GIL released; the records'
+/// columns joined into groups of consecutive records (one group unless a group's strings would
+/// pass 32-bit offsets), each a dict of Arrow buffers. `text` false leaves the text columns
+/// null (a lean scan). `block_bytes` reads in blocks of that many bytes (the engine's own size
+/// when `None`; the columns are the same at any size).
 #[pyfunction(block_bytes = "None")]
 #[pyo3(text_signature = "(paths, spec, text, block_bytes=None)")]
 fn scan_records(
@@ -406,9 +454,20 @@ fn scan_records(
     // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
-    let out: Vec<Columns> =
-        py.allow_threads(|| in_pool(|| paths.par_iter().map(|p| scan::record(&spec, p, block_bytes.unwrap_or(scan::BLOCK).max(1))).collect()));
-    release_freed(out.into_iter().map(|c| columns_dict(py, c).map(|d| d.into_py(py))).collect())
+    let block = block_bytes.unwrap_or(scan::BLOCK).max(1);
+    let (runs, left): (Vec<(usize, Named)>, Vec<Left>) = py.allow_threads(|| {
+        in_pool(|| {
+            let (named, left): (Vec<Named>, Vec<Left>) =
+                paths.par_iter().map(|p| record_columns(scan::record(&spec, p, block))).unzip();
+            (handoff::join(named), left)
+        })
+    });
+    let mut left = left.into_iter();
+    let mut groups = Vec::with_capacity(runs.len());
+    for (count, cols) in runs {
+        groups.push(group_dict(py, cols, left.by_ref().take(count).collect())?.into_py(py));
+    }
+    Ok(release_freed(groups))
 }
 
 fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Rows) -> PyResult<&'py PyDict> {
@@ -418,23 +477,23 @@ fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Row
     d.set_item("lines", r.lines)?;
     d.set_item("line", take(&mut r.line_no).into_buffer(py)?)?;
     for (name, col) in format.ints().iter().zip(take(&mut r.ints)) {
-        d.set_item(*name, ints(py, col)?)?;
+        d.set_item(*name, Col::Ints(col).into_py(py)?)?;
     }
     for (name, col) in format.strs().iter().zip(take(&mut r.strs)) {
-        d.set_item(*name, strings(py, col)?)?;
+        d.set_item(*name, Col::Strs(col).into_py(py)?)?;
     }
     d.set_item("kinds_offsets", take(&mut r.kinds_offsets).into_buffer(py)?)?;
-    d.set_item("kinds", strings(py, take(&mut r.kinds))?)?;
+    d.set_item("kinds", Col::Strs(take(&mut r.kinds)).into_py(py)?)?;
     d.set_item("events", r.ev_row.len())?;
     d.set_item("ev_row", take(&mut r.ev_row).into_buffer(py)?)?;
     d.set_item("ev_call", take(&mut r.ev_call).into_buffer(py)?)?;
     d.set_item("ev_kind", take(&mut r.ev_kind).into_buffer(py)?)?;
-    d.set_item("ev_id", strings(py, take(&mut r.ev_id))?)?;
-    d.set_item("ev_name", strings(py, take(&mut r.ev_name))?)?;
-    d.set_item("ev_error", ints(py, take(&mut r.ev_error))?)?;
-    d.set_item("ev_chars", ints(py, take(&mut r.ev_chars))?)?;
-    d.set_item("ev_bytes", ints(py, take(&mut r.ev_bytes))?)?;
-    d.set_item("ev_text", strings(py, take(&mut r.ev_text))?)?;
+    d.set_item("ev_id", Col::Strs(take(&mut r.ev_id)).into_py(py)?)?;
+    d.set_item("ev_name", Col::Strs(take(&mut r.ev_name)).into_py(py)?)?;
+    d.set_item("ev_error", Col::Ints(take(&mut r.ev_error)).into_py(py)?)?;
+    d.set_item("ev_chars", Col::Ints(take(&mut r.ev_chars)).into_py(py)?)?;
+    d.set_item("ev_bytes", Col::Ints(take(&mut r.ev_bytes)).into_py(py)?)?;
+    d.set_item("ev_text", Col::Strs(take(&mut r.ev_text)).into_py(py)?)?;
     d.set_item("diagnostics", take(&mut r.diags))?;
     d.set_item("end", r.end)?;
     d.set_item("size", r.size)?;
@@ -596,8 +655,6 @@ impl PyPairState {
 #[pyclass(name = "Pairer")]
 struct PyPairer {
     inner: pair::Pairer,
-    /// the events' kept texts, indexed by `pair::Event::text`
-    texts: Vec<Option<String>>,
     /// whether `save` moved the walk's state out
     saved: bool,
 }
@@ -624,13 +681,14 @@ impl PyPairer {
                 pair::Pairer::resume(state.inner.take().expect("held")).0
             }
         };
-        Ok(PyPairer { inner, texts: Vec::new(), saved: false })
+        Ok(PyPairer { inner, saved: false })
     }
 
     /// feed(positions, messages, call, kind, ids, names, errors, chars, input_bytes, inputs, texts):
     /// events in order, each with its entry's position and run (message) index; `kind` 0 is
-    /// client, 1 server; `inputs` the index of each call's kept input, if any; `texts` each
-    /// call's input as JSON text and each result's text, if kept.
+    /// client, 1 server; `inputs` the index of each call's kept input, if any; `texts` the index
+    /// of each event's kept text (a call's input as JSON text, a result's text), if any: the
+    /// caller keeps the inputs and texts, the walk only where they are.
     #[allow(clippy::too_many_arguments)]
     fn feed(
         &mut self,
@@ -644,7 +702,7 @@ impl PyPairer {
         chars: Vec<Option<i64>>,
         input_bytes: Vec<Option<i64>>,
         inputs: Option<Vec<Option<i64>>>,
-        texts: Option<Vec<Option<String>>>,
+        texts: Option<Vec<Option<i64>>>,
     ) -> PyResult<()> {
         self.live()?;
         let n = ids.len();
@@ -666,13 +724,7 @@ impl PyPairer {
                 chars: chars[i],
                 input_bytes: input_bytes[i],
                 input: inputs.as_ref().and_then(|v| v[i]),
-                text: match texts.as_ref().and_then(|v| v[i].clone()) {
-                    Some(t) => {
-                        self.texts.push(Some(t));
-                        Some(self.texts.len() as i64 - 1)
-                    }
-                    None => None,
-                },
+                text: texts.as_ref().and_then(|v| v[i]),
             };
             self.inner.feed(messages[i], event);
         }
@@ -684,9 +736,10 @@ impl PyPairer {
         self.inner.dropped_orphans()
     }
 
-    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields), then
-    /// one row per result answering a call of the rows before a resumed walk (`answered`
-    /// names those calls' rows), the counts (`summary`) and whether the walk is `exact`.
+    /// finish() -> dict of columns: close the last run; every row (the ToolCall fields, each
+    /// text as the index `feed` was given for it), then one row per result answering a call of
+    /// the rows before a resumed walk (`answered` names those calls' rows), the counts
+    /// (`summary`) and whether the walk is `exact`.
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         self.live()?;
         self.inner.finish();
@@ -714,9 +767,8 @@ impl PyPairer {
         d.set_item("input", &rows.input)?;
         d.set_item("result_chars", &rows.result_chars)?;
         d.set_item("input_bytes", &rows.input_bytes)?;
-        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
-        d.set_item("input_text", rows.input_text.iter().map(text).collect::<Vec<_>>())?;
-        d.set_item("result_text", rows.result_text.iter().map(text).collect::<Vec<_>>())?;
+        d.set_item("input_text", &rows.input_text)?;
+        d.set_item("result_text", &rows.result_text)?;
         d.set_item("summary", summary)?;
         d.set_item("answered", &self.inner.answered)?;
         d.set_item("exact", self.inner.exact())?;
@@ -725,8 +777,8 @@ impl PyPairer {
 
     /// finish_arrow() -> dict: like `finish`, the rows' PAIRED columns (`call_id`, `tool_name`,
     /// `kind`, `called_seq`, `result_seq`, `status`, `is_error`, `result_chars`, `input_bytes`,
-    /// `input_text`, `result_text`) as Arrow buffers (no Python object per row), the number of
-    /// `rows`, and `summary`, `answered` and `exact`.
+    /// and `input_text`, `result_text` as the texts' indexes) as Arrow buffers (no Python object
+    /// per row), the number of `rows`, and `summary`, `answered` and `exact`.
     fn finish_arrow(&mut self, py: Python<'_>) -> PyResult<PyObject> {
         self.live()?;
         self.inner.finish();
@@ -735,13 +787,12 @@ impl PyPairer {
         let d = PyDict::new(py);
         // the rows, then one row per result answering a call of the rows before a resumed walk
         let all = || (0..own.len()).map(move |i| (own, i)).chain((0..answers.len()).map(move |i| (answers, i)));
-        let text = |i: &Option<i64>| i.and_then(|j| self.texts[j as usize].as_deref());
-        let (mut input_text, mut result_text) = (Strings::default(), Strings::default());
+        let (mut input_text, mut result_text) = (Ints::default(), Ints::default());
         for (rows, i) in all() {
-            input_text.push(text(&rows.input_text[i]));
-            result_text.push(text(&rows.result_text[i]));
+            input_text.push(rows.input_text[i]);
+            result_text.push(rows.result_text[i]);
         }
-        paired_into(py, d, "", all(), input_text, result_text)?;
+        columns_into(py, d, paired_columns("", all(), Col::Ints(input_text), Col::Ints(result_text)))?;
         d.set_item("rows", own.len() + answers.len())?;
         d.set_item("summary", summary)?;
         d.set_item("answered", &self.inner.answered)?;

@@ -62,7 +62,7 @@ class _Events:
     is_error: list[bool | None]
     chars: list[int | None]
     input_bytes: list[int | None]
-    texts: list[str | None] | None
+    texts: pa.Array | None
 
     def of(self, i: int) -> ToolEvents:
         a, b = int(self.starts[i]), int(self.starts[i + 1])
@@ -93,7 +93,7 @@ def _events(w: Whole, position: np.ndarray, text: bool) -> _Events:
         is_error=ev.column("is_error").to_pylist(),
         chars=ev.column("chars").to_pylist(),
         input_bytes=ev.column("input_bytes").to_pylist(),
-        texts=ev.column("text").to_pylist() if text else None,
+        texts=_one(ev.column("text")) if text else None,
     )
 
 

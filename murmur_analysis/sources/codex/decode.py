@@ -251,7 +251,7 @@ def _events(kept: _Kept, text: bool) -> list[ToolEvents]:
     bounds = _split(kept.rows.rollout[at], len(kept.starts))
     cols = {name: ev.column(name).to_pylist() for name in ("call", "call_id", "name", "is_error", "chars",
                                                            "input_bytes")}
-    texts = ev.column("text").to_pylist() if text else None
+    texts = ev.column("text").combine_chunks() if text else None
     out: list[ToolEvents] = []
     for lo, hi in itertools.pairwise(bounds):
         out.append(ToolEvents(

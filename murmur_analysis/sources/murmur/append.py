@@ -27,35 +27,33 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ...algorithms.pairing import MessageRuns
 from ...core.handoff import Conversation, ResumePoint
 from ..resume import Tail, next_line, read_exactly, resumed, scratch_copy
-from .engine import strings, tool_events
+from .engine import tool_events
 from .record import LineKind, decide, parse, scan_records
 
 if TYPE_CHECKING:
-    from ...engine._native import Scanned
+    from .engine import RecordScan
 
 __all__ = ["cut", "resume_point", "scan_range", "tail_of", "traces_unchanged"]
 
 
-def _counts(scanned: Scanned) -> tuple[int, int, int]:
+def _counts(scanned: RecordScan) -> tuple[int, int, int]:
     """The messages, lines and text characters a scan read."""
-    return scanned["rows"], scanned["lines"], int(np.frombuffer(memoryview(scanned["text_chars"]), np.int64).sum())
+    return scanned.rows, scanned.lines, scanned.text_chars()
 
 
-def resume_point(scanned: Scanned) -> ResumePoint | None:
+def resume_point(scanned: RecordScan) -> ResumePoint | None:
     """Where a read of the whole scanned record stopped (not yet tied to the file), or ``None``.
 
     Args:
         scanned: one record's result of :func:`~.record.scan_records`.
     """
-    if scanned["error"] is not None:
+    if scanned.error is not None:
         return None
     messages, lines, chars = _counts(scanned)
-    return ResumePoint(messages=messages, lines=lines, chars=chars, walk=scanned["pair_state"])
+    return ResumePoint(messages=messages, lines=lines, chars=chars, walk=scanned.pair_state)
 
 
 def traces_unchanged(before: Any, now: Any) -> bool:
@@ -70,7 +68,7 @@ def traces_unchanged(before: Any, now: Any) -> bool:
 
 def scan_range(
     fd: int, start: int, end: int, point: ResumePoint, text: bool, scratch: Path
-) -> Scanned | None:
+) -> RecordScan | None:
     """The native scan of the bytes ``start:end`` of a record open as ``fd``, after ``point``; ``None``: not alone.
 
     ``start`` is where a line begins. The scan's line numbers go on from the point's. ``None``
@@ -86,16 +84,12 @@ def scan_range(
     with scratch_copy(data, scratch) as name:
         del data
         scanned = scan_records([str(name)], text)[0]
-    if scanned["error"] is not None or (start and scanned["header"] is not None):
+    if scanned.error is not None or (start and scanned.header is not None):
         return None
-    lines = point.lines
-    scanned["diagnostics"] = [(n + lines, code) for n, code in scanned["diagnostics"]]
-    # the record's line numbers
-    scanned["line"] = (np.frombuffer(memoryview(scanned["line"]), np.int64) + lines).tobytes()
-    return scanned
+    return scanned.shifted(point.lines)  # the record's line numbers
 
 
-def tail_of(read: Conversation, scanned: Scanned, point: ResumePoint) -> Tail | None:
+def tail_of(read: Conversation, scanned: RecordScan, point: ResumePoint) -> Tail | None:
     """The :class:`~murmur_analysis.sources.resume.Tail` of the messages ``scanned`` after ``point``, if exact.
 
     ``read`` is the conversation the source made of them. Their tool events are walked on from
@@ -103,7 +97,7 @@ def tail_of(read: Conversation, scanned: Scanned, point: ResumePoint) -> Tail | 
     """
     walk = resumed(point)
     events = tool_events(scanned)
-    messages = walk.runs.of_sides(strings(scanned, "role"))
+    messages = walk.runs.of_sides(scanned.column("role"))
     walk.feed_columns(events.row, messages[events.row].tolist(), events)
     paired = walk.pairing()
     if not walk.exact:

@@ -1,110 +1,264 @@
-"""The native scan's output for one record, as the columns and pairing the frame builder reads.
+"""The native scan's output, as the columns and pairing the frame builder reads.
 
-:func:`~.murmur_record.scan_records` hands back, per record, Arrow buffers (validity bitmaps,
-offsets, values) built by the engine; this module wraps them into arrays without copying them
-through Python objects.
+:func:`~.record.scan_records` scans many records at once, and the engine hands them back
+joined: one group's Arrow buffers (validity bitmaps, offsets, values) hold every record's rows
+one after the other. A :class:`ScanGroup` wraps each buffer into an Arrow array once, without
+copying it through Python objects; each record is a :class:`RecordScan` whose columns are
+slices of the group's (no copy either), so the work per record is a few slices and what the
+frame builder joins again is one array (:func:`~murmur_analysis.tables.batch.joined`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, repeated
+from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents
 
 if TYPE_CHECKING:
-    from ...engine._native import IntKey, Scanned, StrKey
+    from ...engine._native import PairState, ScannedGroup
 
-__all__ = ["ints", "pairing", "scanned_columns", "strings", "tool_events"]
+__all__ = ["RecordScan", "ScanGroup", "pairing", "scanned_columns", "tool_events"]
 
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
+#: Columns without nulls, and their types.
+_PLAIN = {"line": _I64, "n_blocks": pa.int32(), "text_chars": _I64, "ev_row": _I64, "ev_call": pa.uint8(),
+          "ev_text_at": _I64}
+#: Nullable columns of fixed width (a validity bitmap and values), and their types; the rest are strings.
+_FIXED = {"created_ms": _I64, "created_us": _TIMESTAMP, "ev_error": _I64, "ev_chars": _I64, "ev_bytes": _I64,
+          "pair_called_seq": _I64, "pair_result_seq": _I64, "pair_is_error": pa.bool_(), "pair_result_chars": _I64,
+          "pair_input_bytes": _I64}
+_PAIRED_KEYS = [f"pair_{name}" for name in PAIRED.names]
 
 
-def strings(scanned: Scanned, key: StrKey, n: int | None = None) -> pa.Array:
-    """A string column of the scan (``n`` rows; the record's message rows by default)."""
-    valid, offsets, data = scanned[key]
-    rows = scanned["rows"] if n is None else n
-    return pa.Array.from_buffers(_STR, rows, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+def _span(key: str) -> str:
+    """Which rows a column has: the records' message ``rows``, their tool ``events`` or their ``pairs``."""
+    return "events" if key.startswith("ev_") else "pairs" if key.startswith("pair_") else "rows"
 
 
-def ints(scanned: Scanned, key: IntKey, n: int | None = None, typ: pa.DataType = _I64) -> pa.Array:
-    """A nullable 64-bit column of the scan (``n`` rows; the record's message rows by default)."""
-    valid, values = scanned[key]
-    rows = scanned["rows"] if n is None else n
-    return pa.Array.from_buffers(typ, rows, [pa.py_buffer(valid), pa.py_buffer(values)])
+def _strings(n: int, bufs: tuple[Any, Any, Any]) -> pa.Array:
+    return pa.Array.from_buffers(_STR, n, [pa.py_buffer(b) for b in bufs])
 
 
-def pairing(scanned: Scanned) -> Pairing:
+class ScanGroup:
+    """Records scanned together, each column of theirs an Arrow array made once (see the module doc).
+
+    A column of strings too large to join without copying most of what was read (the texts)
+    comes as its records' parts instead, and each record's part is an array of its own.
+    """
+
+    def __init__(self, raw: ScannedGroup) -> None:
+        self.raw = raw
+        self.starts = {name: np.frombuffer(memoryview(raw[f"{name[:-1]}_starts"]), np.int64)  # type: ignore[literal-required]
+                       for name in ("rows", "events", "pairs")}
+        self._arrays: dict[str, pa.Array] = {}
+        self._parts: dict[str, list[pa.Array]] = {}
+
+    def _joined(self, key: str) -> pa.Array:
+        """Every record's values of the joined column ``key``, one after the other."""
+        found = self._arrays.get(key)
+        if found is None:
+            n = int(self.starts[_span(key)][-1])
+            bufs: Any = self.raw[key]  # type: ignore[literal-required]
+            if key == "kinds":  # each row's list of block kinds
+                offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(self.raw["kinds_offsets"])])
+                found = pa.ListArray.from_arrays(offsets, _strings(offsets[-1].as_py(), bufs))
+            elif key in _PLAIN:
+                found = pa.Array.from_buffers(_PLAIN[key], n, [None, pa.py_buffer(bufs)])
+            else:
+                found = pa.Array.from_buffers(_FIXED.get(key, _STR), n, [pa.py_buffer(b) for b in bufs])
+            self._arrays[key] = found
+        return found
+
+    def column(self, key: str, i: int) -> pa.Array:
+        """Record ``i``'s values of the scan's column ``key``: a slice of the joined column, or its part."""
+        bufs: Any = self.raw[key]  # type: ignore[literal-required]
+        starts = self.starts[_span(key)]
+        a, b = int(starts[i]), int(starts[i + 1])
+        if not isinstance(bufs, list):
+            return self._joined(key).slice(a, b - a)
+        parts = self._parts.get(key)
+        if parts is None:
+            parts = self._parts[key] = [_strings(int(m - k), p) for k, m, p in zip(starts[:-1], starts[1:], bufs,
+                                                                                    strict=True)]
+        return parts[i]
+
+    def derived(self, key: str, make: Any) -> pa.Array:
+        """A column of every record's rows the toolkit derives once for the group (``make()``), kept."""
+        found = self._arrays.get(key)
+        if found is None:
+            found = self._arrays[key] = make()
+        return found
+
+    def records(self) -> list[RecordScan]:
+        """Each record of the group, in the order scanned."""
+        return [RecordScan(self, i) for i in range(self.raw["records"])]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordScan:
+    """One record as the engine scanned it: its share of a :class:`ScanGroup`.
+
+    Attributes:
+        group: the group it was scanned in.
+        index: its place in the group.
+        line_shift: added to every line number it reports (a scan of a range of a record
+            numbers its lines from the range's start).
+    """
+
+    group: ScanGroup
+    index: int
+    line_shift: int = 0
+
+    def _range(self, span: str) -> tuple[int, int]:
+        starts = self.group.starts[span]
+        return int(starts[self.index]), int(starts[self.index + 1])
+
+    def _count(self, span: str) -> int:
+        a, b = self._range(span)
+        return b - a
+
+    @property
+    def rows(self) -> int:
+        """Its message rows."""
+        return self._count("rows")
+
+    @property
+    def events(self) -> int:
+        """Its tool events."""
+        return self._count("events")
+
+    @property
+    def pairs(self) -> int:
+        """Its pairing rows."""
+        return self._count("pairs")
+
+    @property
+    def lines(self) -> int:
+        """The lines it read (blank and skipped ones too)."""
+        return self.group.raw["lines"][self.index]
+
+    @property
+    def diagnostics(self) -> list[tuple[int, int]]:
+        """``(line, code)`` of each line it skipped and reports."""
+        return [(n + self.line_shift, code) for n, code in self.group.raw["diagnostics"][self.index]]
+
+    @property
+    def title(self) -> str | None:
+        """The first user message's text, for the title."""
+        return self.group.raw["title"][self.index]
+
+    @property
+    def header(self) -> bytes | None:
+        """Line 1, when it is the ``murmur.record`` header."""
+        return self.group.raw["header"][self.index]
+
+    @property
+    def error(self) -> str | None:
+        """Why the record could not be opened or read, or ``None``."""
+        return self.group.raw["error"][self.index]
+
+    @property
+    def pair_summary(self) -> tuple[int, int, list[str]]:
+        """The pairing walk's calls made, calls in error and client orphans dropped."""
+        return self.group.raw["pair_summary"][self.index]
+
+    @property
+    def pair_state(self) -> PairState:
+        """What the pairing walk leaves for a walk of lines appended later."""
+        return self.group.raw["pair_state"][self.index]
+
+    def column(self, key: str) -> pa.Array:
+        """Its values of the scan's column ``key`` (a slice of the group's, or its part)."""
+        return self.group.column(key, self.index)
+
+    def line_numbers(self) -> np.ndarray:
+        """Each message row's 1-based line."""
+        a, b = self._range("rows")
+        return np.frombuffer(memoryview(self.group.raw["line"]), np.int64)[a:b] + self.line_shift
+
+    def text_chars(self) -> int:
+        """The text characters of its messages, summed."""
+        a, b = self._range("rows")
+        return int(np.frombuffer(memoryview(self.group.raw["text_chars"]), np.int64)[a:b].sum())
+
+    def shifted(self, lines: int) -> RecordScan:
+        """The same scan, its line numbers ``lines`` further on."""
+        return replace(self, line_shift=self.line_shift + lines)
+
+    def derived(self, key: str, make: Any) -> pa.Array:
+        """Its rows of a column derived for the whole group (:meth:`ScanGroup.derived`)."""
+        a, b = self._range("rows")
+        return self.group.derived(key, make).slice(a, b - a)
+
+
+def pairing(scan: RecordScan) -> Pairing:
     """The record's tool pairing, as the assembly core's walk left it in the scan."""
-    n = scanned["pairs"]
-    rows = pa.RecordBatch.from_arrays(
-        [
-            strings(scanned, "pair_call_id", n),
-            strings(scanned, "pair_tool_name", n),
-            repeated("client", n),  # murmur's dialect has client tools only
-            ints(scanned, "pair_called_seq", n),
-            ints(scanned, "pair_result_seq", n),
-            strings(scanned, "pair_status", n),
-            ints(scanned, "pair_is_error", n, pa.bool_()),
-            ints(scanned, "pair_result_chars", n),
-            ints(scanned, "pair_input_bytes", n),
-            strings(scanned, "pair_input_text", n),
-            strings(scanned, "pair_result_text", n),
-        ],
-        schema=PAIRED,
-    )
-    made, errors, dropped = scanned["pair_summary"]
-    return Pairing(rows, made, errors, dropped)
+    made, errors, dropped = scan.pair_summary
+    return Pairing(pa.RecordBatch.from_arrays([scan.column(k) for k in _PAIRED_KEYS], schema=PAIRED), made, errors,
+                   dropped)
 
 
-def scanned_columns(scanned: Scanned, model: pa.Array, usage: list[Any] | None) -> EntryColumns:
-    """The record's message rows as one chunk of columns (its tool events already paired)."""
-    n = scanned["rows"]
-    kinds_offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])
-    kinds = strings(scanned, "kinds", (len(kinds_offsets) and kinds_offsets[-1].as_py()) or 0)
-    nulls = pa.nulls(n, _STR)
+def _positions(group: ScanGroup) -> pa.Array:
+    """Each message row's position in its record."""
+    starts = group.starts["rows"]
+    n = int(starts[-1])
+    return pa.array(np.arange(n, dtype=np.int64) - np.repeat(starts[:-1], np.diff(starts)), _I64)
+
+
+def scanned_columns(scan: RecordScan, model: pa.Array | None, usage: list[Any] | None) -> EntryColumns:
+    """The record's message rows as one chunk of columns (its tool events already paired).
+
+    Args:
+        scan: the record.
+        model: each row's model; ``None``: none known.
+        usage: each row's usage, or ``None`` when no row has any.
+    """
+    group = scan.group
+    nulls = scan.derived("nulls", lambda: pa.nulls(int(group.starts["rows"][-1]), _STR))
     return EntryColumns(
-        position=pa.array(np.arange(n, dtype=np.int64), _I64),
-        id=strings(scanned, "id"),
-        side=strings(scanned, "role"),
+        position=scan.derived("position", lambda: _positions(group)),
+        id=scan.column("id"),
+        side=scan.column("role"),
         origin=nulls,
-        model=model,
-        created_at=ints(scanned, "created_us", typ=_TIMESTAMP),
-        n_blocks=pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(scanned["n_blocks"])]),
-        text_chars=pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(scanned["text_chars"])]),
+        model=nulls if model is None else model,
+        created_at=scan.column("created_us"),
+        n_blocks=scan.column("n_blocks"),
+        text_chars=scan.column("text_chars"),
         status=nulls,
         error=nulls,
-        source_id=strings(scanned, "source_id"),
-        block_kinds=pa.ListArray.from_arrays(kinds_offsets, kinds),
-        text=strings(scanned, "text"),
-        reasoning_text=strings(scanned, "reasoning_text"),
+        source_id=scan.column("source_id"),
+        block_kinds=scan.column("kinds"),
+        text=scan.column("text"),
+        reasoning_text=scan.column("reasoning_text"),
         usage=usage,
         events=ToolEvents(),  # already paired by the scan: see pairing()
     )
 
 
-def tool_events(scanned: Scanned) -> ToolEvents:
+def tool_events(scan: RecordScan) -> ToolEvents:
     """The record's tool events as the pairing walk reads them (row ``i`` being message row ``i``), texts kept.
 
     The scan pairs them itself; these are for a walk that goes on from an earlier one's state
     (:class:`~murmur_analysis.algorithms.pairing.Pairer`), over the lines appended to a record.
     """
-    n, rows = scanned["events"], scanned["pairs"]
+    n = scan.events
     # each event's text is where the scan's own walk put it: a row's input, or its result text
-    texts = pa.concat_arrays([strings(scanned, "pair_input_text", rows), strings(scanned, "pair_result_text", rows)])
-    at = np.frombuffer(memoryview(scanned["ev_text_at"]), np.int64)
+    texts = pa.concat_arrays([scan.column("pair_input_text"), scan.column("pair_result_text")])
+    at = scan.column("ev_text_at").to_numpy()
     return ToolEvents(
-        row=np.frombuffer(memoryview(scanned["ev_row"]), np.int64).tolist(),
-        call=(np.frombuffer(memoryview(scanned["ev_call"]), np.uint8) == 1).tolist(),
+        row=scan.column("ev_row").to_numpy().tolist(),
+        call=(scan.column("ev_call").to_numpy() == 1).tolist(),
         kind=["client"] * n,  # murmur's dialect has client tools only
-        call_id=strings(scanned, "ev_id", n).to_pylist(),
-        name=strings(scanned, "ev_name", n).to_pylist(),
-        is_error=ints(scanned, "ev_error", n).cast(pa.bool_()).to_pylist(),
-        chars=ints(scanned, "ev_chars", n).to_pylist(),
-        input_bytes=ints(scanned, "ev_bytes", n).to_pylist(),
-        texts=texts.take(pa.array(at, mask=at < 0)).to_pylist(),
+        call_id=scan.column("ev_id").to_pylist(),
+        name=scan.column("ev_name").to_pylist(),
+        is_error=scan.column("ev_error").cast(pa.bool_()).to_pylist(),
+        chars=scan.column("ev_chars").to_pylist(),
+        input_bytes=scan.column("ev_bytes").to_pylist(),
+        texts=texts.take(pa.array(at, mask=at < 0)),
     )

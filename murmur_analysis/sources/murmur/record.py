@@ -25,7 +25,7 @@ from ...core.wire import murmur_block_rules
 from ...engine import _native
 
 if TYPE_CHECKING:
-    from ...engine._native import Scanned
+    from .engine import RecordScan
 
 __all__ = [
     "HEADER_TYPE",
@@ -142,10 +142,11 @@ def message_values(data: bytes) -> tuple[list[tuple[int, dict[str, Any]]], list[
     return values, [skipped_detail(line, code) for line, code in codes]
 
 
-def scan_records(paths: list[str], text: bool = True) -> list[Scanned]:
+def scan_records(paths: list[str], text: bool = True) -> list[RecordScan]:
     """Every record decided and derived into Arrow buffers, all records and cores at once.
 
-    Each result holds, per message line, its line number, UUIDv7 time, id, role, source id,
+    The records come back joined into groups (:class:`~.engine.ScanGroup`); each result is one
+    record's share of its group, and holds, per message line, its line number, UUIDv7 time, id, role, source id,
     block count, text characters and block kinds, and per tool block a call or result event
     (row, id, name, error flag, text characters, input size), the lines skipped, the first user
     text (for the title), the header line and an open or read error; with ``text``, each
@@ -153,9 +154,10 @@ def scan_records(paths: list[str], text: bool = True) -> list[Scanned]:
     columns without); and the pairing walk of its tool events, with the state it leaves for a
     walk of lines appended later.
     """
-    scanned: list[Scanned] = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(),
-                                                         text)
-    return scanned
+    from .engine import ScanGroup
+
+    groups = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(), text)
+    return [scan for group in groups for scan in ScanGroup(group).records()]
 
 
 class LineReport(NamedTuple):

@@ -50,7 +50,7 @@ from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from ..resume import Tail
 from .append import cut as line_cut
 from .append import resume_point, scan_range, tail_of, traces_unchanged
-from .engine import ints, pairing, scanned_columns, strings
+from .engine import pairing, scanned_columns
 from .entries import report_skipped, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
 from .record import header_of, scan_records, skipped_detail, truncation, unreadable
@@ -58,7 +58,7 @@ from .sessions import discover, trace_files
 from .trace import TraceIndex
 
 if TYPE_CHECKING:
-    from ...engine._native import Scanned
+    from .engine import RecordScan
 
 __all__ = ["NO_SESSION_TRACES", "MurmurSource"]
 
@@ -74,21 +74,21 @@ _SCAN_BYTES = 256 << 20
 _STR = pa.string()
 
 
-def _id_times(path: Path, scanned: Scanned) -> list[tuple[int, str, str]]:
+def _id_times(path: Path, scanned: RecordScan) -> list[tuple[int, str, str]]:
     """``(line, kind, detail)`` of each scanned message whose id's UUIDv7 time no timestamp holds.
 
     The engine leaves ``created_at`` null for an id that is no UUIDv7 and for one whose time is
     past year 9999; only the second is written but unreadable, and is reported.
     """
-    created = ints(scanned, "created_ms")
+    created = scanned.column("created_ms")
     if not created.null_count:  # every id's time is held (the usual record): nothing to look at
         return []
-    ids = strings(scanned, "id")
+    ids = scanned.column("id")
     unknown = np.flatnonzero(created.is_null().to_numpy(zero_copy_only=False) & ids.is_valid().to_numpy(
         zero_copy_only=False))
     if not len(unknown):
         return []
-    lines = np.frombuffer(memoryview(scanned["line"]), np.int64)
+    lines = scanned.line_numbers()
     found = Diagnostics("murmur")
     for row in unknown.tolist():
         held(uuid7_datetime(ids[row].as_py()), found, path, "message id", int(lines[row]))
@@ -326,11 +326,11 @@ class MurmurSource(Source):
         return self._conversation(_Record(Path(path), record, context_id), index, diagnostics)
 
     def _conversation(
-        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: Scanned | None = None
+        self, rec: _Record, index: TraceIndex, diagnostics: Diagnostics, scanned: RecordScan | None = None
     ) -> Conversation:
         key, where = (str(rec.path), rec.record, rec.context_id), str(rec.path)
         if scanned is not None:
-            skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
+            skipped = [skipped_detail(line_no, code) for line_no, code in scanned.diagnostics]
             bad = unreadable(skipped, self._settled(rec.path))
             if bad is not None:
                 diagnostics.report(rec.path, bad[1], bad[2], bad[0])
@@ -339,7 +339,7 @@ class MurmurSource(Source):
         if scanned is None:
             header = self._peek_header(rec.path)
         else:
-            header = header_of(scanned["header"]) if scanned["header"] is not None else None
+            header = header_of(scanned.header) if scanned.header is not None else None
         dropped, cutoff = self._truncation(rec.path, header, diagnostics)
         tasks = index.for_record(rec.record, rec.context_id)
         meta: dict[str, ToolMeta] = {}
@@ -393,7 +393,7 @@ class MurmurSource(Source):
         scanned = scan_range(fd, start, end, point, text, scratch)
         if scanned is None:
             return None
-        if unreadable([skipped_detail(n, c) for n, c in scanned["diagnostics"]], self._settled(Path(path))):
+        if unreadable([skipped_detail(n, c) for n, c in scanned.diagnostics], self._settled(Path(path))):
             return None
         assert self._index is not None
         read = self._conversation(_Record(Path(path), record, context), self._index, diagnostics, scanned)
@@ -443,24 +443,23 @@ class MurmurSource(Source):
         return settled(path, self.settle_seconds)
 
     def _columns(
-        self, rec: _Record, scanned: Scanned, join: Join | None, diagnostics: Diagnostics
+        self, rec: _Record, scanned: RecordScan, join: Join | None, diagnostics: Diagnostics
     ) -> tuple[EntryColumns, Summary]:
         """The record's message rows as scanned by the native engine, joined to its traces, and what they tell."""
         path = rec.path
-        if scanned["error"] is not None:
-            diagnostics.report(path, "unreadable", scanned["error"])
-        skipped = [skipped_detail(line_no, code) for line_no, code in scanned["diagnostics"]]
+        if scanned.error is not None:
+            diagnostics.report(path, "unreadable", scanned.error)
+        skipped = [skipped_detail(line_no, code) for line_no, code in scanned.diagnostics]
         # In line order, as the entries report them: a line's id time before what else it has.
         report_skipped(path, sorted([*_id_times(path, scanned), *skipped], key=lambda r: r[0]), self._settled(path),
                        diagnostics)
-        n = scanned["rows"]
-        title = title_of(scanned["title"]) if scanned["title"] is not None else None
+        title = title_of(scanned.title) if scanned.title is not None else None
         if join is None:
-            return scanned_columns(scanned, pa.nulls(n, _STR), None), learned(None, title, pairing(scanned))
+            return scanned_columns(scanned, None, None), learned(None, title, pairing(scanned))
         models: list[str | None] = []
         usages: list[Any] = []
-        triples = zip(strings(scanned, "id").to_pylist(), strings(scanned, "role").to_pylist(),
-                      ints(scanned, "created_ms").to_pylist(), strict=True)
+        triples = zip(scanned.column("id").to_pylist(), scanned.column("role").to_pylist(),
+                      scanned.column("created_ms").to_pylist(), strict=True)
         for position, (msg_id, side, ms) in enumerate(triples):
             found = join.claim(position, msg_id, side, ms)
             models.append(found.model if found is not None else None)
