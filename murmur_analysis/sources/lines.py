@@ -28,7 +28,7 @@ import pyarrow as pa
 from ..core.diagnostics import Diagnostics
 from ..core.files import settled
 
-__all__ = ["EVENTS", "LineRows", "columns_of", "line_report", "report", "scan_lines"]
+__all__ = ["EVENTS", "LineRows", "columns_of", "line_report", "one_array", "report", "scan_lines"]
 
 #: The engine's codes of a reported line (``native/src/scan.rs``).
 NOT_OBJECT, PARTIAL_LINE, BAD_UTF8, BAD_UTF8_PARTIAL = 1, 2, 3, 4
@@ -69,6 +69,15 @@ class LineRows:
     size: int
     reported: tuple[tuple[int, int], ...]
     error: str | None
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column of one chunk as that chunk (no copy), else its chunks combined.
+
+    A load's columns hold a chunk per file, so a stretch of them that is one file's is taken
+    with no copy.
+    """
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def columns_of(format: str) -> tuple[list[str], list[str]]:

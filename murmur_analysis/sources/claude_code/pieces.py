@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolKind
 from ...core.model import Usage
+from ..lines import one_array
 from .layout import SessionFile
 from .usage import SYNTHETIC
 from .whole import Whole, firsts, lasts, mask, true
@@ -33,11 +34,6 @@ _MESSAGES = pa.array(["user", "assistant", "system"])
 _KEPT = ["line", "type", "subtype", "uuid", "msg_id", "model", "ts_us", "is_meta", "is_compact_summary",
          "is_api_error", "n_blocks", "text_chars", "text", "reasoning", "first_text", "message_kind", "pre_tokens",
          "post_tokens"]
-
-
-def _one(column: pa.ChunkedArray) -> pa.Array:
-    """A column of one chunk as that chunk (no copy), else its chunks combined."""
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _origin(m: pa.Table) -> pa.Array:
@@ -62,14 +58,15 @@ class _Events:
     is_error: list[bool | None]
     chars: list[int | None]
     input_bytes: list[int | None]
-    texts: pa.Array | None
+    texts: pa.ChunkedArray | None  # a chunk per file, as scanned: a file's texts are taken with no copy
 
     def of(self, i: int) -> ToolEvents:
         a, b = int(self.starts[i]), int(self.starts[i + 1])
         return ToolEvents(
             row=self.row[a:b], call=self.call[a:b], kind=self.kind[a:b], call_id=self.call_id[a:b],
             name=self.name[a:b], is_error=self.is_error[a:b], chars=self.chars[a:b],
-            input_bytes=self.input_bytes[a:b], texts=self.texts[a:b] if self.texts is not None else None,
+            input_bytes=self.input_bytes[a:b],
+            texts=one_array(self.texts.slice(a, b - a)) if self.texts is not None else None,
         )
 
 
@@ -93,7 +90,7 @@ def _events(w: Whole, position: np.ndarray, text: bool) -> _Events:
         is_error=ev.column("is_error").to_pylist(),
         chars=ev.column("chars").to_pylist(),
         input_bytes=ev.column("input_bytes").to_pylist(),
-        texts=_one(ev.column("text")) if text else None,
+        texts=ev.column("text") if text else None,
     )
 
 
@@ -143,24 +140,24 @@ class EntryParts:
         m = messages.m
         n = m.num_rows
         own_id = pa.array(mask(pc.equal(m.column("type"), "assistant")) & mask(pc.is_valid(m.column("msg_id"))))
-        model = _one(m.column("model"))
+        model = one_array(m.column("model"))
         nulls = pa.nulls(n, _STR)
         columns = {
             "position": pa.array(messages.position[messages.index], _I64),
-            "id": _one(pc.if_else(own_id, m.column("msg_id"), m.column("uuid"))),
-            "side": _one(m.column("type")),
+            "id": one_array(pc.if_else(own_id, m.column("msg_id"), m.column("uuid"))),
+            "side": one_array(m.column("type")),
             "origin": _origin(m),
             "model": pc.if_else(pa.array(mask(pc.equal(model, SYNTHETIC))), pa.scalar(None, _STR), model),
-            "created_at": _one(m.column("ts_us")).cast(_TIMESTAMP),
-            "n_blocks": _one(pc.fill_null(m.column("n_blocks"), 0)).cast(pa.int32()),
-            "text_chars": _one(pc.fill_null(m.column("text_chars"), 0)),
+            "created_at": one_array(m.column("ts_us")).cast(_TIMESTAMP),
+            "n_blocks": one_array(pc.fill_null(m.column("n_blocks"), 0)).cast(pa.int32()),
+            "text_chars": one_array(pc.fill_null(m.column("text_chars"), 0)),
             "status": pc.if_else(pa.array(lost[messages.index], pa.bool_()), pa.scalar("abandoned"), nulls),
             "error": nulls,
             "source_id": nulls,
             "block_kinds": (w.kinds.take(pa.array(messages.index, _I64)).combine_chunks() if n
                             else pa.array([], pa.list_(_STR))),
-            "text": _one(m.column("text")),
-            "reasoning_text": _one(m.column("reasoning")),
+            "text": one_array(m.column("text")),
+            "reasoning_text": one_array(m.column("reasoning")),
         }
         return cls(messages, columns, _events(w, messages.position, text))
 

@@ -43,7 +43,7 @@ from ...core.diagnostics import Diagnostics
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolMeta, UsageRow
 from ...core.model import Usage
 from ...core.providers import ProviderSource, accounting
-from ..lines import LineRows
+from ..lines import LineRows, one_array
 from ..murmur.entries import title_of
 from .carry import Carry
 from .usage import COUNTERS, Totals, deltas, last_totals
@@ -251,13 +251,14 @@ def _events(kept: _Kept, text: bool) -> list[ToolEvents]:
     bounds = _split(kept.rows.rollout[at], len(kept.starts))
     cols = {name: ev.column(name).to_pylist() for name in ("call", "call_id", "name", "is_error", "chars",
                                                            "input_bytes")}
-    texts = ev.column("text").combine_chunks() if text else None
+    texts = ev.column("text") if text else None  # a chunk per rollout: each rollout's taken with no copy
     out: list[ToolEvents] = []
     for lo, hi in itertools.pairwise(bounds):
         out.append(ToolEvents(
             row=position[lo:hi], call=cols["call"][lo:hi], kind=["client"] * (hi - lo), call_id=cols["call_id"][lo:hi],
             name=cols["name"][lo:hi], is_error=cols["is_error"][lo:hi], chars=cols["chars"][lo:hi],
-            input_bytes=cols["input_bytes"][lo:hi], texts=texts[lo:hi] if texts is not None else None))
+            input_bytes=cols["input_bytes"][lo:hi],
+            texts=one_array(texts.slice(lo, hi - lo)) if texts is not None else None))
     return out
 
 
