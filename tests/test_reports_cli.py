@@ -15,6 +15,7 @@ from terminal import on_a_terminal, run
 
 import murmur_analysis as ma
 from murmur_analysis import metrics, reports
+from murmur_analysis.analysis.kinds import TEXTLESS_KINDS
 
 CLI = [sys.executable, "-m", "murmur_analysis.ui.cli"]
 
@@ -147,3 +148,25 @@ def test_sessions_dir_brings_a_lone_records_usage(samples: Path, tmp_path: Path)
                             "--sessions", samples / "murmur" / "sessions").stdout)["sessions"]
     assert alone[0]["responses"] is None and alone[0]["cost_usd"] is None
     assert joined[0]["responses"] == 6 and joined[0]["cost_usd"] > 0
+
+
+@pytest.mark.parametrize("kind", TEXTLESS_KINDS)
+def test_spend_reports_load_without_text_and_show_the_same_rows(samples: Path, kind: str,
+                                                                 monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A report of spend shows no text, so its load leaves the text out: the rows are those of a full load."""
+    from murmur_analysis import corpus as corpus_module
+    from murmur_analysis.ui import cli
+
+    asked: list[bool] = []
+    real = corpus_module.load
+
+    def load(*paths: object, **how: object) -> ma.Corpus:
+        asked.append(bool(how["text"]))
+        return real(*paths, **how)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(corpus_module, "load", load)
+    assert cli.main(["report", kind, str(samples), "--json", "-q"]) == 0
+    assert asked == [False]
+    full = reports.json_document(reports.build(real(samples), kind))
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(full, default=str))

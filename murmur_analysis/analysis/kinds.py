@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-__all__ = ["BREAKDOWN_KINDS", "CCUSAGE_KINDS", "KINDS", "WEEKDAYS", "Weekday"]
+__all__ = ["BREAKDOWN_KINDS", "CCUSAGE_KINDS", "KINDS", "TEXTLESS_KINDS", "WEEKDAYS", "Weekday"]
 
 #: Every report kind, in the order the command line lists them.
 KINDS = ("daily", "weekly", "monthly", "session", "blocks", "models", "tools", "orphans", "growth")
 #: The reports whose spend ``breakdown=True`` splits per model (the others refuse it).
 BREAKDOWN_KINDS = ("daily", "weekly", "monthly", "session")
+#: The reports of spend alone: they show no text, so the command line loads for them without it
+#: (as ``--no-text``: the text columns are the most of a load's bytes and time).
+TEXTLESS_KINDS = ("daily", "weekly", "monthly", "blocks", "models")
 #: The reports ``--ccusage-json`` writes with ccusage's field names (ccusage has these reports).
 CCUSAGE_KINDS = ("daily", "weekly", "monthly", "session", "blocks")
 

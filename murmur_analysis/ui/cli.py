@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..analysis.kinds import BREAKDOWN_KINDS, CCUSAGE_KINDS, KINDS, WEEKDAYS
+from ..analysis.kinds import BREAKDOWN_KINDS, CCUSAGE_KINDS, KINDS, TEXTLESS_KINDS, WEEKDAYS
 from ..core.paths import user_path
 from ..core.version import __version__
 from ..errors import MurmurAnalysisError
@@ -162,6 +162,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                           f"not {args.kind}")
     if args.since and args.until and args.since > args.until:
         raise MurmurAnalysisError(f"--since {args.since} is after --until {args.until}", hint="swap them")
+    if args.kind in TEXTLESS_KINDS:  # they show spend alone: a lean load gives the same rows
+        args.no_text = True
     corpus = _load(args)
     # ccusage lists every row's models, so its JSON needs the per-model split
     breakdown = args.breakdown or (args.ccusage_json and args.kind in BREAKDOWN_KINDS)
@@ -397,7 +399,8 @@ def _add_load_args(p: argparse.ArgumentParser) -> None:
                    help="your own prices: columns model, input_mtok, output_mtok, cache_read_mtok, "
                         "cache_write_mtok (USD per million tokens)")
     p.add_argument("--no-text", action="store_true",
-                   help="leave the text columns null (messages.text, tool_calls.input, ...): a leaner load")
+                   help="leave the text columns null (messages.text, tool_calls.input, ...): a leaner load "
+                        "(the spend reports, daily to models, always load so: they show no text)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
     p.add_argument("--strict", action="store_true", help="exit 1 when anything could not be read")
 
