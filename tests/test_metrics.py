@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from codex_home import shell_outcomes
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from litany_entries import result, tool, use, user
 
@@ -185,3 +186,17 @@ def test_an_answer_that_says_no_outcome_is_never_counted_as_a_success(tmp_path: 
     assert corpus.tool_calls["status"].tolist() == ["error", "ok", "unknown", "unknown"]
     [row] = metrics.tool_error_rates(corpus, by="source").itertuples()
     assert (row.calls, row.answered, row.errors, row.outcome_unknown, row.error_rate) == (4, 4, 1, 2, 0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.none() | st.integers(-(2**52), 2**52), max_size=40),
+       st.sampled_from(["UTC", "Europe/Berlin", "America/Los_Angeles"]), st.sampled_from(["us", "ms", "ns"]))
+def test_utc_times_of_an_arrow_column_are_pandas_own(micros: list[int | None], zone: str, unit: str) -> None:
+    """The one-pass conversion of an Arrow-backed column gives what pandas' astype gives, nulls included."""
+    values = [None if v is None else {"us": v, "ms": v // 1000, "ns": v * 1000}[unit] for v in micros]
+    arrow = pa.array(values, pa.int64()).cast(pa.timestamp(unit, tz=zone))
+    times = pd.Series(pd.arrays.ArrowExtensionArray(arrow), index=pd.RangeIndex(5, 5 + len(values)), name="t")
+    got = metrics.utc_times(times)
+    want = times.astype("datetime64[us, UTC]")
+    assert str(got.dtype) == "datetime64[us, UTC]"
+    pd.testing.assert_series_equal(got, want)

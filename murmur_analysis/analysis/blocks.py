@@ -112,7 +112,7 @@ def blocks(usage: pd.DataFrame, *, now: datetime | None = None, hours: int = BLO
 
 def _micros(times: pd.Series) -> np.ndarray:
     """Times as microseconds since the epoch (UTC)."""
-    utc = times.astype("datetime64[us, UTC]").dt.tz_localize(None)
+    utc = metrics.utc_times(times).dt.tz_localize(None)
     return np.asarray(utc.to_numpy(dtype="datetime64[us]").astype(np.int64))
 
 

@@ -89,23 +89,18 @@ def _in_range(local: pd.Series, since: date | None, until: date | None) -> pd.Se
     return keep.astype(bool)
 
 
-def _local_day(times: pd.Series, tz: str) -> pd.Series:
-    day: pd.Series = times.astype("datetime64[us, UTC]").dt.tz_convert(tz).dt.tz_localize(None).dt.normalize()
-    return day
-
-
 def _usage(corpus: Corpus, since: date | None, until: date | None, tz: str) -> pd.DataFrame:
     usage = corpus.usage
     if since is None and until is None:
         return usage
-    return usage[_in_range(_local_day(usage["created_at"], tz), since, until).to_numpy()]
+    return usage[_in_range(metrics.local_days(usage["created_at"], tz), since, until).to_numpy()]
 
 
 def _conversations(corpus: Corpus, since: date | None, until: date | None, tz: str) -> pd.DataFrame:
     conv = corpus.conversations
     if since is None and until is None:
         return conv
-    first, last = _local_day(conv["first_at"], tz), _local_day(conv["last_at"], tz)
+    first, last = metrics.local_days(conv["first_at"], tz), metrics.local_days(conv["last_at"], tz)
     keep = _in_range(last, since, None) & _in_range(first, None, until)
     return conv[keep.to_numpy()]
 
@@ -128,7 +123,7 @@ def _spend(usage: pd.DataFrame, by: list[str], freq: metrics.Freq | None, tz: st
 def _blocks(corpus: Corpus, since: date | None, until: date | None, tz: str, now: datetime | None) -> pd.DataFrame:
     """The five-hour blocks of every timed response; ``since``/``until`` keep the blocks starting within them."""
     rows = five_hour.blocks(corpus.usage, now=now)
-    rows = rows[_in_range(_local_day(rows["block_start"], tz), since, until).to_numpy()]
+    rows = rows[_in_range(metrics.local_days(rows["block_start"], tz), since, until).to_numpy()]
     return rows[[*five_hour.BLOCK_COLUMNS, "responses", *TOKEN_KINDS, *_COST]]
 
 
