@@ -216,6 +216,31 @@ def test_a_usage_table_costs_what_genai_prices_says_row_by_row(
         assert mine == pytest.approx(float(theirs.total_price), rel=1e-12, abs=1e-15)
 
 
+#: Models whose price changed on a date (priced once per day) and by time of day (per response).
+CHANGING = ["o3", "deepseek-chat"]
+CHANGE = datetime(2025, 6, 10, tzinfo=UTC)  # o3: 10/40 to 2/8 per million
+
+
+@given(rows=st.lists(st.tuples(st.sampled_from(CHANGING), st.integers(-3 * 86_400, 3 * 86_400), st.integers(0, 9_000),
+                               st.integers(0, 9_000)), min_size=1, max_size=30))
+def test_a_price_that_changed_is_the_one_in_force_at_each_response(rows: list[tuple[str, int, int, int]]) -> None:
+    """Responses days around a price change, and at every hour (off-peak prices): each costs what
+    genai-prices says at its own time, however many responses share a day."""
+    from datetime import timedelta
+
+    from genai_prices import Usage as GenaiUsage
+    from genai_prices import calc_price
+
+    times = [CHANGE + timedelta(seconds=s) for _, s, _, _ in rows]
+    usage_rows = [UsageRow(Usage.normalize(input_tokens=u, output_tokens=o, cache_in_input=False,
+                                           reasoning_in_output=False), model=m, created_at=t)
+                  for (m, _, u, o), t in zip(rows, times, strict=True)]
+    costs = tables(conversation("c", usage_rows))["usage"].column("cost_usd").to_pylist()
+    for (m, _, u, o), t, mine in zip(rows, times, costs, strict=True):
+        theirs = calc_price(GenaiUsage(input_tokens=u, output_tokens=o), m, genai_request_timestamp=t)
+        assert mine == pytest.approx(float(theirs.total_price), rel=1e-12, abs=1e-15)
+
+
 # -- price files as spreadsheets write them ---------------------------------------------------------
 
 def flexigpt_store(root: Path, model: str = "my-model") -> Path:

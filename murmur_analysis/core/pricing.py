@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import PriceError
 from .diagnostics import Diagnostic
@@ -67,6 +68,7 @@ SLICES = {
     "output_cost_usd": "output_tokens",
 }
 _ZERO = Decimal(0)
+_DAY_US = 86_400_000_000
 
 
 def _genai_version() -> str:
@@ -287,6 +289,36 @@ class Pricer:
         """The ``ModelPrice`` in force at ``at``; a response with no time gets today's price."""
         return priced_by.get_prices(at or datetime.now(UTC)) if hasattr(priced_by, "get_prices") else priced_by
 
+    @classmethod
+    def _in_force_at(cls, priced_by: Any, created_at: pa.ChunkedArray,
+                     rows: np.ndarray) -> Iterator[tuple[Any, list[int]]]:
+        """The ``ModelPrice`` in force for each of ``rows`` (by its ``created_at``), with the rows it prices.
+
+        Where every price's constraint is a start date (or none), genai-prices decides by the
+        UTC date alone (``StartDateConstraint.active``), so it is asked once per day, at the
+        day's first response; a price by time of day is asked at each response.
+        """
+        from genai_prices.types import StartDateConstraint
+
+        times = created_at.take(pa.array(rows))
+        daily = all(p.constraint is None or isinstance(p.constraint, StartDateConstraint) for p in priced_by.prices)
+        if not daily:
+            for row, at in zip(rows.tolist(), times.to_pylist(), strict=True):
+                yield cls._in_force(priced_by, at), [row]
+            return
+        valid = times.is_valid().to_numpy(zero_copy_only=False)
+        if not valid.all():  # no time: today's price
+            yield cls._in_force(priced_by, None), rows[~valid].tolist()
+        if not valid.any():
+            return
+        micros = pc.fill_null(times.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)[valid]
+        _, first, which = np.unique(micros // _DAY_US, return_index=True, return_inverse=True)
+        order = np.argsort(which, kind="stable")
+        by_day = np.split(rows[valid][order], np.cumsum(np.bincount(which))[:-1])
+        ats = times.filter(pa.array(valid)).take(pa.array(first, pa.int64())).to_pylist()
+        for at, members in zip(ats, by_day, strict=True):
+            yield cls._in_force(priced_by, at), members.tolist()
+
     @staticmethod
     def _tier_index(tiers: list[_Rates], prompt: np.ndarray) -> np.ndarray:
         """Which tier prices each prompt size: the first whose bound holds it."""
@@ -339,10 +371,8 @@ class Pricer:
             by_price: dict[int, tuple[Any, list[int]]] = {}
             if hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list):
                 # Prices that changed over time (or by time of day): the price in force at each response.
-                times = usage.column("created_at").take(pa.array(rows)).to_pylist()
-                for row, at in zip(rows.tolist(), times, strict=True):
-                    model_price = self._in_force(priced_by, at)
-                    by_price.setdefault(id(model_price), (model_price, []))[1].append(row)
+                for model_price, members in self._in_force_at(priced_by, usage.column("created_at"), rows):
+                    by_price.setdefault(id(model_price), (model_price, []))[1].extend(members)
             else:  # one price at every time
                 model_price = self._in_force(priced_by, None)
                 by_price[id(model_price)] = (model_price, rows.tolist())
