@@ -315,12 +315,12 @@ def load(
 
         progress = bar = ProgressBar(paths, source=source, options=options)
     try:
-        with cyclic_gc_paused():
+        with cyclic_gc_paused():  # the price data's objects too: genai-prices builds thousands of them
             corpus = _load(paths, source, options, progress or None, text)
+            corpus.tables = price_tables(corpus.tables, prices)
     finally:
         if bar is not None:
             bar.close()
-    corpus.tables = price_tables(corpus.tables, prices)
     corpus.price_data_version = price_data_version(prices)
     return corpus
 
