@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE))
 
 from generate import DATA, SCALES, Paths, ensure, paths  # noqa: E402
 from measure import Measurement, measure  # noqa: E402
-from scenarios import record_files  # noqa: E402
+from scenarios import cli_script, record_files  # noqa: E402
 
 PANDAS_SLICE_ABOVE = 256 << 20  # bytes; bigger inputs run pandas on a tenth and scale up
 TOOLKIT = "murmur-analysis"
@@ -231,6 +231,18 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      Tool("tail: last 100 lines, orjson", "scenarios:tail_page", {"record": record}),
                  ]),
     ]
+    first = small[0] if small else None
+    scenarios.append(Scenario("startup", "Fresh processes that start and end: an import, --help, one page",
+                              "one record of the small-records home (no line index)", None, [
+        Tool(TOOLKIT, "scenarios:process_command", {"argv": ["-c", "import murmur_analysis"]}, toolkit=True,
+             note="python -c 'import murmur_analysis'"),
+        Tool(f"{TOOLKIT} --help", "scenarios:process_command", {"argv": [cli_script(), "--help"]},
+             note="the command's help"),
+        Tool(f"{TOOLKIT} page", "scenarios:process_command", {"argv": [cli_script(), "page", str(first)]},
+             needs="murmur", note="the newest page of one record, as a table"),
+        Tool("python -c pass", "scenarios:process_command", {"argv": ["-c", "pass"]},
+             note="the interpreter alone: the floor of every row"),
+    ]))
     claude = str(p.claude_home)
     claude_bytes = _tree_bytes([str(f) for f in p.claude_home.rglob("*.jsonl")]) if p.claude_home.exists() else 0
     scenarios.append(Scenario(
@@ -427,6 +439,12 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         r = rel(wall(key, TOOLKIT), wall(key, "git log --raw + cat-file --batch"))
         out.append(Target(key, "wall vs the git plumbing walk", "<= 2x",
                           _fmt_ratio(r) if r else "not measured", None if r is None else r <= 2))
+    for name, goal, limit in ((TOOLKIT, "import murmur_analysis, fresh process", 0.15),
+                              (f"{TOOLKIT} --help", "murmur-analysis --help, fresh process", 0.3),
+                              (f"{TOOLKIT} page", "murmur-analysis page RECORD, fresh process", 0.3)):
+        w = wall("startup", name)
+        out.append(Target("startup", goal, f"<= {limit} s", f"{w:.3f} s" if w is not None else "not measured",
+                          None if w is None else w <= limit))
     w = wall("page-warm", TOOLKIT)
     out.append(Target("page-warm", "first page, warm cache", "well under 1 s (<= 0.25 s)",
                       f"{w:.4f} s" if w is not None else "not measured", None if w is None else w <= 0.25))
@@ -561,7 +579,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
 
 #: The scenario keys, in the order they run.
 KEYS = ("big-load", "small-load", "litany", "litany-10x", "page-cold", "page-indexed", "walk", "page-warm",
-        "claude-daily", "codex-daily", "export", "export-long", "export-run")
+        "startup", "claude-daily", "codex-daily", "export", "export-long", "export-run")
 
 
 def _keys(text: str) -> list[str]:

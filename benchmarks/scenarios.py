@@ -268,6 +268,33 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
 
 
 # ---------------------------------------------------------------------------------------------
+# Fresh processes that start and end: what a notebook's import and a command cost before any data
+
+
+def process_command(argv: list[str]) -> Timed:
+    """A whole process: ``argv`` (a script and its arguments, ``-c`` code) run by a fresh interpreter.
+
+    Each run gets an empty cache folder of its own, so nothing an earlier run left is used.
+    """
+    import sys
+    import tempfile
+
+    def run() -> Summary:
+        env = {**os.environ, "MURMUR_ANALYSIS_CACHE": tempfile.mkdtemp(prefix="bench-cache-")}
+        done = subprocess.run([sys.executable, *argv], check=True, capture_output=True, env=env)
+        return {"stdout_bytes": len(done.stdout)}
+
+    return run
+
+
+def cli_script() -> str:
+    """The installed ``murmur-analysis`` command (the console script beside the interpreter)."""
+    import sys
+
+    return str(Path(sys.executable).parent / "murmur-analysis")
+
+
+# ---------------------------------------------------------------------------------------------
 # The toolkit's native engine alone: what the toolkit's own Python work adds is the difference
 
 

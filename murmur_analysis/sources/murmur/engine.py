@@ -5,11 +5,14 @@ joined: one group's Arrow buffers (validity bitmaps, offsets, values) hold every
 one after the other. A :class:`ScanGroup` wraps each buffer into an Arrow array once, without
 copying it through Python objects; each record is a :class:`RecordScan` whose columns are
 slices of the group's (no copy either), so the work per record is a few slices and what the
-frame builder joins again is one array (:func:`~murmur_analysis.tables.batch.joined`).
+frame builder joins again is one array (:func:`~murmur_analysis.tables.batch.adjacent`). The
+texts, most of the bytes, are not joined (that would copy them): each record's are an array of
+its own, which the frame builder keeps as chunks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +91,7 @@ class ScanGroup:
                                                                                     strict=True)]
         return parts[i]
 
-    def derived(self, key: str, make: Any) -> pa.Array:
+    def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:
         """A column of every record's rows the toolkit derives once for the group (``make()``), kept."""
         found = self._arrays.get(key)
         if found is None:
@@ -191,7 +194,7 @@ class RecordScan:
         """The same scan, its line numbers ``lines`` further on."""
         return replace(self, line_shift=self.line_shift + lines)
 
-    def derived(self, key: str, make: Any) -> pa.Array:
+    def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:
         """Its rows of a column derived for the whole group (:meth:`ScanGroup.derived`)."""
         a, b = self._range("rows")
         return self.group.derived(key, make).slice(a, b - a)
