@@ -4,6 +4,7 @@ the frame builder joins a group's slices again without a copy."""
 from __future__ import annotations
 
 import itertools
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ from hypothesis import strategies as st
 from murmur_lines import line
 from test_murmur_scan import message
 
-from murmur_analysis.sources.murmur.engine import RecordScan, pairing, tool_events
+from murmur_analysis.core.wire import murmur_block_rules
+from murmur_analysis.engine import _native
+from murmur_analysis.sources.murmur.engine import RecordScan, ScanGroup, pairing, tool_events
 from murmur_analysis.sources.murmur.record import scan_records
 from murmur_analysis.tables.batch import adjacent
 
@@ -45,13 +48,22 @@ def _record(folder: Path, i: int, lines: list[Any]) -> Path:
     return path
 
 
+def _scan(paths: list[str], text: bool, part_bytes: int | None) -> list[RecordScan]:
+    """The records scanned together, string columns of more than ``part_bytes`` left as parts."""
+    groups = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(), text, None, part_bytes)
+    return [scan for group in groups for scan in ScanGroup(group).records()]
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.one_of(message(), st.just("not json"), st.just("")), max_size=8), min_size=1, max_size=6),
-       st.booleans())
-def test_each_record_of_a_group_reads_as_it_does_alone(records: list[list[Any]], text: bool) -> None:
+       st.booleans(), st.sampled_from([None, 0, 40]))
+def test_each_record_of_a_group_reads_as_it_does_alone(records: list[list[Any]], text: bool,
+                                                       part_bytes: int | None) -> None:
+    """Joined or left as parts (``part_bytes`` 0: every column of strings is each record's own), a
+    record's columns are those of the record scanned alone."""
     with tempfile.TemporaryDirectory() as tmp:
         paths = [str(_record(Path(tmp), i, lines)) for i, lines in enumerate(records)]
-        together = scan_records(paths, text)
+        together = _scan(paths, text, part_bytes)
         assert len(together) == len(paths) and len({id(s.group) for s in together}) == 1
         for path, scan in zip(paths, together, strict=True):
             alone = scan_records([path], text)

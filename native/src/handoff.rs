@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use crate::buffer::IntoBuffer;
 use crate::columns::{bitmap, Ints, Strings};
 
-/// Columns of strings holding more bytes than this stay as their records' parts.
+/// Columns of strings holding more bytes than this stay as their records' parts (by default).
 pub const PART_BYTES: usize = 8 << 20;
 
 /// One column of a scan, before it becomes Python buffers.
@@ -27,6 +27,9 @@ pub enum Col {
     Bools(Ints),
     /// nullable strings
     Strs(Strings),
+    /// the strings that are a list column's values: always joined, since the list's offsets
+    /// (an [`Col::Offsets`] column) count them across the group
+    Values(Strings),
     /// a column of strings left as its records' parts (see [`join`])
     Parts(Vec<Col>),
 }
@@ -35,7 +38,7 @@ impl Col {
     /// How far this column's 32-bit offsets reach (0 for a column without offsets).
     pub fn reach(&self) -> usize {
         match self {
-            Col::Strs(s) => s.data.len(),
+            Col::Strs(s) | Col::Values(s) => s.data.len(),
             Col::Offsets(o) => o.last().copied().unwrap_or(0) as usize,
             _ => 0,
         }
@@ -43,9 +46,9 @@ impl Col {
 
     /// The columns `parts` (the same column of consecutive records) as one, each part's rows
     /// after the rows of the one before; sizes are known first, so every vector is allocated
-    /// once. Strings of more than [`PART_BYTES`] in all stay parts: joining them would copy
+    /// once. Strings of more than `part_bytes` in all stay parts: joining them would copy
     /// most of what was read, and a column that large costs little to take part by part.
-    pub fn concat(parts: Vec<Col>) -> Col {
+    pub fn concat(parts: Vec<Col>, part_bytes: usize) -> Col {
         macro_rules! each {
             ($variant:ident) => {
                 parts
@@ -65,8 +68,9 @@ impl Col {
             Some(Col::Offsets(_)) => Col::Offsets(offsets(each!(Offsets))),
             Some(Col::Ints(_)) => Col::Ints(nullable(each!(Ints))),
             Some(Col::Bools(_)) => Col::Bools(nullable(each!(Bools))),
-            Some(Col::Strs(_)) if parts.iter().map(Col::reach).sum::<usize>() > PART_BYTES => Col::Parts(parts),
+            Some(Col::Strs(_)) if parts.iter().map(Col::reach).sum::<usize>() > part_bytes => Col::Parts(parts),
             Some(Col::Strs(_)) => Col::Strs(strings(each!(Strs))),
+            Some(Col::Values(_)) => Col::Values(strings(each!(Values))),
             Some(Col::Parts(_)) => unreachable!("parts are made by joining"),
         }
     }
@@ -84,7 +88,7 @@ impl Col {
                 let values: Vec<bool> = c.values.iter().map(|v| *v != 0).collect();
                 (bitmap(&c.valid).into_buffer(py)?, bitmap(&values).into_buffer(py)?).into_py(py)
             }
-            Col::Strs(s) => {
+            Col::Strs(s) | Col::Values(s) => {
                 let offsets = if s.offsets.is_empty() { vec![0] } else { s.offsets };
                 (bitmap(&s.valid).into_buffer(py)?, offsets.into_buffer(py)?, s.data.into_buffer(py)?).into_py(py)
             }
@@ -144,14 +148,14 @@ fn strings(parts: Vec<Strings>) -> Strings {
 pub type Named = Vec<(String, Col)>;
 
 /// The records' columns cut into runs of consecutive records, each run's columns joined (or left
-/// as parts: [`Col::concat`]): a run ends before a record whose columns would take some 32-bit
-/// offsets past `i32::MAX`. `records` all name the same columns in the same order.
-pub fn join(records: Vec<Named>) -> Vec<(usize, Named)> {
-    join_within(records, i32::MAX as usize)
+/// as parts past `part_bytes`: [`Col::concat`]): a run ends before a record whose columns would
+/// take some 32-bit offsets past `i32::MAX`. `records` all name the same columns in the same order.
+pub fn join(records: Vec<Named>, part_bytes: usize) -> Vec<(usize, Named)> {
+    join_within(records, i32::MAX as usize, part_bytes)
 }
 
 /// [`join`], a run's offsets reaching at most `limit`.
-fn join_within(records: Vec<Named>, limit: usize) -> Vec<(usize, Named)> {
+fn join_within(records: Vec<Named>, limit: usize, part_bytes: usize) -> Vec<(usize, Named)> {
     // The runs, as counts of records: a record joins the run before while every offset fits.
     let mut counts: Vec<usize> = Vec::new();
     let mut reach: Vec<usize> = Vec::new();
@@ -177,7 +181,7 @@ fn join_within(records: Vec<Named>, limit: usize) -> Vec<(usize, Named)> {
                     into.push(col);
                 }
             }
-            let joined: Vec<Col> = parts.into_par_iter().map(Col::concat).collect();
+            let joined: Vec<Col> = parts.into_par_iter().map(|p| Col::concat(p, part_bytes)).collect();
             (count, names.into_iter().zip(joined).collect())
         })
         .collect()
@@ -202,7 +206,8 @@ mod tests {
     /// kept, list offsets carried on from the record before.
     #[test]
     fn joined_records_are_their_rows_in_order() {
-        let runs = join(vec![record(&[Some("ab"), None], &[0, 2, 3]), record(&[], &[]), record(&[Some("γ")], &[0, 1])]);
+        let runs =
+            join(vec![record(&[Some("ab"), None], &[0, 2, 3]), record(&[], &[]), record(&[Some("γ")], &[0, 1])], PART_BYTES);
         assert_eq!(runs.len(), 1);
         let (count, cols) = &runs[0];
         assert_eq!(*count, 3);
@@ -230,7 +235,7 @@ mod tests {
             let s = Strings { offsets: vec![0, len as i32], data: vec![b'x'; len], valid: vec![true] };
             vec![("text".to_string(), Col::Strs(s))]
         };
-        let runs = join_within(vec![big(6), big(6), big(2), big(2), big(7)], 10);
+        let runs = join_within(vec![big(6), big(6), big(2), big(2), big(7)], 10, PART_BYTES);
         assert_eq!(runs.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![1, 3, 1]);
     }
 
@@ -241,13 +246,20 @@ mod tests {
             let s = Strings { offsets: vec![0, len as i32], data: vec![b'x'; len], valid: vec![true] };
             vec![("text".to_string(), Col::Strs(s))]
         };
-        let runs = join(vec![part(PART_BYTES / 2), part(PART_BYTES / 2 + 1)]);
+        let runs = join(vec![part(PART_BYTES / 2), part(PART_BYTES / 2 + 1)], PART_BYTES);
         match &runs[0].1[0].1 {
             Col::Parts(parts) => assert_eq!(parts.iter().map(Col::reach).collect::<Vec<_>>(),
                                             vec![PART_BYTES / 2, PART_BYTES / 2 + 1]),
             _ => panic!("parts"),
         }
-        let runs = join(vec![part(PART_BYTES / 2), part(PART_BYTES / 2)]);
+        let runs = join(vec![part(PART_BYTES / 2), part(PART_BYTES / 2)], PART_BYTES);
         assert!(matches!(&runs[0].1[0].1, Col::Strs(s) if s.data.len() == PART_BYTES));
+        // a list's values are joined however large: its offsets run over the group
+        let values = |len: usize| {
+            let s = Strings { offsets: vec![0, len as i32], data: vec![b'k'; len], valid: vec![true] };
+            vec![("kinds".to_string(), Col::Values(s))]
+        };
+        let runs = join(vec![values(8), values(8)], 4);
+        assert!(matches!(&runs[0].1[0].1, Col::Values(s) if s.data.len() == 16));
     }
 }

@@ -328,7 +328,7 @@ fn record_columns(mut c: Columns) -> (Named, Left) {
         ("n_blocks", Col::I32(take(&mut c.n_blocks))),
         ("text_chars", Col::I64(take(&mut c.text_chars))),
         ("kinds_offsets", Col::Offsets(offsets)),
-        ("kinds", Col::Strs(take(&mut c.kinds))),
+        ("kinds", Col::Values(take(&mut c.kinds))),
         ("text", Col::Strs(take(&mut c.text))),
         ("reasoning_text", Col::Strs(take(&mut c.reasoning))),
         ("ev_row", Col::I64(take(&mut c.ev_row))),
@@ -434,20 +434,22 @@ fn group_dict<'py>(py: Python<'py>, cols: Named, left: Vec<Left>) -> PyResult<&'
     Ok(d)
 }
 
-/// scan_records(paths, spec, text, block_bytes=None) -> list[dict]: every record decided and
-/// derived into columns, all records and all cores at once with the GIL released; the records'
-/// columns joined into groups of consecutive records (one group unless a group's strings would
-/// pass 32-bit offsets), each a dict of Arrow buffers. `text` false leaves the text columns
-/// null (a lean scan). `block_bytes` reads in blocks of that many bytes (the engine's own size
-/// when `None`; the columns are the same at any size).
-#[pyfunction(block_bytes = "None")]
-#[pyo3(text_signature = "(paths, spec, text, block_bytes=None)")]
+/// scan_records(paths, spec, text, block_bytes=None, part_bytes=None) -> list[dict]: every record
+/// decided and derived into columns, all records and all cores at once with the GIL released;
+/// the records' columns joined into groups of consecutive records (one group unless a group's
+/// strings would pass 32-bit offsets), each a dict of Arrow buffers. `text` false leaves the
+/// text columns null (a lean scan). `block_bytes` reads in blocks of that many bytes, and
+/// `part_bytes` leaves a column of strings of more bytes than that as the records' parts (the
+/// engine's own sizes when `None`; what the columns hold is the same at any size).
+#[pyfunction(block_bytes = "None", part_bytes = "None")]
+#[pyo3(text_signature = "(paths, spec, text, block_bytes=None, part_bytes=None)")]
 fn scan_records(
     py: Python<'_>,
     paths: Vec<&[u8]>,
     spec: SpecArgs,
     text: bool,
     block_bytes: Option<usize>,
+    part_bytes: Option<usize>,
 ) -> PyResult<Vec<PyObject>> {
     use std::os::unix::ffi::OsStrExt;
     let spec = spec_of(spec, text);
@@ -459,7 +461,7 @@ fn scan_records(
         in_pool(|| {
             let (named, left): (Vec<Named>, Vec<Left>) =
                 paths.par_iter().map(|p| record_columns(scan::record(&spec, p, block))).unzip();
-            (handoff::join(named), left)
+            (handoff::join(named, part_bytes.unwrap_or(handoff::PART_BYTES)), left)
         })
     });
     let mut left = left.into_iter();
