@@ -311,7 +311,8 @@ class Pricer:
             yield cls._in_force(priced_by, None), rows[~valid].tolist()
         if not valid.any():
             return
-        micros = pc.fill_null(times.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)[valid]
+        micros = pc.fill_null(times.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), 0).to_numpy(
+            zero_copy_only=False)[valid]
         _, first, which = np.unique(micros // _DAY_US, return_index=True, return_inverse=True)
         order = np.argsort(which, kind="stable")
         by_day = np.split(rows[valid][order], np.cumsum(np.bincount(which))[:-1])
