@@ -267,23 +267,32 @@ class _Texts:
     """The texts a walk was fed (calls' inputs as JSON text, results' texts), kept beside it.
 
     The native walk holds only each event's index here, so a text reaches the pairing rows as
-    it came: an Arrow array's texts are taken from that array (one copy, into the rows, and no
-    Python object per text), a list's are made an array once.
+    it came: a list's texts are made an array once; an Arrow array's are viewed where they lie
+    when the rows take them in order (:func:`viewed`), else taken from it (one copy, into the
+    rows, and no Python object per text). Texts handed as two arrays (``result_texts``: each
+    side's in a buffer of its own) are kept as two: a side's rows, one per call in call order,
+    then take its texts in order.
     """
 
     def __init__(self) -> None:
-        self._pieces: list[pa.Array] = []
+        self._inputs: list[pa.Array] = []  # the calls' side of each piece
+        self._results: list[pa.Array] = []  # the results' side (the same array when handed as one)
         self._loose: list[str | None] = []  # list texts not yet made an array
         self._count = 0
 
-    def keep(self, texts: Sequence[str | None] | pa.Array) -> list[int | None]:
-        """Keep ``texts``; each one's index (``None`` for a missing text)."""
+    def keep(self, texts: Sequence[str | None] | pa.Array, result_texts: pa.Array | None = None) -> list[int | None]:
+        """Keep ``texts`` (and ``result_texts``, the results' side); each event's index (``None``: no text)."""
         n = len(texts)
         at = np.arange(self._count, self._count + n, dtype=np.int64)
         if isinstance(texts, pa.Array):
             self._settle()
-            self._pieces.append(texts)
-            found: list[int | None] = pa.array(at, mask=texts.is_null().to_numpy(zero_copy_only=False)).to_pylist()
+            results = texts if result_texts is None else result_texts
+            self._inputs.append(texts)
+            self._results.append(results)
+            missing = texts.is_null().to_numpy(zero_copy_only=False)
+            if result_texts is not None:
+                missing = missing & result_texts.is_null().to_numpy(zero_copy_only=False)
+            found: list[int | None] = pa.array(at, mask=missing).to_pylist()
         else:
             self._loose.extend(texts)
             found = [None if t is None else i for i, t in zip(at.tolist(), texts, strict=True)]
@@ -292,17 +301,50 @@ class _Texts:
 
     def _settle(self) -> None:
         if self._loose:
-            self._pieces.append(pa.array(self._loose, pa.string()))
+            loose = pa.array(self._loose, pa.string())
+            self._inputs.append(loose)
+            self._results.append(loose)
             self._loose = []
 
-    def at(self, index: pa.Array) -> pa.Array:
-        """The texts at ``index`` (null where it is null)."""
+    def at(self, index: pa.Array, results: bool) -> pa.Array:
+        """The texts at ``index`` (null where it is null), of the results' side or the calls'."""
         self._settle()
-        if len(self._pieces) == 1:
-            return self._pieces[0].take(index)
-        if not self._pieces:
+        pieces = self._results if results else self._inputs
+        if len(pieces) == 1:
+            return viewed(pieces[0], index)
+        if not pieces:
             return pa.nulls(len(index), pa.string())
-        return pa.chunked_array(self._pieces, pa.string()).take(index).combine_chunks()
+        return pa.chunked_array(pieces, pa.string()).take(index).combine_chunks()
+
+
+def viewed(texts: pa.Array, index: pa.Array) -> pa.Array:
+    """``texts.take(index)``, as a view of ``texts``' own bytes when the picks allow one, else a copy.
+
+    They do when each text picked begins where the one picked before it ends: the texts picked
+    ascend with only empty texts between them (as the other side's are in a buffer of one
+    side's texts). Then each row's text is where it already is, and only the offsets are new.
+    A null row is an empty, null slot.
+    """
+    n = len(index)
+    if n == 0 or not pa.types.is_string(texts.type) or texts.buffers()[2] is None:
+        return texts.take(index)
+    idx = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    picked = idx >= 0
+    picks = idx[picked]
+    if len(picks) == 0:
+        return pa.nulls(n, pa.string())
+    offsets = np.frombuffer(texts.buffers()[1], np.int32, len(texts) + 1, texts.offset * 4)
+    if (offsets[picks[1:]] != offsets[picks[:-1] + 1]).any():
+        return texts.take(index)
+    # each row ends where its text ends, or where the last text picked before it does
+    last = np.maximum.accumulate(np.where(picked, np.arange(n), -1))
+    ends = np.where(last >= 0, offsets[idx[np.maximum(last, 0)] + 1], offsets[picks[0]])
+    bounds = np.concatenate([offsets[picks[:1]], ends]).astype(np.int32)
+    valid = picked.copy()
+    valid[picked] = texts.is_valid().to_numpy(zero_copy_only=False)[picks]
+    mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(pa.string(), n, [mask, pa.py_buffer(bounds), texts.buffers()[2]],
+                                 null_count=int(n - valid.sum()))
 
 
 class Pairer:
@@ -383,7 +425,7 @@ class Pairer:
                 if value is not None:
                     self._inputs.append(value)
         kinds = [0 if k == "client" else 1 for k in events.kind]
-        texts = self._texts.keep(events.texts) if events.texts is not None else None
+        texts = self._texts.keep(events.texts, events.result_texts) if events.texts is not None else None
         self._walk.feed(list(positions), list(messages), events.call, kinds, events.call_id, events.name,
                         events.is_error, events.chars, events.input_bytes, inputs, texts)
         if len(positions):
@@ -416,7 +458,7 @@ class Pairer:
         kept = self._inputs
         columns["input"] = [None if i is None else kept[i] for i in done["input"]]
         for name in ("input_text", "result_text"):
-            columns[name] = self._texts.at(pa.array(done[name], pa.int64())).to_pylist()
+            columns[name] = self._texts.at(pa.array(done[name], pa.int64()), name == "result_text").to_pylist()
         return columns
 
     def pairing(self) -> Pairing:
@@ -432,7 +474,7 @@ class Pairer:
         for f in PAIRED:
             buffers = [pa.py_buffer(b) for b in done[f.name]]
             if f.name in ("input_text", "result_text"):  # the texts' indexes, taken from the texts kept
-                columns.append(self._texts.at(pa.Array.from_buffers(pa.int64(), n, buffers)))
+                columns.append(self._texts.at(pa.Array.from_buffers(pa.int64(), n, buffers), f.name == "result_text"))
             else:
                 columns.append(pa.Array.from_buffers(f.type, n, buffers))
         return Pairing(pa.RecordBatch.from_arrays(columns, schema=PAIRED), *self.summary())

@@ -195,6 +195,11 @@ class ToolEvents:
             text (``blocks.message_text`` of its content), when kept (``None`` otherwise): a list, or
             a string array (a scan's own column, which reaches the pairing rows with no Python
             object per text).
+        result_texts: when given (a string array, one element per event), the results' texts,
+            and ``texts`` then holds the calls' only (each null at the other side's events). A
+            scan that writes each side's texts in order into a buffer of its own hands them so:
+            the pairing rows then view the texts where they lie (one row per call, in call
+            order), with no copy.
     """
 
     row: list[int] = field(default_factory=list)
@@ -207,6 +212,7 @@ class ToolEvents:
     input_bytes: list[int | None] = field(default_factory=list)
     inputs: list[Any] | None = None
     texts: list[str | None] | pa.Array | None = None
+    result_texts: pa.Array | None = None
 
     def __len__(self) -> int:
         return len(self.row)

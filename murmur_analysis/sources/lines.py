@@ -37,10 +37,12 @@ _STR = pa.string()
 _I64 = pa.int64()
 
 #: The tool events' columns: ``row`` is the index of the row (in :attr:`LineRows.table`) whose
-#: line holds the event; ``kind`` 0 is a client tool, 1 a server tool.
+#: line holds the event; ``kind`` 0 is a client tool, 1 a server tool; ``input_text`` is a call's
+#: input (null at a result) and ``result_text`` a result's text (null at a call), each side's
+#: texts in a buffer of its own, in event order (see :class:`~murmur_analysis.core.handoff.ToolEvents`).
 EVENTS = pa.schema([
     ("row", _I64), ("call", pa.bool_()), ("kind", pa.uint8()), ("call_id", _STR), ("name", _STR),
-    ("is_error", pa.bool_()), ("chars", _I64), ("input_bytes", _I64), ("text", _STR),
+    ("is_error", pa.bool_()), ("chars", _I64), ("input_bytes", _I64), ("input_text", _STR), ("result_text", _STR),
 ])
 
 
@@ -114,7 +116,8 @@ def _rows(path: Path, scanned: dict[str, Any], ints: list[str], strs: list[str])
         _ints(scanned, "ev_error", e).cast(pa.bool_()),
         _ints(scanned, "ev_chars", e),
         _ints(scanned, "ev_bytes", e),
-        _strings(scanned, "ev_text", e),
+        _strings(scanned, "ev_input_text", e),
+        _strings(scanned, "ev_result_text", e),
     ], schema=EVENTS)
     return LineRows(
         path=path, table=pa.table(columns), kinds=pa.ListArray.from_arrays(offsets, kinds), events=events,

@@ -495,7 +495,8 @@ fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Row
     d.set_item("ev_error", Col::Ints(take(&mut r.ev_error)).into_py(py)?)?;
     d.set_item("ev_chars", Col::Ints(take(&mut r.ev_chars)).into_py(py)?)?;
     d.set_item("ev_bytes", Col::Ints(take(&mut r.ev_bytes)).into_py(py)?)?;
-    d.set_item("ev_text", Col::Strs(take(&mut r.ev_text)).into_py(py)?)?;
+    d.set_item("ev_input_text", Col::Strs(take(&mut r.ev_input_text)).into_py(py)?)?;
+    d.set_item("ev_result_text", Col::Strs(take(&mut r.ev_result_text)).into_py(py)?)?;
     d.set_item("diagnostics", take(&mut r.diags))?;
     d.set_item("end", r.end)?;
     d.set_item("size", r.size)?;

@@ -89,7 +89,11 @@ pub struct Rows {
     pub ev_error: Ints,
     pub ev_chars: Ints,
     pub ev_bytes: Ints,
-    pub ev_text: Strings,
+    /// a call's input text (null at a result), and a result's text (null at a call): each
+    /// side's texts lie in event order in a buffer of their own, so the pairing rows, one per
+    /// call in call order, can view them where they are
+    pub ev_input_text: Strings,
+    pub ev_result_text: Strings,
     /// `(line, code)` of every line reported
     pub diags: Vec<(i64, u8)>,
     /// the byte offset after the last line that will not be read again: a torn last line (no
@@ -136,7 +140,9 @@ impl Rows {
             self.ev_error.push(ev.is_error.map(i64::from));
             self.ev_chars.push(ev.chars);
             self.ev_bytes.push(ev.input_bytes);
-            self.ev_text.push(ev.text.as_deref());
+            let (input, result) = if ev.call { (ev.text.as_deref(), None) } else { (None, ev.text.as_deref()) };
+            self.ev_input_text.push(input);
+            self.ev_result_text.push(result);
         }
     }
 
@@ -163,7 +169,8 @@ impl Rows {
         self.ev_error.extend(other.ev_error);
         self.ev_chars.extend(other.ev_chars);
         self.ev_bytes.extend(other.ev_bytes);
-        self.ev_text.extend(other.ev_text);
+        self.ev_input_text.extend(other.ev_input_text);
+        self.ev_result_text.extend(other.ev_result_text);
         self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
     }
 }

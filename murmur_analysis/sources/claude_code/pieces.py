@@ -58,15 +58,16 @@ class _Events:
     is_error: list[bool | None]
     chars: list[int | None]
     input_bytes: list[int | None]
-    texts: pa.ChunkedArray | None  # a chunk per file, as scanned: a file's texts are taken with no copy
+    # the calls' and the results' texts, a chunk per file as scanned: a file's are taken with no copy
+    texts: tuple[pa.ChunkedArray, pa.ChunkedArray] | None
 
     def of(self, i: int) -> ToolEvents:
         a, b = int(self.starts[i]), int(self.starts[i + 1])
+        inputs, results = (one_array(t.slice(a, b - a)) for t in self.texts) if self.texts is not None else (None, None)
         return ToolEvents(
             row=self.row[a:b], call=self.call[a:b], kind=self.kind[a:b], call_id=self.call_id[a:b],
             name=self.name[a:b], is_error=self.is_error[a:b], chars=self.chars[a:b],
-            input_bytes=self.input_bytes[a:b],
-            texts=one_array(self.texts.slice(a, b - a)) if self.texts is not None else None,
+            input_bytes=self.input_bytes[a:b], texts=inputs, result_texts=results,
         )
 
 
@@ -90,7 +91,7 @@ def _events(w: Whole, position: np.ndarray, text: bool) -> _Events:
         is_error=ev.column("is_error").to_pylist(),
         chars=ev.column("chars").to_pylist(),
         input_bytes=ev.column("input_bytes").to_pylist(),
-        texts=ev.column("text") if text else None,
+        texts=(ev.column("input_text"), ev.column("result_text")) if text else None,
     )
 
 

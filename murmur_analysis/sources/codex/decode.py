@@ -245,20 +245,23 @@ def _events(kept: _Kept, text: bool) -> list[ToolEvents]:
     ev = kept.rows.events
     at = np.asarray(ev.column("row").to_numpy(), dtype=np.int64)
     chosen = kept.keep[at] if len(at) else np.zeros(0, bool)
-    ev = ev.filter(pa.array(chosen))
+    if not chosen.all():  # a filter copies every text: only where some rows are left out
+        ev = ev.filter(pa.array(chosen))
     at = at[chosen]
     position = kept.position(kept.seen[at], at).tolist()
     bounds = _split(kept.rows.rollout[at], len(kept.starts))
     cols = {name: ev.column(name).to_pylist() for name in ("call", "call_id", "name", "is_error", "chars",
                                                            "input_bytes")}
-    texts = ev.column("text") if text else None  # a chunk per rollout: each rollout's taken with no copy
+    # the calls' and the results' texts, a chunk per rollout: each rollout's taken with no copy
+    texts = (ev.column("input_text"), ev.column("result_text")) if text else None
     out: list[ToolEvents] = []
     for lo, hi in itertools.pairwise(bounds):
+        inputs, results = (one_array(t.slice(lo, hi - lo)) for t in texts) if texts is not None else (None, None)
         out.append(ToolEvents(
             row=position[lo:hi], call=cols["call"][lo:hi], kind=["client"] * (hi - lo), call_id=cols["call_id"][lo:hi],
             name=cols["name"][lo:hi], is_error=cols["is_error"][lo:hi], chars=cols["chars"][lo:hi],
             input_bytes=cols["input_bytes"][lo:hi],
-            texts=one_array(texts.slice(lo, hi - lo)) if texts is not None else None))
+            texts=inputs, result_texts=results))
     return out
 
 

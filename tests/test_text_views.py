@@ -1,0 +1,117 @@
+"""Pairing rows view a scan's tool texts where they lie, and equal a copy wherever they cannot.
+
+The line engine writes a file's call inputs and result texts into a buffer each, in event
+order (``input_text``, ``result_text`` of :data:`~murmur_analysis.sources.lines.EVENTS`). The
+pairing rows (one per call, in call order) then take each side's texts in order, and
+:func:`~murmur_analysis.algorithms.pairing.viewed` gives them as new offsets over the same
+bytes. Where the picks do not allow it (a result answered out of order, a text taken twice),
+the texts are copied; either way the rows are ``take``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+import murmur_analysis as ma
+from murmur_analysis.algorithms.pairing import Pairer, viewed
+from murmur_analysis.core.handoff import ToolEvents
+from murmur_analysis.sources.lines import scan_lines
+
+_texts = st.lists(st.one_of(st.none(), st.text(max_size=6)), max_size=12)
+
+
+@st.composite
+def _picks(draw: st.DrawFn) -> tuple[pa.Array, pa.Array, int]:
+    values = draw(_texts)
+    offset = draw(st.integers(0, len(values)))  # a slice of a longer array, as a file's chunk is
+    texts = pa.array(values, pa.string()).slice(offset)
+    n = len(texts)
+    index = draw(st.lists(st.one_of(st.none(), st.integers(0, n - 1)) if n else st.none(), max_size=12))
+    return texts, pa.array(index, pa.int64()), offset
+
+
+@given(_picks())
+def test_viewed_equals_take(case: tuple[pa.Array, pa.Array, int]) -> None:
+    texts, index, _ = case
+    got = viewed(texts, index)
+    got.validate(full=True)
+    assert got.type == pa.string()
+    assert got.to_pylist() == texts.take(index).to_pylist()
+    assert got.null_count == texts.take(index).null_count
+
+
+def test_viewed_shares_the_bytes_when_picks_ascend_over_empty_gaps() -> None:
+    # a calls' side: texts at the calls, null (empty) at the results between them
+    inputs = pa.array(['{"a":1}', None, '{"b":2}', None, None, '{"c":3}'], pa.string())
+    index = pa.array([0, None, 2, 5], pa.int64())  # an orphan result's row between the calls
+    got = viewed(inputs, index)
+    assert got.to_pylist() == ['{"a":1}', None, '{"b":2}', '{"c":3}']
+    assert got.buffers()[2].address == inputs.buffers()[2].address
+    # out of order (a later call answered first), or a text taken twice: a copy, the same values
+    for picks in ([2, 0, 5], [0, 0]):
+        again = viewed(inputs, pa.array(picks, pa.int64()))
+        assert again.to_pylist() == inputs.take(pa.array(picks, pa.int64())).to_pylist()
+        assert again.buffers()[2].address != inputs.buffers()[2].address
+    # a text skipped that is not empty lies between two picks: a copy
+    full = pa.array(["x", "y", "z"], pa.string())
+    assert viewed(full, pa.array([0, 2], pa.int64())).buffers()[2].address != full.buffers()[2].address
+
+
+def _claude_file(tmp_path: Path) -> Path:
+    """A Claude Code session: two calls answered in order, a third answered before the second."""
+    import json
+
+    def line(kind: str, uuid: str, content: list[dict[str, object]]) -> str:
+        return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s1", "timestamp": "2025-11-20T10:00:00.000Z",
+                           "message": {"role": kind, "content": content,
+                                       **({"id": f"msg_{uuid}", "model": "claude-sonnet-4-5-20250929"}
+                                          if kind == "assistant" else {})}})
+
+    def use(i: str) -> dict[str, object]:
+        return {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"echo {i}"}}
+
+    def result(i: str) -> dict[str, object]:
+        return {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"out {i}"}
+
+    path = tmp_path / "projects" / "-work" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("\n".join([
+        line("user", "u0", [{"type": "text", "text": "go"}]),
+        line("assistant", "a1", [use("1")]),
+        line("user", "u1", [result("1")]),
+        line("assistant", "a2", [use("2"), use("3")]),
+        line("user", "u2", [result("3"), result("2")]),
+    ]) + "\n")
+    return path
+
+
+def test_a_scans_texts_reach_the_pairing_rows_in_place(tmp_path: Path) -> None:
+    path = _claude_file(tmp_path)
+    (rows,) = scan_lines("claude_code", [path])
+    ev = rows.events
+    inputs, results = ev.column("input_text").chunk(0), ev.column("result_text").chunk(0)
+    calls = ev.column("call").to_pylist()
+    # each side holds its own texts only
+    assert [t is not None for t in inputs.to_pylist()] == calls
+    assert [t is not None for t in results.to_pylist()] == [not c for c in calls]
+    pairer = Pairer(keep_inputs=False)
+    pairer.feed_columns(ev.column("row").to_pylist(), ev.column("row").to_pylist(), ToolEvents(
+        row=ev.column("row").to_pylist(), call=calls, kind=["client"] * len(calls),
+        call_id=ev.column("call_id").to_pylist(), name=ev.column("name").to_pylist(),
+        is_error=ev.column("is_error").to_pylist(), chars=ev.column("chars").to_pylist(),
+        input_bytes=ev.column("input_bytes").to_pylist(), texts=inputs, result_texts=results))
+    paired = pairer.pairing().rows
+    assert paired.column("input_text").to_pylist() == ['{"command":"echo 1"}', '{"command":"echo 2"}',
+                                                       '{"command":"echo 3"}']
+    assert paired.column("result_text").to_pylist() == ["out 1", "out 2", "out 3"]
+    # the calls' inputs are viewed where the scan wrote them; the results, answered out of order, copied
+    assert paired.column("input_text").buffers()[2].address == inputs.buffers()[2].address
+    assert paired.column("result_text").buffers()[2].address != results.buffers()[2].address
+    # and the load's rows are the same texts
+    calls_table = ma.load(tmp_path, source="claude_code").tables["tool_calls"]
+    assert calls_table.column("input").to_pylist() == paired.column("input_text").to_pylist()
+    assert calls_table.column("result_text").to_pylist() == ["out 1", "out 2", "out 3"]
