@@ -25,19 +25,21 @@ use crate::json::{self, Json, View};
 use crate::line::spans;
 use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
 
-/// One tool event of a row: a call (`call`) or a result, in block order.
+/// One tool event of a row: a call (`call`) or a result, in block order. Its strings borrow
+/// the line's parsed tree where they stand in it whole (ids, names, a result of one text), and
+/// are owned only where they are made (a call's input as JSON text, texts joined).
 #[derive(Clone, Debug, Default)]
-pub struct Event {
+pub struct Event<'a> {
     pub call: bool,
     /// 0: a client tool (its call and result are separate blocks), 1: a server tool
     pub kind: u8,
-    pub id: String,
-    pub name: Option<String>,
+    pub id: Cow<'a, str>,
+    pub name: Option<Cow<'a, str>>,
     pub is_error: Option<bool>,
     pub chars: Option<i64>,
     pub input_bytes: Option<i64>,
     /// a call's input as text, a result's text (when texts are kept)
-    pub text: Option<String>,
+    pub text: Option<Cow<'a, str>>,
 }
 
 /// What a format puts into one row, column by column in the order it declared them.
@@ -45,7 +47,7 @@ pub struct Row<'a> {
     pub ints: Vec<Option<i64>>,
     pub strs: Vec<Option<Cow<'a, str>>>,
     pub kinds: Vec<Cow<'a, str>>,
-    pub events: Vec<Event>,
+    pub events: Vec<Event<'a>>,
 }
 
 /// A line-delimited format: its columns, and how one parsed line fills them.
@@ -272,6 +274,16 @@ fn numbered(mut out: Rows, first_line: i64) -> Rows {
 }
 
 /// A string field of an object (`None` when absent or not a string).
+/// Texts joined with newlines, as one column value: the text itself when there is one (borrowed
+/// from the line), `None` when there are none.
+pub fn joined<'a>(parts: &[&'a str]) -> Option<Cow<'a, str>> {
+    match parts {
+        [] => None,
+        [one] => Some(Cow::Borrowed(one)),
+        _ => Some(Cow::Owned(parts.join("\n"))),
+    }
+}
+
 pub fn text<'a>(value: &'a Json<'a>, key: &str) -> Option<Cow<'a, str>> {
     value.field(key).and_then(View::text).map(Cow::Borrowed)
 }

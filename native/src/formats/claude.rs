@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use crate::json::{Json, Sorted, View};
-use crate::lines::{at, flag, iso_us, text, Event, Format, Row};
+use crate::lines::{at, flag, iso_us, joined, text, Event, Format, Row};
 
 /// Claude Code's session JSONL.
 pub struct ClaudeCode;
@@ -220,9 +220,6 @@ fn chars(s: &str) -> i64 {
     s.chars().count() as i64
 }
 
-fn joined(parts: &[&str]) -> Option<Cow<'static, str>> {
-    (!parts.is_empty()).then(|| Cow::Owned(parts.join("\n")))
-}
 
 /// A tool result's content: its text (a string, or its text blocks joined) and its characters.
 fn result_text<'a>(content: Option<&'a Json<'a>>) -> (Vec<&'a str>, i64) {
@@ -293,12 +290,12 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
                 row.events.push(Event {
                     call: false,
                     kind: 0,
-                    id: text(block, "tool_use_id").map(|s| s.into_owned()).unwrap_or_default(),
+                    id: text(block, "tool_use_id").unwrap_or_default(),
                     // The Messages API's own default: a tool_result that writes no is_error is no
                     // error (Claude Code writes the flag on failures only).
                     is_error: Some(block.field("is_error").and_then(Json::as_bool).unwrap_or(false)),
                     chars: Some(n),
-                    text: if keep && !parts.is_empty() { Some(parts.join("\n")) } else { None },
+                    text: if keep { joined(&parts) } else { None },
                     ..Event::default()
                 });
             }
@@ -310,7 +307,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
                 row.events.push(Event {
                     call: false,
                     kind: 1,
-                    id: text(block, "tool_use_id").map(|s| s.into_owned()).unwrap_or_default(),
+                    id: text(block, "tool_use_id").unwrap_or_default(),
                     is_error: error,
                     chars: Some(0),
                     ..Event::default()
@@ -329,15 +326,15 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
 }
 
 /// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event.
-fn call(block: &Json<'_>, server: bool, keep: bool) -> Event {
+fn call<'a>(block: &'a Json<'a>, server: bool, keep: bool) -> Event<'a> {
     let input = block.field("input").map(|i| serde_json::to_string(&Sorted(i)).unwrap_or_default());
     Event {
         call: true,
         kind: u8::from(server),
-        id: text(block, "id").map(|s| s.into_owned()).unwrap_or_default(),
-        name: text(block, "name").map(|s| s.into_owned()),
+        id: text(block, "id").unwrap_or_default(),
+        name: text(block, "name"),
         input_bytes: input.as_ref().map(|s| s.len() as i64),
-        text: if keep { input } else { None },
+        text: if keep { input.map(Cow::Owned) } else { None },
         ..Event::default()
     }
 }

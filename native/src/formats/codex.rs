@@ -37,7 +37,7 @@
 use std::borrow::Cow;
 
 use crate::json::{Json, View};
-use crate::lines::{at, int, iso_us, text, Event, Format, Row};
+use crate::lines::{at, int, iso_us, joined, text, Event, Format, Row};
 use crate::uuid7::uuid7_ms;
 
 /// Codex's rollout JSONL.
@@ -337,8 +337,8 @@ fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         row.strs[TITLE] = texts.first().and_then(|t| title(t));
     }
     row.strs[ROLE] = role;
-    if keep && !texts.is_empty() {
-        row.strs[TEXT] = Some(Cow::Owned(texts.join("\n")));
+    if keep {
+        row.strs[TEXT] = joined(&texts);
     }
 }
 
@@ -368,8 +368,8 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         row.kinds.push(Cow::Borrowed("redacted_thinking"));
     }
     row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
-    if keep && !texts.is_empty() {
-        row.strs[REASONING] = Some(Cow::Owned(texts.join("\n")));
+    if keep {
+        row.strs[REASONING] = joined(&texts);
     }
 }
 
@@ -377,10 +377,10 @@ fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
     let called = kind != "local_shell_call" || row.strs[CALL_ID].is_some(); // a shell call with no id calls nothing
     row.kinds.push(Cow::Borrowed(if called { "tool_use" } else { "local_shell_call" }));
     // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON string
-    let input: Option<String> = match kind {
-        "function_call" => text(p, "arguments").map(|a| a.into_owned()),
-        "custom_tool_call" => p.field("input").map(|v| serde_json::to_string(&v.to_value()).unwrap_or_default()),
-        _ => at(p, &["action"]).map(|v| serde_json::to_string(&v.to_value()).unwrap_or_default()),
+    let input: Option<Cow<'a, str>> = match kind {
+        "function_call" => text(p, "arguments"),
+        "custom_tool_call" => p.field("input").map(|v| Cow::Owned(serde_json::to_string(&v.to_value()).unwrap_or_default())),
+        _ => at(p, &["action"]).map(|v| Cow::Owned(serde_json::to_string(&v.to_value()).unwrap_or_default())),
     };
     if kind == "local_shell_call" {
         if let Some(Json::Array(cmd)) = at(p, &["action", "command"]) {
@@ -388,12 +388,11 @@ fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
             row.strs[TEXT] = keep.then(|| Cow::Owned(words.join(" ")));
         }
     }
-    let id = match row.strs[CALL_ID].as_deref() {
-        Some(id) => id.to_owned(),
+    let id = match row.strs[CALL_ID].clone() {
+        Some(id) => id,
         None => return,
     };
-    let name = row.strs[NAME].as_deref().map(str::to_owned)
-        .or_else(|| (kind == "local_shell_call").then(|| "local_shell".to_owned()));
+    let name = row.strs[NAME].clone().or_else(|| (kind == "local_shell_call").then(|| Cow::Borrowed("local_shell")));
     row.events.push(Event {
         call: true,
         kind: 0,
@@ -422,7 +421,7 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
                 .filter(|i| matches!(text(i, "type").as_deref(), Some("input_text" | "output_text" | "text")))
                 .filter_map(|i| i.field("text").and_then(View::text))
                 .collect();
-            (!texts.is_empty()).then(|| Cow::Owned(texts.join("\n")))
+            joined(&texts)
         }
         _ => None,
     };
@@ -432,8 +431,8 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     row.ints[IS_ERROR] = is_error.map(i64::from);
     let n = body.as_deref().map(chars);
     row.ints[TEXT_CHARS] = Some(n.unwrap_or(0));
-    let id = match row.strs[CALL_ID].as_deref() {
-        Some(id) => id.to_owned(),
+    let id = match row.strs[CALL_ID].clone() {
+        Some(id) => id,
         None => return,
     };
     row.events.push(Event {
@@ -444,7 +443,7 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         is_error,
         chars: n,
         input_bytes: None,
-        text: if keep { body.map(Cow::into_owned) } else { None },
+        text: if keep { body } else { None },
     });
 }
 
