@@ -456,3 +456,18 @@ def test_a_conversation_s_cost_read_on_is_the_whole_read_s_float_sum(tmp_path: P
     (row,) = read_parquet(out).tables["conversations"].to_pylist()
     loaded = ma.load(home, source="codex", options=NOW, prices=prices).tables["conversations"].to_pylist()
     assert row["cost_usd"] == loaded[0]["cost_usd"] == 1.0
+
+
+def test_an_unchanged_re_export_keeps_what_each_rollout_could_not_read(tmp_path: Path) -> None:
+    # the lines a rollout could not read are its own rows: kept with its rows when it is not read again
+    home, grown = _home(tmp_path)
+    for path in sorted(home.rglob("rollout-*.jsonl")):
+        with path.open("ab") as fh:
+            fh.write(b"not json\n")
+        _age(path, 1)
+    out = tmp_path / "out"
+    first = _export(home, out)
+    again = _export(home, out)
+    assert (first.conversations_read, again.conversations_kept) == (2, 2)
+    _same(home, out)
+    assert read_parquet(out).tables["diagnostics"].column("kind").to_pylist() == ["bad_json", "bad_json"]

@@ -65,6 +65,8 @@ class _Rollout:
     found: Found
     rows: LineRows
     ident: Identity
+    #: the lines it could not read, reported as its conversation is handed over (so the rows are its own)
+    reported: Diagnostics
 
 
 def _unknown_lines(rows: LineRows, diagnostics: Diagnostics) -> None:
@@ -161,12 +163,15 @@ class CodexSource(AppendOnlyLines, Source):
         found = discover(path, diagnostics)
         skip = ctx.skip
         skipped = [skip is not None and skip(self._unread(f)) for f in found]
-        rollouts = self._read([f for f, s in zip(found, skipped, strict=True) if not s], diagnostics, ctx.text)
+        rollouts = self._read([f for f, s in zip(found, skipped, strict=True) if not s], ctx.text)
         read = iter(rollouts)
         items: list[_Rollout | Found] = [f if s else next(read) for f, s in zip(found, skipped, strict=True)]
         threads = [(file_id(i.path), i) if isinstance(i, Found) else (i.ident.conversation_id, i.found) for i in items]
         kept = _dedupe(threads, diagnostics)
         chosen = [item for n, item in enumerate(items) if n in kept]
+        for n, copy in enumerate(items):
+            if n not in kept and isinstance(copy, _Rollout):  # a copy left out: what its lines were is said still
+                diagnostics.extend(copy.reported.rows)
         by_id = {threads[n][0]: items[n] for n in sorted(kept)}
         self._paths.update((cid, item.path if isinstance(item, Found) else item.found.path)
                            for cid, item in by_id.items())
@@ -181,9 +186,9 @@ class CodexSource(AppendOnlyLines, Source):
                 group.append(item)
                 size += item.rows.size
             if group and (item is None or size >= limit):
-                for conv, diags in self._conversations(group, [parents.get(r.ident.parent or "") for r in group],
-                                                       ctx.text):
-                    diagnostics.extend(diags.rows)  # reported as each conversation is handed over
+                made = self._conversations(group, [parents.get(r.ident.parent or "") for r in group], ctx.text)
+                for r, (conv, diags) in zip(group, made, strict=True):
+                    diagnostics.extend([*r.reported.rows, *diags.rows])  # reported as each conversation is handed over
                     yield conv
                 group, size = [], 0
 
@@ -193,7 +198,7 @@ class CodexSource(AppendOnlyLines, Source):
         wanted = {r.ident.parent for r in read if r.ident.parent is not None}
         unread = [f for cid, f in by_id.items() if cid in wanted and isinstance(f, Found)]
         if unread:  # their lines were reported when they were read: not again
-            parents.update((file_id(r.found.path), r) for r in self._read(unread, Diagnostics(self.name), text))
+            parents.update((file_id(r.found.path), r) for r in self._read(unread, text))
         return parents
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
@@ -201,12 +206,13 @@ class CodexSource(AppendOnlyLines, Source):
         return self._whole(Path(str(key)), diagnostics, True, with_entries=True)
 
     def _whole(self, path: Path, diagnostics: Diagnostics, text: bool, with_entries: bool = False) -> Conversation:
-        rollouts = self._read([Found(path, ARCHIVED in path.parts)], diagnostics, text)
+        rollouts = self._read([Found(path, ARCHIVED in path.parts)], text)
         own = rollouts[0]
+        diagnostics.extend(own.reported.rows)
         parent_path = self._paths.get(own.ident.parent or "")
         parent = None
         if parent_path is not None and parent_path != path:
-            parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], Diagnostics(self.name), text)[0]
+            parent = self._read([Found(parent_path, ARCHIVED in parent_path.parts)], text)[0]
         ((conv, found),) = self._conversations([own], [parent], text, with_entries=with_entries)
         diagnostics.extend(found.rows)
         return conv
@@ -272,14 +278,17 @@ class CodexSource(AppendOnlyLines, Source):
 
     # ---------------------------------------------------------------------------- decoding
 
-    def _read(self, found: list[Found], diagnostics: Diagnostics, text: bool) -> list[_Rollout]:
+    def _read(self, found: list[Found], text: bool) -> list[_Rollout]:
         if not found:
             return []
         out = scan_lines("codex", [f.path for f in found], text=text)
-        for rows in out:
-            report(rows, diagnostics, self.settle_seconds)
-            _unknown_lines(rows, diagnostics)
-        return [_Rollout(f, rows, ident) for f, rows, ident in zip(found, out, identities(out), strict=True)]
+        rollouts = []
+        for f, rows, ident in zip(found, out, identities(out), strict=True):
+            reported = Diagnostics(self.name)
+            report(rows, reported, self.settle_seconds)
+            _unknown_lines(rows, reported)
+            rollouts.append(_Rollout(f, rows, ident, reported))
+        return rollouts
 
     def _strip(self, r: _Rollout, parent: _Rollout | None, diagnostics: Diagnostics) -> Strip:
         """Where ``r``'s copied prefix ends (:mod:`.fork`)."""
