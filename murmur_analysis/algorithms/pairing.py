@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..core.blocks import message_text, text_chars
-from ..core.handoff import PAIRED, Pairing, ToolEvents, ToolKind
+from ..core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, ToolKind
 from ..core.model import Entry, ServerToolResult, ServerToolUse, ToolResult, ToolUse, sorted_entries
 from ..core.serde import serde_text
 from ..engine import _native
@@ -408,6 +408,20 @@ class Pairer:
         for event in events:
             _append(columns, 0, event)
         self.feed_columns([position] * len(events), [message] * len(events), columns)
+
+    def feed_chunk(self, chunk: EntryColumns) -> np.ndarray:
+        """Take a chunk of entries' tool events (its rows' sides indexed by :attr:`runs`); the rows holding them.
+
+        How a frame builder, and a source that pairs its own rows, walks a chunk of columns.
+        """
+        runs = self.runs.of_sides(chunk.side)
+        events = chunk.events
+        if events is None or not len(events):
+            return np.zeros(0, dtype=np.int64)
+        rows = np.asarray(events.row, dtype=np.int64)
+        positions = chunk.position.to_numpy(zero_copy_only=False)
+        self.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+        return np.unique(rows)
 
     def feed_columns(self, positions: Sequence[int], messages: Sequence[int], events: ToolEvents) -> None:
         """Take tool events as columns (:class:`~murmur_analysis.sources.base.ToolEvents`).

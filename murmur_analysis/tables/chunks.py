@@ -15,7 +15,7 @@ from collections.abc import Generator, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..algorithms.pairing import MessageRuns, Pairer, tool_event_columns
+from ..algorithms.pairing import Pairer, tool_event_columns
 from ..core.blocks import block_kind, message_text, reasoning_text, text_chars
 from ..core.handoff import Conversation, EntryColumns, Pairing, Reading, Summary
 from ..core.model import Entry, sorted_entries
@@ -26,7 +26,6 @@ __all__ = ["PairedChunks", "conversation_chunks", "entry_chunks"]
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 def conversation_chunks(conv: Conversation, text: bool = True) -> Iterable[EntryColumns]:
@@ -103,7 +102,6 @@ class PairedChunks:
         self._chunks = chunks
         self._known = known
         self._pairer = Pairer(keep_inputs=False)
-        self._runs = MessageRuns()
         self.timed: list[np.ndarray | None] = []
 
     def __iter__(self) -> Iterator[EntryColumns]:
@@ -114,14 +112,7 @@ class PairedChunks:
 
     def _feed(self, chunk: EntryColumns) -> np.ndarray:
         """Walk the chunk's tool events; return the rows holding them."""
-        runs = self._runs.of_sides(chunk.side)
-        events = chunk.events
-        if not len(events):
-            return _NO_ROWS
-        rows = np.asarray(events.row, dtype=np.int64)
-        positions = chunk.position.to_numpy(zero_copy_only=False)
-        self._pairer.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
-        return np.unique(rows)
+        return self._pairer.feed_chunk(chunk)
 
     def pairing(self) -> Pairing:
         """The pairing walk's rows (:meth:`Pairer.pairing`) and counts."""

@@ -36,7 +36,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
 import pyarrow.compute as pc
 
 from ...algorithms.pairing import Pairer
@@ -99,13 +98,7 @@ def _dedupe(threads: Sequence[tuple[str, Found]], diagnostics: Diagnostics) -> s
 def _walk(cols: Decoded, point: ResumePoint | None) -> Pairer:
     """The pairing walk over a rollout's messages (going on from ``point``'s state), as the frame builder walks them."""
     walk = resumed(point) if point is not None else Pairer(keep_inputs=False)
-    columns = cols.columns
-    runs = walk.runs.of_sides(columns.side)
-    events = columns.events
-    if len(events):
-        rows = np.asarray(events.row, dtype=np.int64)
-        positions = columns.position.to_numpy(zero_copy_only=False)
-        walk.feed_columns(positions[rows].tolist(), runs[rows].tolist(), events)
+    walk.feed_chunk(cols.columns)
     return walk
 
 
