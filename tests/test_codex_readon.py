@@ -379,7 +379,8 @@ def test_a_changed_claude_file_reads_the_whole_home_again(tmp_path: Path, claude
     _age(root / "projects/-p/s-1.jsonl", 2)
     result = _claude_export(root, out)
     assert (result.conversations_kept, result.conversations_read) == (0, 3)
-    assert claude_scans == [3, 3]
+    # the second export's lean scan finds the grown line shares a response with s-2: the home is read whole
+    assert claude_scans == [3, 3, 3]
     _claude_same(root, out)
 
 
@@ -460,7 +461,7 @@ def test_a_conversation_s_cost_read_on_is_the_whole_read_s_float_sum(tmp_path: P
 
 def test_an_unchanged_re_export_keeps_what_each_rollout_could_not_read(tmp_path: Path) -> None:
     # the lines a rollout could not read are its own rows: kept with its rows when it is not read again
-    home, grown = _home(tmp_path)
+    home, _ = _home(tmp_path)
     for path in sorted(home.rglob("rollout-*.jsonl")):
         with path.open("ab") as fh:
             fh.write(b"not json\n")

@@ -316,6 +316,9 @@ class ResumePoint:
             made the point fills and reads (its own state, opaque to the exporter: Codex keeps
             the model in force, the last token totals, the last assistant message, ...);
             empty for a source whose rows after a point depend on nothing more.
+        context: the tokens in context after the messages before it, where their usage on the
+            entries tells (``algorithms.history.context_after``): growth's ``context_tokens``
+            go on from it until a message after the point reports its own; ``None``: none told.
     """
 
     messages: int = 0
@@ -324,6 +327,7 @@ class ResumePoint:
     walk: _native.PairState | None = field(default=None, compare=False)
     at: Known | None = None
     carry: Mapping[str, JSON] = field(default_factory=dict)
+    context: int | None = None
 
     def to_doc(self) -> dict[str, JSON]:
         """The point as JSON values (an export's state keeps it): the counts, the walk's state, the file's identity.
@@ -336,6 +340,8 @@ class ResumePoint:
                                 "pairing": base64.b64encode(walk.to_bytes()).decode("ascii")}
         if self.carry:
             doc["carry"] = dict(self.carry)
+        if self.context is not None:
+            doc["context"] = self.context
         if self.at is not None:
             doc.update(known_doc(self.at))
         return doc
@@ -364,9 +370,10 @@ class ResumePoint:
         except (ValueError, binascii.Error):
             return None
         carry = doc.get("carry", {})
-        if not isinstance(carry, dict):
+        context = doc.get("context")
+        if not isinstance(carry, dict) or isinstance(context, bool) or not isinstance(context, int | None):
             return None
-        return cls(messages, lines, chars, walk, known_file(doc) if "size" in doc else None, carry)
+        return cls(messages, lines, chars, walk, known_file(doc) if "size" in doc else None, carry, context)
 
 
 @dataclass(frozen=True)

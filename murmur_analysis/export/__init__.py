@@ -145,7 +145,7 @@ def export(
             plan.read_ahead = READ_AHEAD
             run = ExportRun(plan, BatchWriter(staged, compression, compression_level, pricer.version), previous,
                             current, staged.path, pricer, batch_conversations, batch_rows, RANGE_BYTES, text)
-            for event in plan.events(run.wanted, run.skip):
+            for event in plan.events(run.wanted, run.skip, run.earlier):
                 run.add(event)
             run.finish(incremental)
             writer = run.writer

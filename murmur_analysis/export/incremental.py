@@ -31,13 +31,13 @@ from typing import Literal
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostic, Diagnostics
-from ..core.handoff import Conversation
+from ..core.handoff import Conversation, ResumePoint
 from ..core.identity import changed_since
 from ..core.pricing import Pricer, price_tables
 from ..core.values import JSON
 from ..loading.discovery import printable
 from ..loading.plan import LoadEvent, LoadPlan
-from ..sources.base import Source
+from ..sources.base import Earlier, Source
 from ..sources.resume import Resumable, anchor, appendable, grew, read_on
 from .layout import Generation
 from .ranges import export_ranges
@@ -126,6 +126,13 @@ class ExportRun:
             return False
         self._decided[conv.key] = decided
         return True
+
+    def earlier(self, src: Source, conv: Conversation) -> Earlier | None:
+        """What the previous export recorded of ``conv`` (``ReadContext.earlier``): its fingerprint and resume point."""
+        unit = self.previous.units.get(unit_id(conv)) if self.current is not None else None
+        if not unit:
+            return None
+        return Earlier(unit.get("fingerprint"), ResumePoint.from_doc(unit.get("resume")))
 
     def _decide(self, src: Source, conv: Conversation) -> _Decided:
         unit = unit_id(conv)

@@ -6,9 +6,10 @@ result answers an earlier call), and the appended messages' rows are written bes
 continued from the resume point (:mod:`murmur_analysis.sources.resume`):
 
 * ``messages``: ``seq`` goes on from the messages before;
-* ``growth``: ``position``, ``messages`` and ``chars`` go on from the point's counts
-  (``context_tokens`` is only derived from usage on the entries, and a tail with such usage is
-  read whole, so it stays null);
+* ``growth``: ``position``, ``messages`` and ``chars`` go on from the point's counts, and
+  ``context_tokens`` from the point's context where it holds one (a source whose entries carry
+  their usage, as Claude Code's do; else it is only derived from usage on the entries, and a
+  tail with such usage is read whole);
 * ``usage``: the rows a source hands over beside the entries (``Summary.usage``, Codex's
   ``token_count`` deltas): ``seq`` goes on from the messages before (a row may name a message
   before the point); usage carried on the entries themselves is not read on;
@@ -34,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..algorithms.history import running_context
 from ..core.handoff import ResumePoint
 from ..core.pricing import sum_costs
 from ..sources.resume import Tail
@@ -97,6 +99,27 @@ def _sum(a: Any, b: Any) -> Any:
     return a if b is None else b if a is None else a + b
 
 
+def _context_from(growth: pa.Table, tail: Tail, point: ResumePoint) -> pa.Table:
+    """The tail's growth with each message row's ``context_tokens`` going on from the point's context.
+
+    The rows were derived from the tail's messages alone (told from no context); where the
+    point knows the context before them, it stands until a message reports its own
+    (:func:`~murmur_analysis.algorithms.history.running_context`).
+    """
+    usages = [u for c in tail.conversation.columns or () for u in (c.usage or [None] * len(c))]
+    if point.context is None or not usages:
+        return growth
+    context = running_context(usages, point.context)
+    message = pc.fill_null(pc.equal(growth.column("event"), "message"), False).to_numpy(zero_copy_only=False)
+    at = np.flatnonzero(message)
+    positions = growth.column("position").to_numpy(zero_copy_only=False)[at]
+    column = growth.column("context_tokens").to_pylist()
+    for row, position in zip(at.tolist(), positions.tolist(), strict=True):
+        column[row] = context[position]
+    i = growth.schema.get_field_index("context_tokens")
+    return growth.set_column(i, "context_tokens", pa.array(column, growth.schema.field(i).type))
+
+
 def continue_rows(
     tail: Tail, point: ResumePoint, tables: dict[str, pa.Table], before: dict[str, Any] | None,
 ) -> GrownRows | None:
@@ -122,7 +145,8 @@ def continue_rows(
     base = point.messages
     out = dict(tables)
     out["messages"] = _shift(tables["messages"], {"seq": base})
-    out["growth"] = _shift(tables["growth"], {"position": base, "messages": base, "chars": point.chars})
+    out["growth"] = _shift(_context_from(tables["growth"], tail, point), {"position": base, "messages": base,
+                                                                           "chars": point.chars})
     out["usage"] = _shift(tables["usage"], {"seq": base})
     calls = _shift(tables["tool_calls"], {"called_seq": base, "result_seq": base})
     # The walk's last rows answer earlier calls: their result fields go to those calls' rows.
@@ -141,7 +165,7 @@ def continue_rows(
         lasts = [t for t in (before["last_at"], now["last_at"]) if t is not None]
         row = dict(before)
         row.update(
-            title=before["title"] if before["title"] is not None else now["title"],
+            title=now["title"] if tail.retitled or before["title"] is None else before["title"],
             first_at=min(times) if times else None,
             last_at=max(lasts) if lasts else None,
             messages=before["messages"] + now["messages"],

@@ -28,7 +28,7 @@ from ..core.handoff import Conversation, EntryColumns, Reading, Summary, TableRo
 from ..core.model import Entry
 from ..core.pricing import Pricer, Prices, price_tables
 from ..sources import Diagnostics
-from ..sources.base import ReadContext, Source
+from ..sources.base import Earlier, ReadContext, Source
 from ..tables.frames import FrameBuilder
 from .discovery import Discovery, PathArg, checked_options, nothing_found, printable
 
@@ -46,6 +46,8 @@ Progress = Callable[[str, str], None]
 Keep = Callable[[Source, Conversation], "bool | Conversation"]
 #: What a source is told it need not read (``ReadContext.skip``, bound to the source).
 Skip = Callable[[Source, Conversation], bool]
+#: What the consumer recorded of a conversation at its last read (``ReadContext.earlier``, bound to the source).
+Recorded = Callable[[Source, Conversation], Earlier | None]
 
 _PROGRESS_EVERY = 65_536
 
@@ -187,10 +189,11 @@ class LoadPlan:
         #: time bounds how much the sources decode ahead of it.
         self.read_ahead: int | None = None
 
-    def context(self, src: Source, skip: Skip | None = None) -> ReadContext:
-        """What ``src.open`` is told: this plan's text choice and read-ahead, and ``skip`` bound to ``src``."""
+    def context(self, src: Source, skip: Skip | None = None, earlier: Recorded | None = None) -> ReadContext:
+        """What ``src.open`` is told: this plan's text choice and read-ahead, ``skip`` and ``earlier`` bound to it."""
         told = (lambda conv: skip(src, conv)) if skip is not None else None
-        return ReadContext(text=self.text, skip=told, read_ahead=self.read_ahead)
+        recorded = (lambda conv: earlier(src, conv)) if earlier is not None else None
+        return ReadContext(text=self.text, skip=told, read_ahead=self.read_ahead, earlier=recorded)
 
     def new_builder(self) -> FrameBuilder:
         """An empty frame builder for this plan (text columns filled or left out as asked)."""
@@ -199,13 +202,16 @@ class LoadPlan:
     def _counts(self) -> dict[str, int]:
         return self.builder.rows()
 
-    def events(self, keep: Keep | None = None, skip: Skip | None = None) -> Iterator[LoadEvent]:
+    def events(self, keep: Keep | None = None, skip: Skip | None = None,
+               earlier: Recorded | None = None) -> Iterator[LoadEvent]:
         """Run the plan, yielding after each conversation and after each path's source.
 
         Args:
             keep: called before a conversation's entries are read; ``False`` skips it.
             skip: told to each source (``ReadContext.skip``): ``True`` promises that ``keep``
                 will skip that conversation, so the source need not read it at all.
+            earlier: told to each source (``ReadContext.earlier``): what the consumer recorded
+                of a conversation at its last read.
 
         Raises:
             NoSourceError: a readable path no source recognises.
@@ -214,7 +220,7 @@ class LoadPlan:
         """
         progress, discovery = self.progress, self.discovery
         for src, target in discovery.targets(self.paths):
-            ctx = self.context(src, skip)
+            ctx = self.context(src, skip, earlier)
             if progress:
                 progress("source", f"{src.name}: {target}")
             diags = Diagnostics(src.name)

@@ -23,11 +23,26 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..core.diagnostics import Diagnostics
-from ..core.handoff import Conversation, TableRows
+from ..core.handoff import Conversation, ResumePoint, TableRows
 from ..core.identity import Identity, file_identity
+from ..core.values import JSON
 
 #: ``Diagnostics`` is re-exported here for source authors: ``open`` receives one.
-__all__ = ["READ_ALL", "Diagnostics", "ReadContext", "Source"]
+__all__ = ["READ_ALL", "Diagnostics", "Earlier", "ReadContext", "Source"]
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """What the consumer recorded of a conversation when it last had its rows (an export's state).
+
+    Attributes:
+        fingerprint: the source's :meth:`Source.fingerprint` of it then, as JSON values.
+        point: where that read stopped (:class:`~murmur_analysis.core.handoff.ResumePoint`,
+            tied to the file), if the source left one.
+    """
+
+    fingerprint: JSON
+    point: ResumePoint | None
 
 
 @dataclass(frozen=True)
@@ -44,11 +59,16 @@ class ReadContext:
             :class:`~murmur_analysis.sources.resume.Resumable`); the source never calls it back.
         read_ahead: how many bytes of input a source may decode ahead of the conversation
             being consumed (``None``: as the source sees fit).
+        earlier: what the consumer recorded of a conversation at its last read (``None``:
+            nothing), asked before ``skip``: a source whose conversations' rows depend on one
+            another (Claude Code counts a response once over a whole home) tells from it which
+            files only grew, and whether what they grew by leaves the others' rows as they were.
     """
 
     text: bool = True
     skip: Callable[[Conversation], bool] | None = None
     read_ahead: int | None = None
+    earlier: Callable[[Conversation], Earlier | None] | None = None
 
 
 #: A plain read: text on, nothing skipped, read-ahead as the source sees fit.

@@ -77,12 +77,16 @@ class Tail:
         reported: responses before the point that no usage row before it reported on, and
             that a usage row after it does (its ``seq`` names the earlier message): the
             earlier rows counted them in ``conversations.unreported_responses``.
+        retitled: the conversation's title (``conversation.summary.title``) is the whole
+            conversation's, as the source read it over the whole file, not the tail's own
+            (which would name the conversation only where the earlier rows named none).
     """
 
     conversation: Conversation
     point: ResumePoint | None
     answered: list[int]
     reported: int = 0
+    retitled: bool = False
 
 
 def resumed(point: ResumePoint) -> Pairer:

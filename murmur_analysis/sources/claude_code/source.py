@@ -28,18 +28,27 @@ first user text that is not a harness line (that one only when texts are read). 
 ``compact_boundary`` line is a ``growth`` row of event ``compaction`` (``preTokens``,
 ``postTokens``, and the summary the following ``isCompactSummary`` line carries).
 
-**Incremental export.** Every conversation's rows may depend on every file of its load, so a
-load is read whole or not at all: ``open`` asks the load (``ReadContext.skip``) about each file
-before it scans any, and scans none when every one may be skipped (an export of a home none of
-whose files changed, appeared or went: each fingerprint holds a digest of all of them). Else it
-reads every file, as a load does. A flat ``agent-<id>.jsonl`` is named by the session its lines
-name, so a load holding one is always read. No file is read on from a point.
+**Incremental export.** Every conversation's rows may depend on every file of its load, so
+``open`` asks the load (``ReadContext.skip``) about each file before it scans any, and scans
+none when every one may be skipped. What the fingerprints share is what the rows were read as
+of (:meth:`ClaudeCodeSource._epoch`): a digest of every file of the load when it was read whole,
+carried on while the files only grow by lines that change no other file's rows
+(:mod:`.readon`, checked over one lean scan of the home against what the export recorded,
+``ReadContext.earlier``). Then an unchanged file's rows are kept and a grown one's new lines are
+read on from where the last read stopped (:meth:`ClaudeCodeSource.read_range`), or, where they
+change its own earlier rows (a rewind, a compaction's summary), that file alone is read whole.
+Any other change (a file rewritten, added or gone, a line shared with another file) reads the
+whole load again. A flat ``agent-<id>.jsonl`` is named by the session its lines name, so a load
+holding one is always read. A file's unreadable lines are reported as its conversation is handed
+over, so they are kept with its rows.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
@@ -49,16 +58,21 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ...core.files import steady
-from ...core.handoff import Conversation, Summary, UsageRow
-from ...core.identity import file_identity
+from ...algorithms.history import context_after
+from ...algorithms.pairing import Pairer
+from ...core.files import open_regular, steady
+from ...core.handoff import Conversation, EntryColumns, ResumePoint, Summary, UsageRow
+from ...core.identity import Verdict, classify, file_identity
 from ...core.model import Usage
 from ...core.providers import accounting
-from ..base import READ_ALL, Diagnostics, ReadContext, Source
-from ..lines import report, scan_lines
+from ...core.values import JSON
+from ..base import READ_ALL, Diagnostics, Earlier, ReadContext, Source
+from ..lines import LineRows, report, scan_bytes, scan_lines
+from ..resume import Tail, read_exactly, resumed
 from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
 from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
+from .readon import Grown, independent
 from .usage import COUNTERS, SYNTHETIC, Counted, count_responses
 from .whole import Whole, firsts, mask, true
 
@@ -139,7 +153,8 @@ class ClaudeCodeSource(Source):
 
     def __init__(self, *, settle_seconds: float = 5.0) -> None:
         self.settle_seconds = float(settle_seconds)
-        self._digests: dict[str, str] = {}
+        self._epochs: dict[str, JSON] = {}  # by root: what every conversation's rows of it were read as of
+        self._grown: dict[str, tuple[SessionFile, Grown]] = {}  # by path: a file found grown, as checked
 
     @classmethod
     def default_homes(cls) -> list[Path]:
@@ -155,10 +170,12 @@ class ClaudeCodeSource(Source):
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every transcript under ``path``, each a conversation (see the module doc)."""
         files = files_under(path, diagnostics)
-        if files and ctx.skip is not None and self._skipped(files, path, ctx.skip):
-            for f in files:
-                yield self._unread(f, path)
-            return
+        if ctx.skip is not None:
+            self._epochs[str(path)] = self._epoch(files, path, ctx.earlier)
+            if files and self._skipped(files, path, ctx.skip):
+                for f in files:
+                    yield self._unread(f, path)
+                return
         yield from self._load(files, path, diagnostics, ctx.text)
 
     def _unread(self, f: SessionFile, root: Path) -> Conversation:
@@ -168,31 +185,125 @@ class ClaudeCodeSource(Source):
 
     def _skipped(self, files: list[SessionFile], root: Path, skip: Callable[[Conversation], bool]) -> bool:
         """Whether the load may skip every file of ``root`` (asked before any is scanned)."""
-        self._digests[str(root)] = _digest(files)
         if any(f.session is None for f in files):  # a flat agent file's session is in its lines
             return False
         return all([skip(self._unread(f, root)) for f in files])  # every one asked: each decided for
 
+    def _epoch(self, files: list[SessionFile], root: Path, earlier: Callable[[Conversation], Earlier | None] | None,
+               ) -> JSON:
+        """What the rows of every file of ``root`` are as of: the earlier read's, or this home as it is.
+
+        The earlier read's when every file is as it was or only grew, and what they grew by
+        changes no other file's rows (:func:`.readon.independent`, over a lean scan of the
+        home): then an unchanged file's rows are kept and a grown one's read on. Else a digest
+        of every file's identity, which every conversation's fingerprint holds, so that any
+        change reads the whole home again.
+        """
+        fresh: JSON = [_digest(files), len(files)]
+        if earlier is None or not files or any(f.session is None for f in files):
+            return fresh
+        known = [earlier(self._unread(f, root)) for f in files]
+        epochs = [k.fingerprint[2] if k is not None and isinstance(k.fingerprint, list) and len(k.fingerprint) == 3
+                  else None for k in known]
+        first = epochs[0]
+        if not (isinstance(first, list) and len(first) == 2 and first[1] == len(files)
+                and all(e == first for e in epochs)):
+            return fresh
+        grown: list[Grown] = []
+        for i, (f, k) in enumerate(zip(files, known, strict=True)):
+            assert k is not None
+            verdict = _verdict(k, f.path)
+            if verdict == "grew" and k.point is not None:
+                grown.append(Grown(i, k.point.lines, 0, 0))
+            elif verdict != "same":
+                return fresh
+        if not grown:
+            return first
+        lean = scan_lines(FORMAT, [f.path for f in files], text=False)
+        if any(r.error is not None for r in lean):
+            return fresh
+        checked = independent(files, Whole.of(lean), [replace(g, end=lean[g.file].end, size=lean[g.file].size)
+                                                      for g in grown])
+        if checked is None:
+            return fresh
+        for g in checked:
+            self._grown[str(files[g.file].path)] = (files[g.file], g)
+        return first
+
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
         """The conversation of one file again, read with the load it was found in (its usage depends on it)."""
+        return self._one(key, diagnostics, True)
+
+    def _one(self, key: Hashable, diagnostics: Diagnostics, text: bool) -> Conversation:
         assert isinstance(key, tuple) and len(key) == 2
         file, root = key
-        for conv in self._load(files_under(Path(root), diagnostics), Path(root), diagnostics, True):
+        for conv in self._load(files_under(Path(root), diagnostics), Path(root), diagnostics, text):
             if conv.path == file:
                 return conv
         return Conversation(self.name, Path(file).stem, [], key=key, path=file)
 
     def fingerprint(self, conv: Conversation) -> object:
-        """The file's identity, whether it is steady, and a digest of every file of its load.
+        """The file's identity, whether it is steady, and what every file of its load is read as of.
 
         A response's owner is decided over the whole load (copies, replays, mirrored subagent
-        lines), so a change to any file of it reads every conversation of it again; a file
+        lines), so a change to any file of it reads every conversation of it again, unless the
+        files only grew by lines that change no other file's rows (:meth:`_epoch`); a file
         rewritten in place (Claude Code back-fills usage and rewrites tails) changes its identity.
         """
         own = self.file_identities(conv)
         if own is None or not isinstance(conv.key, tuple):
             return None
-        return [own, steady(Path(own[0][0]), self.settle_seconds), self._digests.get(str(conv.key[1]))]
+        return [own, steady(Path(own[0][0]), self.settle_seconds), self._epochs.get(str(conv.key[1]))]
+
+    # ------------------------------------------------------------------ reading on (Resumable)
+
+    def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
+        """A file found grown by lines that change no other file's rows, nor its own earlier ones.
+
+        Never by ranges (``before`` ``None``): a range of a file is not read apart from the home.
+        """
+        found = self._grown.get(str(conv.path))
+        return (found is not None and found[1].alone and isinstance(before, list) and isinstance(now, list)
+                and len(before) == len(now) == 3 and before[1:] == now[1:])
+
+    def read_range(self, conv: Conversation, fd: int, start: int, end: int, point: ResumePoint,
+                   diagnostics: Diagnostics, text: bool, scratch: Path) -> Tail | None:
+        """The rows of the lines ``conv``'s file grew by since ``point``, read alone, as the lean scan checked them.
+
+        They are read as far as that scan read the file: when it has grown again since, only
+        that far, and the tail's point is ``None`` (the next read is whole). ``None`` when the
+        file was not checked, or the lines read now are not the lines checked, or the resumed
+        pairing walk is not exact.
+        """
+        found = self._grown.get(str(conv.path))
+        if found is None or conv.path is None or not isinstance(conv.key, tuple):
+            return None
+        f, g = found
+        stop = end if end == g.size else g.end  # grown again since it was checked: only what was checked
+        if not g.alone or g.lost is None or point.lines != g.lines or g.end < start or end < g.size:
+            return None
+        data = read_exactly(fd, start, stop)
+        if data is None:
+            return None
+        rows = scan_bytes(FORMAT, Path(conv.path), data, point.lines + 1, text=text)
+        if rows.error is not None or start + rows.end != g.end or rows.table.num_rows != len(g.lost):
+            return None
+        reported = Diagnostics(self.name)
+        ((read, walk),) = self._conversations([f], [rows], Path(conv.key[1]), reported, text, g.lost, point)
+        if not walk.exact:
+            return None
+        diagnostics.extend(reported.rows)
+        summary = replace(read.summary, title=g.title) if read.summary is not None else None
+        return Tail(replace(read, resume=None, summary=summary), read.resume if stop == end else None,
+                    walk.answered, retitled=True)
+
+    def cut(self, fd: int, target: int, end: int, window: int) -> int | None:
+        """No file is read by ranges (see :meth:`resumable`)."""
+        return None
+
+    def read_whole(self, conv: Conversation, diagnostics: Diagnostics, text: bool) -> Conversation:
+        """``conv``'s file read whole, with its load (its usage depends on every file of it)."""
+        return self._one(conv.key, diagnostics, text)
 
     # ------------------------------------------------------------------------------ reading
 
@@ -201,18 +312,29 @@ class ClaudeCodeSource(Source):
         if not files:
             return
         rows = scan_lines(FORMAT, [f.path for f in files], text=text)
-        self._digests[str(root)] = _digest(files)
-        for r in rows:
-            report(r, diagnostics, self.settle_seconds)
+        self._epochs.setdefault(str(root), [_digest(files), len(files)])
+        for conv, _ in self._conversations(files, rows, root, diagnostics, text):
+            yield conv
+
+    def _conversations(self, files: list[SessionFile], rows: list[LineRows], root: Path, diagnostics: Diagnostics,
+                       text: bool, lost: np.ndarray | None = None, before: ResumePoint | None = None,
+                       ) -> Iterator[tuple[Conversation, Pairer]]:
+        """Each file's conversation from its rows, with the pairing walk that paired it.
+
+        ``before``: the rows are the lines a file grew by since that point (``files`` is that
+        one file), their pairing walk going on from its state, and ``lost`` their rewind marks
+        as a read of the whole file decides them.
+        """
         w = Whole.of(rows)
         messages = Messages.of(w)
         counted = count_responses(w, _ranks(w))
         sessions = _sessions(files, w)
         spawns = spawning_calls(files, w, sessions)
         usage_rows, usages = _usage(counted, messages)
-        parts = EntryParts.build(w, messages, text, abandoned(w))
+        parts = EntryParts.build(w, messages, text, abandoned(w) if lost is None else lost)
         growth, names = compactions(messages, text), titles(w, messages)
         odd = _odd_lines(messages)
+        start = before if before is not None else ResumePoint()
         for i, f in enumerate(files):
             session = sessions[i]
             if f.agent is None:
@@ -220,15 +342,46 @@ class ClaudeCodeSource(Source):
             else:
                 cid = f"{session}/{f.name}" if session else f.name
                 parent, call = session, f.spawned_by or spawns.get((session, f.agent))
+            # reported as its conversation is handed over, so that the rows are its own (kept with its rows)
+            report(rows[i], diagnostics, self.settle_seconds)
             for line in odd.get(i, ()):
                 diagnostics.report(f.path, "not_a_message", "its message is not a JSON object; read as a message with "
                                                             "no content", line)
-            columns = parts.of(i, usages[i])
+            own = usages[i]
+            columns = parts.of(i, own)
+            walk = _walk(columns, before)
+            paired = walk.pairing()
             a, b = messages.span(i)
-            summary = Summary(usage=tuple(usage_rows[i]), growth=growth[i] or None, title=names[i])
-            view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, usages[i])
+            point = ResumePoint(messages=start.messages + b - a, lines=start.lines + rows[i].lines,
+                                chars=start.chars + int(pc.sum(columns.text_chars).as_py() or 0), walk=walk.save(),
+                                context=context_after(own, start.context) if own else start.context)
+            summary = Summary(usage=tuple(usage_rows[i]), growth=growth[i] or None, title=names[i], paired=paired)
+            view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, own)
             yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
-                               summary=summary, parent_conversation_id=parent, parent_call_id=call)
+                               summary=summary, parent_conversation_id=parent, parent_call_id=call,
+                               resume=point), walk
+
+
+def _walk(columns: EntryColumns, before: ResumePoint | None) -> Pairer:
+    """The pairing walk over a file's messages (going on from ``before``'s state), as the frame builder walks them."""
+    walk = resumed(before) if before is not None else Pairer(keep_inputs=False)
+    walk.feed_chunk(columns)
+    return walk
+
+
+def _verdict(known: Earlier, path: Path) -> Verdict:
+    """Whether the file at ``path`` is the one an earlier read read (``same``), it grown, or another."""
+    point = known.point
+    if point is not None and point.at is not None:
+        try:
+            with open_regular(path) as fh:
+                return classify(point.at, fh.fileno(), os.fstat(fh.fileno()))
+        except OSError:
+            return "replaced"
+    fp = known.fingerprint
+    own = fp[0] if isinstance(fp, list) and fp else None
+    same = isinstance(own, list) and len(own) == 1 and isinstance(own[0], list) and own[0][1:] == [file_identity(path)]
+    return "same" if same else "replaced"
 
 
 def _digest(files: Sequence[SessionFile]) -> str:

@@ -1,0 +1,223 @@
+"""Claude Code homes exported incrementally: a session file that only grew is read on from where the last read stopped.
+
+A home is counted as a whole (a response in several files counts once), so what a file grew by
+is read alone only where it changes no other file's rows, nor its own earlier ones; else the
+home, or that file, is read whole. Either way every export of a grown home must equal a fresh
+load of it, table by table: the tests below cut each sample file at every line, export, append
+the rest and export again. The export's counts prove which path was taken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_export import _ordered, assert_same
+
+import murmur_analysis as ma
+from murmur_analysis.corpus import read_parquet
+from murmur_analysis.export import ExportResult, export
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "data" / "samples" / "claude_code"
+NOW = {"claude_code": {"settle_seconds": 0.0}}
+T_OLD = 1_700_000_000
+SHOP = "projects/-home-dev-shop"
+MAIN = f"{SHOP}/6f1c2a9e-3b7d-4c21-9a55-0d4e8b1f7a01.jsonl"
+SECOND = f"{SHOP}/8a2d4c6e-1f3b-4d5a-8e7c-2b9a0f1e3d02.jsonl"
+AGENT = f"{SHOP}/6f1c2a9e-3b7d-4c21-9a55-0d4e8b1f7a01/subagents/agent-a7f3e91.jsonl"
+NOTES = "projects/-home-dev-notes/1b3d5f7a-9c2e-4f6a-8b0d-3c5e7a9f1b03.jsonl"
+FILES = [MAIN, SECOND, AGENT, NOTES]
+
+
+def _age(home: Path, stamp: int) -> None:
+    for f in home.rglob("*.jsonl"):
+        os.utime(f, (T_OLD + stamp, T_OLD + stamp))  # settled, and not changed during the export
+
+
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(SAMPLE, home)
+    _age(home, 0)
+    return home
+
+
+def _cut(path: Path, keep: int) -> bytes:
+    """Keep the first ``keep`` lines of ``path``; the rest."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:keep]))
+    return b"".join(lines[keep:])
+
+
+def _grow(home: Path, name: str, data: bytes, stamp: int = 1) -> None:
+    """Append ``data`` to the file ``name``, which alone is touched."""
+    path = home / name
+    with path.open("ab") as fh:
+        fh.write(data)
+    os.utime(path, (T_OLD + stamp, T_OLD + stamp))
+
+
+def _export(home: Path, out: Path) -> ExportResult:
+    return export(home, out=out, source="claude_code", options=NOW, batch_conversations=1)
+
+
+def _same(home: Path, out: Path) -> None:
+    exported, loaded = read_parquet(out).tables, ma.load(home, source="claude_code", options=NOW).tables
+    assert_same(exported, loaded)
+    assert _ordered(exported) == _ordered(loaded)
+
+
+def _lines(name: str) -> int:
+    return len((SAMPLE / name).read_bytes().splitlines())
+
+
+def _line(name: str, n: int) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads((SAMPLE / name).read_bytes().splitlines()[n - 1])
+    return parsed
+
+
+@pytest.mark.parametrize(("name", "keep"), [(f, k) for f in FILES for k in range(1, _lines(f))])
+def test_every_cut_of_every_file_exports_as_a_fresh_load(tmp_path: Path, name: str, keep: int) -> None:
+    home = _home(tmp_path)
+    rest = _cut(home / name, keep)
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, name, rest)
+    again = _export(home, out)
+    _same(home, out)
+    assert again.conversations_appended + again.conversations_read + again.conversations_kept == len(FILES)
+
+
+def test_lines_that_touch_no_other_file_are_read_on_and_the_rest_kept(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    rest = _cut(home / NOTES, 2)  # the prompt and the call; the result and the answer are appended
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, NOTES, rest)
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (1, 3, 0)
+    _same(home, out)
+    # and once more, growing two files at once, one with a new ai-title: both read on, titled as a whole read
+    new = {**_line(NOTES, 4), "uuid": "0c0c0c0c-0000-4000-8000-000000000001", "timestamp": "2025-11-26T23:00:00.000Z"}
+    new["message"] = {**new["message"], "id": "msg_grown_notes", "content": [{"type": "text", "text": "more"}]}
+    title = {"type": "ai-title", "aiTitle": "Notes, summarised again", "sessionId": new["sessionId"]}
+    _grow(home, NOTES, (json.dumps(new) + "\n" + json.dumps(title) + "\n").encode(), 2)
+    prompt = {**_line(MAIN, 19), "uuid": "0c0c0c0c-0000-4000-8000-000000000002", "parentUuid": _line(MAIN, 20)["uuid"],
+              "timestamp": "2025-11-27T10:00:00.000Z",
+              "message": {"role": "user", "content": [{"type": "text", "text": "and the tax?"}]}}
+    _grow(home, MAIN, (json.dumps(prompt) + "\n").encode(), 2)
+    third = _export(home, out)
+    assert (third.conversations_appended, third.conversations_kept, third.conversations_read) == (2, 2, 0)
+    _same(home, out)
+    titles = read_parquet(out).tables["conversations"].to_pydict()
+    assert "Notes, summarised again" in titles["title"]
+
+
+def test_a_line_another_file_holds_reads_the_home_whole(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    # a response line of the second session, copied into the notes session (as a resumed session's copy is)
+    _grow(home, NOTES, (SAMPLE / SECOND).read_bytes().splitlines(keepends=True)[6])
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
+    _same(home, out)
+
+
+def test_a_response_streamed_across_the_point_reads_the_file_whole(tmp_path: Path) -> None:
+    # the main session's first response is written as three lines: cut after the first of them
+    home = _home(tmp_path)
+    rest = _cut(home / MAIN, 3)
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, MAIN, rest)
+    again = _export(home, out)
+    assert again.conversations_appended == 0
+    _same(home, out)
+
+
+def _prompt(uuid: str, parent: str, text: str, at: str) -> dict[str, Any]:
+    return {**_line(NOTES, 1), "uuid": uuid, "parentUuid": parent, "timestamp": at,
+            "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+
+
+def test_a_rewind_in_the_new_lines_reads_the_file_whole(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    answer = _line(NOTES, 4)["uuid"]
+    first = _prompt("0c0c0c0c-0000-4000-8000-000000000004", answer, "now in two bullets", "2025-11-26T23:00:00.000Z")
+    _grow(home, NOTES, (json.dumps(first) + "\n").encode())
+    out = tmp_path / "out"
+    _export(home, out)
+    # the user rewinds: a later prompt under the same answer abandons the first one's branch
+    again = _prompt("0c0c0c0c-0000-4000-8000-000000000005", answer, "no, in one line", "2025-11-26T23:30:00.000Z")
+    _grow(home, NOTES, (json.dumps(again) + "\n").encode(), 2)
+    grown = _export(home, out)
+    assert (grown.conversations_appended, grown.conversations_kept, grown.conversations_read) == (0, 3, 1)
+    _same(home, out)
+    messages = read_parquet(out).tables["messages"].to_pydict()
+    assert [s for c, s in zip(messages["conversation_id"], messages["status"], strict=True)
+            if c == Path(NOTES).stem][-2:] == ["abandoned", None]
+
+
+def test_a_response_with_no_id_copied_from_another_file_reads_the_home_whole(tmp_path: Path) -> None:
+    # a response line with no message.id is one response by itself: only its uuid tells a copy of it
+    home = _home(tmp_path)
+    alone = {**_line(AGENT, 2), "uuid": "0c0c0c0c-0000-4000-8000-000000000006", "timestamp": "2025-11-24T09:12:40.000Z"}
+    alone["message"] = {k: v for k, v in alone["message"].items() if k != "id"}
+    _grow(home, AGENT, (json.dumps(alone) + "\n").encode())
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, NOTES, (json.dumps({**alone, "sessionId": _line(NOTES, 1)["sessionId"]}) + "\n").encode(), 2)
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
+    _same(home, out)
+
+
+def test_new_lines_earlier_than_a_file_s_first_line_read_the_home_whole(tmp_path: Path) -> None:
+    # the two shop sessions share a response, counted in the one whose first line is earliest (the
+    # main session: the same time, first in load order); a line older than both moves it to the second
+    home = _home(tmp_path)
+    _cut(home / SECOND, _lines(SECOND) - 1)  # its torn last line left out: it ends at a line's end
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    early = _prompt("0c0c0c0c-0000-4000-8000-000000000007", _line(SECOND, 8)["uuid"], "one more thing",
+                    "2025-11-24T09:00:00.000Z")
+    _grow(home, SECOND, (json.dumps({**early, "sessionId": _line(SECOND, 2)["sessionId"]}) + "\n").encode())
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
+    _same(home, out)
+
+
+def test_new_lines_naming_a_subagent_s_spawning_call_read_the_home_whole(tmp_path: Path) -> None:
+    # a subagent of the notes session with no .meta.json: its parent call is the result that names it
+    home = _home(tmp_path)
+    session = _line(NOTES, 1)["sessionId"]
+    agent = home / "projects" / "-home-dev-notes" / session / "subagents" / "agent-b0b0b0b.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_bytes(b"".join((json.dumps({**_line(AGENT, n), "sessionId": session}) + "\n").encode()
+                               for n in range(1, _lines(AGENT) + 1)))
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    call = {**_line(NOTES, 2), "uuid": "0c0c0c0c-0000-4000-8000-000000000008", "timestamp": "2025-11-26T23:00:00.000Z"}
+    call["message"] = {**call["message"], "id": "msg_spawn",
+                       "content": [{"type": "tool_use", "id": "toolu_spawn", "name": "Task", "input": {}}]}
+    answered = [{"type": "tool_result", "tool_use_id": "toolu_spawn", "content": "done"}]
+    result = {**_line(NOTES, 3), "uuid": "0c0c0c0c-0000-4000-8000-000000000009",
+              "timestamp": "2025-11-26T23:00:09.000Z", "message": {"role": "user", "content": answered},
+              "toolUseResult": {"status": "completed", "agentId": "b0b0b0b"}}
+    _grow(home, NOTES, (json.dumps(call) + "\n" + json.dumps(result) + "\n").encode())
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 5)
+    _same(home, out)
+    conversations = read_parquet(out).tables["conversations"].to_pydict()
+    assert conversations["parent_call_id"][conversations["conversation_id"].index(f"{session}/agent-b0b0b0b")] \
+        == "toolu_spawn"
