@@ -255,6 +255,17 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
         ]))
     scenarios.append(_codex_daily(p))
     scratch = str(p.root / "export-scratch")
+    claude_args = {"home": claude, "scratch": scratch}
+    scenarios.append(Scenario(
+        "claude-export", "Parquet export of a Claude Code home: full, unchanged, after 1% of the sessions grew",
+        f"{claude_bytes / 1e6:,.0f} MB of sessions", claude_bytes, [
+            Tool(EXPORT_FULL, "scenarios:toolkit_claude_export", {**claude_args, "mode": "full"}, toolkit=True,
+                 needs="claude_code", note="export(home, out=) into an empty folder"),
+            Tool(EXPORT_UNCHANGED, "scenarios:toolkit_claude_export", {**claude_args, "mode": "unchanged"},
+                 needs="claude_code", note="the same export again"),
+            Tool(EXPORT_APPENDED, "scenarios:toolkit_claude_export", {**claude_args, "mode": "appended"},
+                 needs="claude_code", note="again after one more response in 1% of the sessions (the rest kept)"),
+        ]))
     home = str(p.small_home)
     scenarios.append(_export("export", "Parquet export of many small murmur records: full, unchanged, appended",
                              f"{len(small):,} records, {small_bytes / 1e6:,.0f} MB", small_bytes,
@@ -454,13 +465,15 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     r = rel(wall("page-cold", TOOLKIT), wall("page-cold", "duckdb read_json_auto"))
     out.append(Target("page-cold", "first page, fresh process, no index, vs DuckDB's full read", "<= 1.5x",
                       _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.5))
-    for key, four in (("export", EXPORT_4X), ("export-long", EXPORT_4X_LONG)):
+    for key, four in (("export", EXPORT_4X), ("export-long", EXPORT_4X_LONG), ("claude-export", None)):
         full = wall(key, EXPORT_FULL)
         for name, goal, limit in ((EXPORT_UNCHANGED, "<= 5% of a full export", 0.05),
                                   (EXPORT_APPENDED, "<= 15% of a full export", 0.15)):
             r = rel(wall(key, name), full)
             out.append(Target(key, f"re-export, {name.split('(')[1].rstrip(')')}", goal,
                               f"{r:.1%}" if r is not None else "not measured", None if r is None else r <= limit))
+        if four is None:
+            continue
         ex = by_key.get(key)
         one_x, four_x = (ex.tool(EXPORT_FULL), ex.tool(four)) if ex else (None, None)
         r = rel(four_x.peak if four_x else None, one_x.peak if one_x else None)
@@ -579,7 +592,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
 
 #: The scenario keys, in the order they run.
 KEYS = ("big-load", "small-load", "litany", "litany-10x", "page-cold", "page-indexed", "walk", "page-warm",
-        "startup", "claude-daily", "codex-daily", "export", "export-long", "export-run")
+        "startup", "claude-daily", "codex-daily", "claude-export", "export", "export-long", "export-run")
 
 
 def _keys(text: str) -> list[str]:

@@ -267,6 +267,52 @@ def toolkit_export(home: str, scratch: str, mode: str = "full", copies: int = 1,
     return run
 
 
+def toolkit_claude_export(home: str, scratch: str, mode: str = "full", fraction: float = 0.01) -> Timed:
+    """``export(home, out=)`` of a Claude Code home: a full export, a re-export of it unchanged, or one after growth.
+
+    Setup (not timed) copies the home's sessions into ``scratch`` (copies, not links: a grown
+    session is appended to in place, as Claude Code appends to a live one) and, for ``unchanged``
+    and ``appended``, makes a first full export; ``appended`` then appends one more response (ids
+    of its own, a copy of the session's last one) to ``fraction`` of the sessions.
+    """
+    import json
+    import random
+
+    from murmur_analysis.export import export
+
+    options = {"claude_code": {"settle_seconds": 0.0}}
+    root = Path(scratch) / f"claude-{mode}"
+    shutil.rmtree(root, ignore_errors=True)
+    sessions = []
+    for file in sorted(Path(home).rglob("*.jsonl")):
+        target = root / "home" / file.relative_to(home)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(file, target)
+        sessions.append(target)
+    out = root / "out"
+    if mode != "full":
+        export(root / "home", out=out, options=options)
+    picked = random.Random(7).sample(sessions, max(1, round(len(sessions) * fraction)))
+    grown = picked if mode == "appended" else []
+    for n, session in enumerate(grown):
+        st = session.stat()
+        last = next(json.loads(line) for line in reversed(session.read_bytes().splitlines())
+                    if b'"type":"assistant"' in line)
+        last.update(uuid=f"00000000-0000-4000-8000-{n:012d}", requestId=f"req_grown_{n}")
+        last["message"] = {**last["message"], "id": f"msg_grown_{n}"}
+        with session.open("ab") as f:
+            f.write(json.dumps(last, separators=(",", ":")).encode() + b"\n")
+        os.utime(session, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+    def run() -> Summary:
+        result = export(root / "home", out=out, options=options)
+        return {"messages": result.rows["messages"], "read": result.conversations_read,
+                "appended": result.conversations_appended, "kept": result.conversations_kept,
+                "sessions_grown": len(grown)}
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 # Fresh processes that start and end: what a notebook's import and a command cost before any data
 
