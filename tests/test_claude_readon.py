@@ -14,11 +14,13 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from test_export import _ordered, assert_same
 
 import murmur_analysis as ma
+import murmur_analysis.sources.claude_code.source as claude_source
 from murmur_analysis.corpus import read_parquet
 from murmur_analysis.export import ExportResult, export
 
@@ -117,6 +119,28 @@ def test_lines_that_touch_no_other_file_are_read_on_and_the_rest_kept(tmp_path: 
     _same(home, out)
     titles = read_parquet(out).tables["conversations"].to_pydict()
     assert "Notes, summarised again" in titles["title"]
+
+
+def test_only_the_grown_files_are_scanned_and_what_the_others_kept_is_enough(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    rest = _cut(home / NOTES, 2)
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, NOTES, rest)
+    scans: list[list[str]] = []
+    real = claude_source.scan_lines
+
+    def spy(fmt: str, paths: Any, **kw: Any) -> Any:
+        scans.append(sorted(Path(p).name for p in paths))
+        return real(fmt, paths, **kw)
+
+    with mock.patch.object(claude_source, "scan_lines", spy):
+        again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept) == (1, 3)
+    # the grown file, and the one whose last read kept nothing (it ends in a torn line: no point to keep it in)
+    assert scans == [sorted([Path(NOTES).name, Path(SECOND).name])]
+    _same(home, out)
 
 
 def test_a_line_another_file_holds_reads_the_home_whole(tmp_path: Path) -> None:
@@ -221,3 +245,45 @@ def test_new_lines_naming_a_subagent_s_spawning_call_read_the_home_whole(tmp_pat
     conversations = read_parquet(out).tables["conversations"].to_pydict()
     assert conversations["parent_call_id"][conversations["conversation_id"].index(f"{session}/agent-b0b0b0b")] \
         == "toolu_spawn"
+
+
+def test_one_response_written_into_two_grown_files_reads_the_home_whole(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    out = tmp_path / "out"
+    _export(home, out)
+    both = {**_line(NOTES, 4), "uuid": "0c0c0c0c-0000-4000-8000-00000000000a", "timestamp": "2025-11-26T23:00:00.000Z"}
+    both["message"] = {**both["message"], "id": "msg_in_both"}
+    _grow(home, NOTES, (json.dumps(both) + "\n").encode())
+    _grow(home, AGENT, (json.dumps(both) + "\n").encode())
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
+    _same(home, out)
+
+
+def test_what_a_file_read_on_keeps_covers_its_earlier_lines_too(tmp_path: Path) -> None:
+    home = _home(tmp_path)
+    rest = _cut(home / NOTES, 2)
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, NOTES, rest)
+    assert _export(home, out).conversations_appended == 1
+    # the notes session's first response (before the point it was read on from), copied into the subagent
+    _grow(home, AGENT, (SAMPLE / NOTES).read_bytes().splitlines(keepends=True)[1], 2)
+    again = _export(home, out)
+    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
+    _same(home, out)
+
+
+def test_what_is_kept_of_a_file_reads_back_or_is_none() -> None:
+    from murmur_analysis.sources.claude_code.readon import Kept
+    from murmur_analysis.sources.lines import scan_lines
+
+    (rows,) = scan_lines("claude_code", [SAMPLE / NOTES], text=False)
+    kept = Kept.of(rows.table)
+    back = Kept.from_doc(json.loads(json.dumps(kept.to_doc())))
+    assert back is not None and back.first == kept.first and back.keys.tolist() == kept.keys.tolist()
+    assert len(kept.keys) == 4 + 2  # four lines' uuids, two responses' ids
+    for doc in (None, {}, {"keys": 3}, {"keys": "not base64!"}, {"keys": "AAAA"}, {"keys": "", "first": "x"},
+                {"keys": "", "first": True}):
+        assert Kept.from_doc(doc) is None

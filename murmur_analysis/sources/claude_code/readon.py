@@ -4,14 +4,19 @@ A Claude Code home is counted as a whole (:mod:`.usage`): a response written int
 counts once, in the file whose first line is earliest, with each counter's largest value over
 its lines; a subagent's spawning call is found in its parent's lines. So what a file grew by
 may change the rows of other files, and of its own earlier lines. It is read on, alone, only
-where it cannot; this module tells, from one lean scan of the home as it is now
-(:func:`~murmur_analysis.sources.lines.scan_lines` without texts), before any file is read:
+where it cannot; this module tells, from a lean scan of the grown files as they are now
+(:func:`~murmur_analysis.sources.lines.scan_lines` without texts) and what the others' last read
+kept of them (:class:`Kept`), before any file is read:
 
 * **Across files** (:func:`independent`): no line a file grew by shares a ``uuid`` (a copy) or a
   ``message.id`` (a response, or its replay) with any line outside what that file grew by;
   none names, by ``toolUseResult.agentId``, a subagent whose file is in the home and whose
   spawning call its ``.meta.json`` does not give; and the files' order by their earliest line
   (which decides whose a shared response is) is what it was. Otherwise the home is read whole.
+  Only the grown files (and any whose last read kept nothing, :class:`Kept`) are scanned: of the
+  others, what their last read kept is enough, the 64-bit keys of their ``uuid`` and
+  ``message.id`` values and their earliest line's time (a key shared by chance reads the home
+  whole, never the other way round).
 * **Within the file** (:class:`Grown`): the earlier lines keep their status (a rewind's
   abandoned branch is decided over the whole file, so a prompt in the new lines may abandon
   earlier ones), and no earlier compaction boundary waits for its summary line. Otherwise that
@@ -20,18 +25,20 @@ where it cannot; this module tells, from one lean scan of the home as it is now
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...core.values import JSON
 from .layout import SessionFile
 from .pieces import Messages, abandoned, titles
 from .whole import Whole, mask, true
 
-__all__ = ["Grown", "independent"]
+__all__ = ["Grown", "Kept", "independent"]
 
 
 @dataclass(frozen=True)
@@ -61,41 +68,94 @@ class Grown:
     title: str | None = None
 
 
-def _tail_rows(w: Whole, grown: Sequence[Grown]) -> np.ndarray:
-    """Which rows of the home are lines a file grew by: each file's own number, else -1."""
+@dataclass(frozen=True)
+class Kept:
+    """What a read of a file keeps of it (in its resume point's ``carry``) for a later check.
+
+    Attributes:
+        keys: the sorted 64-bit keys (the engine's FNV-1a) of every ``uuid`` and ``message.id``
+            of its lines.
+        first: its earliest line's time (microseconds), ``None`` when no line has one.
+    """
+
+    keys: np.ndarray
+    first: int | None
+
+    @classmethod
+    def of(cls, table: pa.Table) -> Kept:
+        """What is kept of a file's rows (the engine's ``uuid_key``, ``msg_key``, ``ts_us``)."""
+        found = [pc.drop_null(table.column(c)).to_numpy() for c in ("uuid_key", "msg_key")]
+        low = pc.min(table.column("ts_us")).as_py()
+        return cls(np.unique(np.concatenate(found).astype(np.int64)), None if low is None else int(low))
+
+    def joined(self, other: Kept) -> Kept:
+        """This and ``other`` (the lines a file grew by) together."""
+        firsts = [f for f in (self.first, other.first) if f is not None]
+        return Kept(np.union1d(self.keys, other.keys), min(firsts) if firsts else None)
+
+    def to_doc(self) -> dict[str, JSON]:
+        """As the JSON values a resume point's carry holds (the keys as base64 of little-endian int64)."""
+        return {"keys": base64.b64encode(self.keys.astype("<i8").tobytes()).decode("ascii"), "first": self.first}
+
+    @classmethod
+    def from_doc(cls, doc: JSON) -> Kept | None:
+        """What :meth:`to_doc` wrote; ``None`` when ``doc`` holds none (the file is scanned instead)."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("keys"), str):
+            return None
+        first = doc.get("first")
+        if not (first is None or (isinstance(first, int) and not isinstance(first, bool))):
+            return None
+        try:
+            raw = base64.b64decode(str(doc["keys"]), validate=True)
+        except ValueError:
+            return None
+        if len(raw) % 8:
+            return None
+        return cls(np.frombuffer(raw, "<i8").astype(np.int64), first)
+
+
+def _tail_rows(w: Whole, grown: Sequence[Grown], at: Mapping[int, int]) -> np.ndarray:
+    """Which rows of the scan are lines a file grew by: that file's number, else -1."""
     owner = np.full(w.table.num_rows, -1, np.int64)
     line = w.table.column("line").to_numpy()
     for g in grown:
-        a, b = int(w.starts[g.file]), int(w.starts[g.file + 1])
+        k = at[g.file]
+        a, b = int(w.starts[k]), int(w.starts[k + 1])
         owner[a:b] = np.where(line[a:b] > g.lines, g.file, -1)
     return owner
 
 
-def _shared(column: pa.ChunkedArray, owner: np.ndarray) -> bool:
-    """Whether a value of ``column`` on a grown file's new line is on any line outside that file's new lines."""
-    encoded = pc.dictionary_encode(column.combine_chunks())
-    code = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    named = code >= 0
-    new = named & (owner >= 0)
+def _shared(w: Whole, owner: np.ndarray, kept: Mapping[int, Kept]) -> bool:
+    """Whether a key of a grown file's new line is a key of any line outside that file's new lines."""
+    t = w.table
+    keys = np.concatenate([pc.fill_null(t.column(c), 0).to_numpy(zero_copy_only=False)
+                           for c in ("uuid_key", "msg_key")])
+    named = np.concatenate([mask(pc.is_valid(t.column(c))) for c in ("uuid_key", "msg_key")])
+    groups = np.concatenate([owner, owner])
+    new = named & (groups >= 0)
     if not new.any():
         return False
-    width = np.int64(owner.max() + 2)
-    # each value's groups: -1 for a line not grown by, else the file it was grown by
-    groups = np.unique(code[named] * width + (owner[named] + 1))
-    values, counts = np.unique(groups // width, return_counts=True)
-    return bool(np.isin(code[new], values[counts > 1]).any())
+    outside = np.concatenate([keys[named & (groups < 0)], *(k.keys for k in kept.values())])
+    if np.isin(keys[new], outside).any():
+        return True
+    # a key of two files' new lines: each file's keys once, then any key twice
+    pairs = np.unique(np.stack([keys[new], groups[new]]), axis=1)
+    return bool(len(pairs[0]) != len(np.unique(pairs[0])))
 
 
-def _order(w: Whole, rows: np.ndarray) -> list[int]:
-    """The files in the order their earliest timed line among ``rows`` gives (untimed last, then load order)."""
+def _order(files: int, w: Whole, at: Mapping[int, int], rows: np.ndarray, kept: Mapping[int, Kept]) -> list[int]:
+    """The home's files in the order their earliest timed line gives (untimed last, then load order).
+
+    A scanned file's earliest among ``rows``; another's as its last read kept it.
+    """
     ts = w.table.column("ts_us").to_numpy(zero_copy_only=False)
     timed = rows & mask(pc.is_valid(w.table.column("ts_us")))
-    earliest: list[int | None] = []
-    for i in range(w.files):
-        a, b = int(w.starts[i]), int(w.starts[i + 1])
+    earliest: list[int | None] = [kept[i].first if i in kept else None for i in range(files)]
+    for i, k in at.items():
+        a, b = int(w.starts[k]), int(w.starts[k + 1])
         here = timed[a:b]
-        earliest.append(int(ts[a:b][here].min()) if here.any() else None)
-    return sorted(range(w.files), key=lambda i: (earliest[i] is None, earliest[i] or 0, i))
+        earliest[i] = int(ts[a:b][here].min()) if here.any() else None
+    return sorted(range(files), key=lambda i: (earliest[i] is None, earliest[i] or 0, i))
 
 
 def _links(files: Sequence[SessionFile], w: Whole, owner: np.ndarray) -> bool:
@@ -109,13 +169,13 @@ def _links(files: Sequence[SessionFile], w: Whole, owner: np.ndarray) -> bool:
     return any((files[int(owner[r])].session, agent) in sought for r, agent in zip(new.tolist(), named, strict=True))
 
 
-def _alone(w: Whole, g: Grown, lost: np.ndarray) -> Grown:
-    """``g`` with what the checks within its file found (see the module doc); ``lost``: the home's marks."""
-    one = _file(w, g.file)
-    a = int(w.starts[g.file])
+def _alone(w: Whole, k: int, g: Grown, lost: np.ndarray) -> Grown:
+    """``g`` (file ``k`` of the scan) with what the checks within its file found; ``lost``: the scan's marks."""
+    one = _file(w, k)
+    a = int(w.starts[k])
     new = one.table.column("line").to_numpy() > g.lines
     before = int(np.count_nonzero(~new))  # a file's rows are in line order: the earlier lines first
-    if (abandoned(_file(w, g.file, upto=before)) != lost[a:a + before]).any():
+    if (abandoned(_file(w, k, upto=before)) != lost[a:a + before]).any():
         return g
     messages = Messages.of(one)
     m = messages.m
@@ -142,19 +202,23 @@ def _file(w: Whole, i: int, upto: int | None = None) -> Whole:
                  np.array([0, events.num_rows], np.int64))
 
 
-def independent(files: Sequence[SessionFile], w: Whole, grown: Sequence[Grown]) -> list[Grown] | None:
+def independent(files: Sequence[SessionFile], w: Whole, scanned: Sequence[int], grown: Sequence[Grown],
+                kept: Mapping[int, Kept]) -> list[Grown] | None:
     """The grown files, each with whether it can be read on alone; ``None``: the home must be read whole.
 
     Args:
         files: the home's files, in load order.
-        w: a lean scan of every one of them as they are now.
+        w: a lean scan of some of them as they are now: the grown ones, and any not in ``kept``.
+        scanned: the index in ``files`` of each file of ``w``.
         grown: the files that grew (their ``alone`` and ``lost`` not yet known).
+        kept: what the last read kept of each file not scanned.
     """
-    owner = _tail_rows(w, grown)
-    t = w.table
-    if _shared(t.column("uuid"), owner) or _shared(t.column("msg_id"), owner) or _links(files, w, owner):
+    at = {i: k for k, i in enumerate(scanned)}
+    owner = _tail_rows(w, grown, at)
+    if _shared(w, owner, kept) or _links(files, w, owner):
         return None
-    if _order(w, owner < 0) != _order(w, np.ones(t.num_rows, bool)):
+    everything = np.ones(w.table.num_rows, bool)
+    if _order(len(files), w, at, owner < 0, kept) != _order(len(files), w, at, everything, kept):
         return None
     lost = abandoned(w)
-    return [_alone(w, g, lost) for g in grown]
+    return [_alone(w, at[g.file], g, lost) for g in grown]

@@ -33,8 +33,9 @@ first user text that is not a harness line (that one only when texts are read). 
 none when every one may be skipped. What the fingerprints share is what the rows were read as
 of (:meth:`ClaudeCodeSource._epoch`): a digest of every file of the load when it was read whole,
 carried on while the files only grow by lines that change no other file's rows
-(:mod:`.readon`, checked over one lean scan of the home against what the export recorded,
-``ReadContext.earlier``). Then an unchanged file's rows are kept and a grown one's new lines are
+(:mod:`.readon`, checked over a lean scan of the grown files against what the export recorded of
+the others, ``ReadContext.earlier``: each file's resume point keeps the keys of its ``uuid`` and
+``message.id`` values and its earliest line's time). Then an unchanged file's rows are kept and a grown one's new lines are
 read on from where the last read stopped (:meth:`ClaudeCodeSource.read_range`), or, where they
 change its own earlier rows (a rewind, a compaction's summary), that file alone is read whole.
 Any other change (a file rewritten, added or gone, a line shared with another file) reads the
@@ -72,7 +73,7 @@ from ..resume import Tail, read_exactly, resumed
 from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
 from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
-from .readon import Grown, independent
+from .readon import Grown, Kept, independent
 from .usage import COUNTERS, SYNTHETIC, Counted, count_responses
 from .whole import Whole, firsts, mask, true
 
@@ -195,7 +196,8 @@ class ClaudeCodeSource(Source):
 
         The earlier read's when every file is as it was or only grew, and what they grew by
         changes no other file's rows (:func:`.readon.independent`, over a lean scan of the
-        home): then an unchanged file's rows are kept and a grown one's read on. Else a digest
+        grown files and what the others' points kept): then an unchanged file's rows are kept
+        and a grown one's read on. Else a digest
         of every file's identity, which every conversation's fingerprint holds, so that any
         change reads the whole home again.
         """
@@ -210,6 +212,7 @@ class ClaudeCodeSource(Source):
                 and all(e == first for e in epochs)):
             return fresh
         grown: list[Grown] = []
+        kept: dict[int, Kept] = {}
         for i, (f, k) in enumerate(zip(files, known, strict=True)):
             assert k is not None
             verdict = _verdict(k, f.path)
@@ -217,13 +220,17 @@ class ClaudeCodeSource(Source):
                 grown.append(Grown(i, k.point.lines, 0, 0))
             elif verdict != "same":
                 return fresh
+            elif k.point is not None and (held := Kept.from_doc(k.point.carry.get("kept"))) is not None:
+                kept[i] = held
         if not grown:
             return first
-        lean = scan_lines(FORMAT, [f.path for f in files], text=False)
+        scanned = [i for i in range(len(files)) if i not in kept]  # the grown, and any whose last read kept nothing
+        lean = scan_lines(FORMAT, [files[i].path for i in scanned], text=False)
         if any(r.error is not None for r in lean):
             return fresh
-        checked = independent(files, Whole.of(lean), [replace(g, end=lean[g.file].end, size=lean[g.file].size)
-                                                      for g in grown])
+        at = {i: k for k, i in enumerate(scanned)}
+        sized = [replace(g, end=lean[at[g.file]].end, size=lean[at[g.file]].size) for g in grown]
+        checked = independent(files, Whole.of(lean), scanned, sized, kept)
         if checked is None:
             return fresh
         for g in checked:
@@ -352,8 +359,13 @@ class ClaudeCodeSource(Source):
             walk = _walk(columns, before)
             paired = walk.pairing()
             a, b = messages.span(i)
+            held: Kept | None = Kept.of(rows[i].table)
+            if before is not None:  # the file's keys are all of its lines': the earlier ones' too, or none kept
+                earlier = Kept.from_doc(before.carry.get("kept"))
+                held = earlier.joined(held) if earlier is not None and held is not None else None
             point = ResumePoint(messages=start.messages + b - a, lines=start.lines + rows[i].lines,
                                 chars=start.chars + int(pc.sum(columns.text_chars).as_py() or 0), walk=walk.save(),
+                                carry={"kept": held.to_doc()} if held is not None else {},
                                 context=context_after(own, start.context) if own else start.context)
             summary = Summary(usage=tuple(usage_rows[i]), growth=growth[i] or None, title=names[i], paired=paired)
             view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, own)

@@ -45,6 +45,10 @@ const INTS: &[&str] = &[
     // compact_boundary
     "pre_tokens",
     "post_tokens",
+    // 64-bit FNV-1a keys of `uuid` and `message.id`: what an export keeps of a file to tell, without
+    // reading it again, whether lines another file grew by are copies or replays of its own
+    "uuid_key",
+    "msg_key",
 ];
 const I_TS: usize = 0;
 const I_SIDECHAIN: usize = 1;
@@ -59,6 +63,8 @@ const I_BREAKDOWN: usize = 14;
 const I_BAD: usize = 15;
 const I_PRE: usize = 16;
 const I_POST: usize = 17;
+const I_UUID_KEY: usize = 18;
+const I_MSG_KEY: usize = 19;
 
 const STRS: &[&str] = &[
     "type",
@@ -151,8 +157,20 @@ impl Format for ClaudeCode {
                 usage(&mut row, u);
             }
         }
+        row.ints[I_UUID_KEY] = row.strs[S_UUID].as_deref().map(key);
+        row.ints[I_MSG_KEY] = row.strs[S_MSG_ID].as_deref().map(key);
         Some(row)
     }
+}
+
+/// A string's 64-bit FNV-1a hash, as a signed integer: stable across runs and machines.
+fn key(s: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h as i64
 }
 
 /// The envelope fields every kind of line may carry, and the metadata lines' own.
