@@ -67,6 +67,24 @@ def _export(home: Path, out: Path) -> ExportResult:
     return export(home, out=out, source="claude_code", options=NOW, batch_conversations=1)
 
 
+def _cut_exported_grown(tmp_path: Path, name: str, keep: int) -> tuple[Path, Path]:
+    """A home whose file ``name`` held its first ``keep`` lines when it was exported, and has all of them now."""
+    home = _home(tmp_path)
+    rest = _cut(home / name, keep)
+    _age(home, 0)
+    out = tmp_path / "out"
+    _export(home, out)
+    _grow(home, name, rest)
+    return home, out
+
+
+def _reexport(home: Path, out: Path) -> tuple[int, int, int]:
+    """Export again: the conversations read on, kept and read whole (the export equal to a fresh load)."""
+    again = _export(home, out)
+    _same(home, out)
+    return again.conversations_appended, again.conversations_kept, again.conversations_read
+
+
 def _same(home: Path, out: Path) -> None:
     exported, loaded = read_parquet(out).tables, ma.load(home, source="claude_code", options=NOW).tables
     assert_same(exported, loaded)
@@ -84,27 +102,16 @@ def _line(name: str, n: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("name", "keep"), [(f, k) for f in FILES for k in range(1, _lines(f))])
 def test_every_cut_of_every_file_exports_as_a_fresh_load(tmp_path: Path, name: str, keep: int) -> None:
-    home = _home(tmp_path)
-    rest = _cut(home / name, keep)
-    _age(home, 0)
-    out = tmp_path / "out"
-    _export(home, out)
-    _grow(home, name, rest)
+    home, out = _cut_exported_grown(tmp_path, name, keep)
     again = _export(home, out)
     _same(home, out)
     assert again.conversations_appended + again.conversations_read + again.conversations_kept == len(FILES)
 
 
 def test_lines_that_touch_no_other_file_are_read_on_and_the_rest_kept(tmp_path: Path) -> None:
-    home = _home(tmp_path)
-    rest = _cut(home / NOTES, 2)  # the prompt and the call; the result and the answer are appended
-    _age(home, 0)
-    out = tmp_path / "out"
-    _export(home, out)
-    _grow(home, NOTES, rest)
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (1, 3, 0)
-    _same(home, out)
+    # the prompt and the call exported; the result and the answer appended
+    home, out = _cut_exported_grown(tmp_path, NOTES, 2)
+    assert _reexport(home, out) == (1, 3, 0)
     # and once more, growing two files at once, one with a new ai-title: both read on, titled as a whole read
     new = {**_line(NOTES, 4), "uuid": "0c0c0c0c-0000-4000-8000-000000000001", "timestamp": "2025-11-26T23:00:00.000Z"}
     new["message"] = {**new["message"], "id": "msg_grown_notes", "content": [{"type": "text", "text": "more"}]}
@@ -114,20 +121,13 @@ def test_lines_that_touch_no_other_file_are_read_on_and_the_rest_kept(tmp_path: 
               "timestamp": "2025-11-27T10:00:00.000Z",
               "message": {"role": "user", "content": [{"type": "text", "text": "and the tax?"}]}}
     _grow(home, MAIN, (json.dumps(prompt) + "\n").encode(), 2)
-    third = _export(home, out)
-    assert (third.conversations_appended, third.conversations_kept, third.conversations_read) == (2, 2, 0)
-    _same(home, out)
+    assert _reexport(home, out) == (2, 2, 0)
     titles = read_parquet(out).tables["conversations"].to_pydict()
     assert "Notes, summarised again" in titles["title"]
 
 
 def test_only_the_grown_files_are_scanned_and_what_the_others_kept_is_enough(tmp_path: Path) -> None:
-    home = _home(tmp_path)
-    rest = _cut(home / NOTES, 2)
-    _age(home, 0)
-    out = tmp_path / "out"
-    _export(home, out)
-    _grow(home, NOTES, rest)
+    home, out = _cut_exported_grown(tmp_path, NOTES, 2)
     scans: list[list[str]] = []
     real = claude_source.scan_lines
 
@@ -149,19 +149,12 @@ def test_a_line_another_file_holds_reads_the_home_whole(tmp_path: Path) -> None:
     _export(home, out)
     # a response line of the second session, copied into the notes session (as a resumed session's copy is)
     _grow(home, NOTES, (SAMPLE / SECOND).read_bytes().splitlines(keepends=True)[6])
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 4)
 
 
 def test_a_response_streamed_across_the_point_reads_the_file_whole(tmp_path: Path) -> None:
     # the main session's first response is written as three lines: cut after the first of them
-    home = _home(tmp_path)
-    rest = _cut(home / MAIN, 3)
-    _age(home, 0)
-    out = tmp_path / "out"
-    _export(home, out)
-    _grow(home, MAIN, rest)
+    home, out = _cut_exported_grown(tmp_path, MAIN, 3)
     again = _export(home, out)
     assert again.conversations_appended == 0
     _same(home, out)
@@ -182,9 +175,7 @@ def test_a_rewind_in_the_new_lines_reads_the_file_whole(tmp_path: Path) -> None:
     # the user rewinds: a later prompt under the same answer abandons the first one's branch
     again = _prompt("0c0c0c0c-0000-4000-8000-000000000005", answer, "no, in one line", "2025-11-26T23:30:00.000Z")
     _grow(home, NOTES, (json.dumps(again) + "\n").encode(), 2)
-    grown = _export(home, out)
-    assert (grown.conversations_appended, grown.conversations_kept, grown.conversations_read) == (0, 3, 1)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 3, 1)
     messages = read_parquet(out).tables["messages"].to_pydict()
     assert [s for c, s in zip(messages["conversation_id"], messages["status"], strict=True)
             if c == Path(NOTES).stem][-2:] == ["abandoned", None]
@@ -199,9 +190,7 @@ def test_a_response_with_no_id_copied_from_another_file_reads_the_home_whole(tmp
     out = tmp_path / "out"
     _export(home, out)
     _grow(home, NOTES, (json.dumps({**alone, "sessionId": _line(NOTES, 1)["sessionId"]}) + "\n").encode(), 2)
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 4)
 
 
 def test_new_lines_earlier_than_a_file_s_first_line_read_the_home_whole(tmp_path: Path) -> None:
@@ -215,9 +204,7 @@ def test_new_lines_earlier_than_a_file_s_first_line_read_the_home_whole(tmp_path
     early = _prompt("0c0c0c0c-0000-4000-8000-000000000007", _line(SECOND, 8)["uuid"], "one more thing",
                     "2025-11-24T09:00:00.000Z")
     _grow(home, SECOND, (json.dumps({**early, "sessionId": _line(SECOND, 2)["sessionId"]}) + "\n").encode())
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 4)
 
 
 def test_new_lines_naming_a_subagent_s_spawning_call_read_the_home_whole(tmp_path: Path) -> None:
@@ -239,9 +226,7 @@ def test_new_lines_naming_a_subagent_s_spawning_call_read_the_home_whole(tmp_pat
               "timestamp": "2025-11-26T23:00:09.000Z", "message": {"role": "user", "content": answered},
               "toolUseResult": {"status": "completed", "agentId": "b0b0b0b"}}
     _grow(home, NOTES, (json.dumps(call) + "\n" + json.dumps(result) + "\n").encode())
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 5)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 5)
     conversations = read_parquet(out).tables["conversations"].to_pydict()
     assert conversations["parent_call_id"][conversations["conversation_id"].index(f"{session}/agent-b0b0b0b")] \
         == "toolu_spawn"
@@ -255,24 +240,15 @@ def test_one_response_written_into_two_grown_files_reads_the_home_whole(tmp_path
     both["message"] = {**both["message"], "id": "msg_in_both"}
     _grow(home, NOTES, (json.dumps(both) + "\n").encode())
     _grow(home, AGENT, (json.dumps(both) + "\n").encode())
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 4)
 
 
 def test_what_a_file_read_on_keeps_covers_its_earlier_lines_too(tmp_path: Path) -> None:
-    home = _home(tmp_path)
-    rest = _cut(home / NOTES, 2)
-    _age(home, 0)
-    out = tmp_path / "out"
-    _export(home, out)
-    _grow(home, NOTES, rest)
+    home, out = _cut_exported_grown(tmp_path, NOTES, 2)
     assert _export(home, out).conversations_appended == 1
     # the notes session's first response (before the point it was read on from), copied into the subagent
     _grow(home, AGENT, (SAMPLE / NOTES).read_bytes().splitlines(keepends=True)[1], 2)
-    again = _export(home, out)
-    assert (again.conversations_appended, again.conversations_kept, again.conversations_read) == (0, 0, 4)
-    _same(home, out)
+    assert _reexport(home, out) == (0, 0, 4)
 
 
 def test_what_is_kept_of_a_file_reads_back_or_is_none() -> None:

@@ -35,9 +35,10 @@ of (:meth:`ClaudeCodeSource._epoch`): a digest of every file of the load when it
 carried on while the files only grow by lines that change no other file's rows
 (:mod:`.readon`, checked over a lean scan of the grown files against what the export recorded of
 the others, ``ReadContext.earlier``: each file's resume point keeps the keys of its ``uuid`` and
-``message.id`` values and its earliest line's time). Then an unchanged file's rows are kept and a grown one's new lines are
-read on from where the last read stopped (:meth:`ClaudeCodeSource.read_range`), or, where they
-change its own earlier rows (a rewind, a compaction's summary), that file alone is read whole.
+``message.id`` values and its earliest line's time). Then an unchanged file's rows are kept and
+a grown one's new lines are read on from where the last read stopped
+(:meth:`ClaudeCodeSource.read_range`), or, where they change its own earlier rows (a rewind, a
+compaction's summary), that file alone is read whole.
 Any other change (a file rewritten, added or gone, a line shared with another file) reads the
 whole load again. A flat ``agent-<id>.jsonl`` is named by the session its lines name, so a load
 holding one is always read. A file's unreadable lines are reported as its conversation is handed
