@@ -276,7 +276,7 @@ def test_a_torn_last_line_after_the_point_is_read_on_and_then_read_whole(tmp_pat
     _same(home, out)
 
 
-def test_forks_are_read_whole_and_a_skipped_parent_is_scanned_for_them(tmp_path: Path,
+def test_a_fork_with_no_matched_prefix_is_read_on_as_a_plain_rollout(tmp_path: Path,
                                                                         scanned: list[list[str]]) -> None:
     home, grown = _home(tmp_path)
     fork = rollout(home, CHILD, [meta(CHILD, ts(30), forked_from_id=PARENT), *FIRST[1:5], said("user", "fork", ts(31)),
@@ -289,10 +289,11 @@ def test_forks_are_read_whole_and_a_skipped_parent_is_scanned_for_them(tmp_path:
     _append(grown, GROWN, stamp=2)
     scanned.clear()
     result = _export(home, out)
-    # the fork is read whole (with its parent's rows to match), the parent read on, the other kept
-    assert (result.conversations_read, result.conversations_appended, result.conversations_kept) == (1, 1, 1)
+    # this fork copied no run of its parent's items that ends at the fork (its rows are its own, so its
+    # fingerprint names no parent): both are read on, the other kept
+    assert (result.conversations_read, result.conversations_appended, result.conversations_kept) == (0, 2, 1)
     names = [n for c in scanned for n in c]
-    assert sum(n == fork.name for n in names) == 1 and sum(n == grown.name for n in names) == 1
+    assert fork.name not in names and grown.name not in names
     _same(home, out)
 
 
@@ -473,3 +474,49 @@ def test_an_unchanged_re_export_keeps_what_each_rollout_could_not_read(tmp_path:
     assert (first.conversations_read, again.conversations_kept) == (2, 2)
     _same(home, out)
     assert read_parquet(out).tables["diagnostics"].column("kind").to_pylist() == ["bad_json", "bad_json"]
+
+
+def _fork(home: Path, own: bool) -> Path:
+    """A fork of the grown rollout: what it copied (the parent's items up to the fork), then (``own``) a turn."""
+    lines = [meta(CHILD, ts(30), forked_from_id=PARENT), *FIRST[1:]]
+    if own:
+        lines += [said("user", "fork", ts(31)), said("assistant", "forked", ts(32)), tokens(plus(A, B), B, ts(33))]
+    fork = rollout(home, CHILD, lines)
+    _age(fork, 1)
+    return fork
+
+
+def _counts(result: ExportResult) -> tuple[int, int, int]:
+    return result.conversations_read, result.conversations_appended, result.conversations_kept
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_a_grown_fork_is_read_on_while_its_parent_is_as_it_was(tmp_path: Path, scanned: list[list[str]],
+                                                                 own: bool) -> None:
+    home, _ = _home(tmp_path)
+    fork = _fork(home, own)
+    out = tmp_path / "out"
+    _export(home, out)
+    scanned.clear()
+    assert _counts(_export(home, out)) == (0, 0, 3)  # unchanged, the fork too: nothing is scanned
+    assert scanned == []
+    _append(fork, [said("user", "more", ts(40)), said("assistant", "and more", ts(41)),
+                   tokens(plus(plus(A, B), B), B, ts(42))], stamp=2)
+    result = _export(home, out)
+    if own:  # its own lines followed what it copied: only what it grew by is read
+        assert _counts(result) == (0, 1, 2)
+        assert [n.startswith(f"{fork.name}[") for c in scanned for n in c] == [True]  # a range of it, once
+    else:  # it held nothing but what it copied, which may not have been all of it: read whole
+        assert _counts(result) == (1, 0, 2)
+    _same(home, out)
+
+
+def test_a_fork_whose_parent_changed_is_read_whole(tmp_path: Path) -> None:
+    home, grown = _home(tmp_path)
+    fork = _fork(home, True)
+    out = tmp_path / "out"
+    _export(home, out)
+    _append(grown, GROWN, stamp=2)
+    _append(fork, [said("user", "more", ts(40))], stamp=2)
+    assert _counts(_export(home, out)) == (1, 1, 1)  # the parent read on; the fork, matched against it, whole
+    _same(home, out)

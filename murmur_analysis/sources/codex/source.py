@@ -22,16 +22,18 @@ load will read, with the parents their forks are matched against. A rollout is a
 never rewritten, so the source is :class:`~murmur_analysis.sources.resume.Resumable`: a grown
 rollout is read on from where the last read stopped (:meth:`CodexSource.read_range`), going on
 from the state of the lines before (:mod:`.carry`). A fork or spawned thread (a rollout whose
-``session_meta`` names a parent), a compressed rollout, and a rollout whose appended lines
-change rows before the point (an exit code for a call it does not hold, a second count of
-usage rows priced as the fallback model) are read whole. A rollout longer than the export's
+``session_meta`` names a parent) is fingerprinted with the parent it was matched against, and
+read on too once its own lines follow the copied prefix, while that parent is unchanged. A
+compressed rollout, and a rollout whose appended lines change rows before the point (an exit
+code for a call it does not hold, a second count of usage rows priced as the fallback model) are
+read whole. A rollout longer than the export's
 range length is exported a range at a time the same way, each range going on from the one
 before; its first range tells a fork, which is then read whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
@@ -44,7 +46,7 @@ from ...core.handoff import Conversation, Pairing, ResumePoint, Summary
 from ...core.identity import Identity as FileIdentity
 from ...core.model import Entry
 from ...core.values import JSON
-from ..base import READ_ALL, ReadContext, Source
+from ..base import READ_ALL, Earlier, ReadContext, Source
 from ..lines import LineRows, report, scan_bytes, scan_lines
 from ..resume import AppendOnlyLines, Tail, read_exactly, resumed
 from .carry import Carry
@@ -142,10 +144,19 @@ class CodexSource(AppendOnlyLines, Source):
             return True
         return bool({SESSIONS, ARCHIVED} & set(path.parts)) and holds_rollouts(path)
 
-    def _unread(self, found: Found) -> Conversation:
-        """A rollout found, not read: named by its file's thread id (what an export asks ``ReadContext.skip`` of)."""
+    def _unread(self, found: Found, earlier: Callable[[Conversation], Earlier | None] | None = None) -> Conversation:
+        """A rollout found, not read: named by its file's thread id (what an export asks ``ReadContext.skip`` of).
+
+        A fork is fingerprinted with the parent its last read matched its copied prefix against
+        (``earlier``: what the export recorded), so that its rows are kept, or read on, only
+        while that parent is as it was.
+        """
         path = str(found.path)
-        return Conversation(self.name, file_id(found.path), (), key=path, path=path)
+        conv = Conversation(self.name, file_id(found.path), (), key=path, path=path)
+        known = earlier(conv) if earlier is not None else None
+        fp = known.fingerprint if known is not None else None
+        parent = fp[1][0] if isinstance(fp, list) and len(fp) == 2 and isinstance(fp[1], list) and fp[1] else None
+        return replace(conv, extra={"parent_path": parent}) if isinstance(parent, str) else conv
 
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every thread under ``path``, once, in path order (see the module's rules).
@@ -155,7 +166,7 @@ class CodexSource(AppendOnlyLines, Source):
         """
         found = discover(path, diagnostics)
         skip = ctx.skip
-        skipped = [skip is not None and skip(self._unread(f)) for f in found]
+        skipped = [skip is not None and skip(self._unread(f, ctx.earlier)) for f in found]
         rollouts = self._read([f for f, s in zip(found, skipped, strict=True) if not s], ctx.text)
         read = iter(rollouts)
         items: list[_Rollout | Found] = [f if s else next(read) for f, s in zip(found, skipped, strict=True)]
@@ -173,7 +184,7 @@ class CodexSource(AppendOnlyLines, Source):
         size, limit = 0, ctx.read_ahead or _DECODE_BYTES
         for item in [*chosen, None]:
             if isinstance(item, Found):
-                yield self._unread(item)
+                yield self._unread(item, ctx.earlier)
                 continue
             if item is not None:
                 group.append(item)
@@ -223,11 +234,12 @@ class CodexSource(AppendOnlyLines, Source):
     # ------------------------------------------------------------------ reading on (Resumable)
 
     def resumable(self, conv: Conversation, before: JSON, now: JSON) -> bool:
-        """A plain rollout whose earlier fingerprint named no parent, or a long one read by ranges (``before`` None).
+        """A rollout fingerprinted as before but for its own file, or a long one read by ranges (``before`` None).
 
-        A fork's fingerprint names its parent's file too: it is read whole, and so is a fork
-        asked for by ranges (its first range says it is one: :meth:`read_range`). A compressed
-        rollout is read whole (it is decompressed whole).
+        A fork's fingerprint names its parent's file too: it is read on while the parent is as it
+        was (its copied prefix was matched against it), and read whole when asked for by ranges
+        (its first range says it is one: :meth:`read_range`). A compressed rollout is read whole
+        (it is decompressed whole).
         """
         if conv.path is None or conv.path.endswith(".zst"):
             return False
@@ -328,7 +340,9 @@ class CodexSource(AppendOnlyLines, Source):
         # The pairing walk runs here, not in the frame builder: its state is where a read on goes on from.
         walk = _walk(decoded, None)
         paired = walk.pairing()
-        plain = r.ident.parent is None and r.rows.error is None and not path.endswith(".zst")
+        # a fork is read on once its own lines follow the copied prefix (the prefix is then whole)
+        copied = r.ident.parent is not None and strip.end >= r.rows.table.num_rows
+        plain = not copied and r.rows.error is None and not path.endswith(".zst")
         conv = Conversation(self.name, r.ident.conversation_id, found, key=path, path=path, extra=extra,
                             parent_conversation_id=r.ident.parent, parent_call_id=r.ident.parent_call)
         point = _point(decoded, r.rows, walk, None) if plain else None
