@@ -35,8 +35,8 @@ from ..algorithms.pairing import Pairer
 from ..core.blocks import text_chars
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular
-from ..core.handoff import Conversation, ResumePoint, Summary
-from ..core.identity import Known, classify, probe, same_file, stat_fields
+from ..core.handoff import Conversation, EntryColumns, ResumePoint, Summary
+from ..core.identity import Known, Verdict, classify, probe, same_file, stat_fields
 from ..core.model import Entry, sorted_entries
 from ..core.values import JSON
 from .base import Source
@@ -55,6 +55,8 @@ __all__ = [
     "read_on",
     "resumed",
     "scratch_copy",
+    "verdict",
+    "walked",
 ]
 
 #: The point before a file's first byte.
@@ -92,6 +94,17 @@ class Tail:
 def resumed(point: ResumePoint) -> Pairer:
     """The pairing walk going on from ``point``'s state (taking it over), texts kept, inputs not."""
     return Pairer(keep_inputs=False, state=point.walk)
+
+
+def walked(chunk: EntryColumns, point: ResumePoint | None) -> Pairer:
+    """The pairing walk over a source's own chunk of messages, from ``point``'s state (else from the start).
+
+    A source whose reads leave resume points pairs its rows itself, as the frame builder would
+    (:meth:`~murmur_analysis.algorithms.pairing.Pairer.feed_chunk`): the point keeps the state.
+    """
+    walk = resumed(point) if point is not None else Pairer(keep_inputs=False)
+    walk.feed_chunk(chunk)
+    return walk
 
 
 @runtime_checkable
@@ -191,15 +204,24 @@ def identity_at(fd: int, size: int) -> Known | None:
     return Known(**stat_fields(st), head=head, tail=tail)
 
 
-def grew(point: ResumePoint, path: str) -> bool:
-    """Whether the file at ``path`` is the point's file, grown since (cheap: its status and two checksums)."""
+def verdict(point: ResumePoint, path: str | os.PathLike[str]) -> Verdict:
+    """Whether the file at ``path`` is the point's file as it was, grown since, or another.
+
+    Cheap: its status and two checksums. ``replaced`` when the point is tied to no file or the
+    file cannot be opened.
+    """
     if point.at is None:
-        return False
+        return "replaced"
     try:
         with open_regular(Path(path)) as f:
-            return classify(point.at, f.fileno(), os.fstat(f.fileno())) == "grew"
+            return classify(point.at, f.fileno(), os.fstat(f.fileno()))
     except OSError:
-        return False
+        return "replaced"
+
+
+def grew(point: ResumePoint, path: str) -> bool:
+    """Whether the file at ``path`` is the point's file, grown since (:func:`verdict`)."""
+    return verdict(point, path) == "grew"
 
 
 def read_on(source: Resumable, conv: Conversation, point: ResumePoint, diagnostics: Diagnostics, text: bool,

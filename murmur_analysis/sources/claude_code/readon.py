@@ -171,11 +171,11 @@ def _links(files: Sequence[SessionFile], w: Whole, owner: np.ndarray) -> bool:
 
 def _alone(w: Whole, k: int, g: Grown, lost: np.ndarray) -> Grown:
     """``g`` (file ``k`` of the scan) with what the checks within its file found; ``lost``: the scan's marks."""
-    one = _file(w, k)
+    one = w.one(k)
     a = int(w.starts[k])
     new = one.table.column("line").to_numpy() > g.lines
     before = int(np.count_nonzero(~new))  # a file's rows are in line order: the earlier lines first
-    if (abandoned(_file(w, k, upto=before)) != lost[a:a + before]).any():
+    if (abandoned(w.one(k, upto=before)) != lost[a:a + before]).any():
         return g
     messages = Messages.of(one)
     m = messages.m
@@ -188,18 +188,6 @@ def _alone(w: Whole, k: int, g: Grown, lost: np.ndarray) -> Grown:
         if not (summary[last + 1:] & ~on_new[last + 1:]).any() and (summary & on_new).any():
             return g
     return Grown(g.file, g.lines, g.end, g.size, True, lost[a + before:a + len(new)], titles(one, messages)[0])
-
-
-def _file(w: Whole, i: int, upto: int | None = None) -> Whole:
-    """File ``i`` of ``w`` as a home of one file (its first ``upto`` rows)."""
-    a, b = int(w.starts[i]), int(w.starts[i + 1])
-    n = b - a if upto is None else upto
-    events = w.events.slice(int(w.event_starts[i]), int(w.event_starts[i + 1] - w.event_starts[i]))
-    rows = events.column("row").to_numpy() - a
-    keep = rows < n
-    events = events.filter(pa.array(keep)).set_column(0, "row", pa.array(rows[keep], pa.int64()))
-    return Whole(w.table.slice(a, n), np.array([0, n], np.int64), w.kinds.slice(a, n), events,
-                 np.array([0, events.num_rows], np.int64))
 
 
 def independent(files: Sequence[SessionFile], w: Whole, scanned: Sequence[int], grown: Sequence[Grown],

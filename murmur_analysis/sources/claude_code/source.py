@@ -48,7 +48,6 @@ over, so they are kept with its rows.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -62,15 +61,15 @@ import pyarrow.compute as pc
 
 from ...algorithms.history import context_after
 from ...algorithms.pairing import Pairer
-from ...core.files import open_regular, steady
-from ...core.handoff import Conversation, EntryColumns, ResumePoint, Summary, UsageRow
-from ...core.identity import Verdict, classify, file_identity
+from ...core.files import steady
+from ...core.handoff import Conversation, ResumePoint, Summary, UsageRow
+from ...core.identity import Verdict, file_identity
 from ...core.model import Usage
 from ...core.providers import accounting
 from ...core.values import JSON
 from ..base import READ_ALL, Diagnostics, Earlier, ReadContext, Source
 from ..lines import LineRows, report, scan_bytes, scan_lines
-from ..resume import Tail, read_exactly, resumed
+from ..resume import Tail, read_exactly, verdict, walked
 from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
 from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
@@ -357,7 +356,7 @@ class ClaudeCodeSource(Source):
                                                             "no content", line)
             own = usages[i]
             columns = parts.of(i, own)
-            walk = _walk(columns, before)
+            walk = walked(columns, before)
             paired = walk.pairing()
             a, b = messages.span(i)
             held: Kept | None = Kept.of(rows[i].table)
@@ -375,22 +374,10 @@ class ClaudeCodeSource(Source):
                                resume=point), walk
 
 
-def _walk(columns: EntryColumns, before: ResumePoint | None) -> Pairer:
-    """The pairing walk over a file's messages (going on from ``before``'s state), as the frame builder walks them."""
-    walk = resumed(before) if before is not None else Pairer(keep_inputs=False)
-    walk.feed_chunk(columns)
-    return walk
-
-
 def _verdict(known: Earlier, path: Path) -> Verdict:
     """Whether the file at ``path`` is the one an earlier read read (``same``), it grown, or another."""
-    point = known.point
-    if point is not None and point.at is not None:
-        try:
-            with open_regular(path) as fh:
-                return classify(point.at, fh.fileno(), os.fstat(fh.fileno()))
-        except OSError:
-            return "replaced"
+    if known.point is not None and known.point.at is not None:
+        return verdict(known.point, path)
     fp = known.fingerprint
     own = fp[0] if isinstance(fp, list) and fp else None
     same = isinstance(own, list) and len(own) == 1 and isinstance(own[0], list) and own[0][1:] == [file_identity(path)]

@@ -89,6 +89,17 @@ class Whole:
         """How many files."""
         return len(self.starts) - 1
 
+    def one(self, i: int, upto: int | None = None) -> Whole:
+        """File ``i`` alone, as the rows of a load of that one file (its first ``upto`` rows)."""
+        a, b = int(self.starts[i]), int(self.starts[i + 1])
+        n = b - a if upto is None else upto
+        events = self.events.slice(int(self.event_starts[i]), int(self.event_starts[i + 1] - self.event_starts[i]))
+        rows = events.column("row").to_numpy() - a
+        keep = rows < n
+        events = events.filter(pa.array(keep)).set_column(0, "row", pa.array(rows[keep], _I64))
+        return Whole(self.table.slice(a, n), np.array([0, n], np.int64), self.kinds.slice(a, n), events,
+                     np.array([0, events.num_rows], np.int64))
+
     @property
     def file(self) -> np.ndarray:
         """Each row's file."""

@@ -48,7 +48,7 @@ from ...core.model import Entry
 from ...core.values import JSON
 from ..base import READ_ALL, Earlier, ReadContext, Source
 from ..lines import LineRows, report, scan_bytes, scan_lines
-from ..resume import AppendOnlyLines, Tail, read_exactly, resumed
+from ..resume import AppendOnlyLines, Tail, read_exactly, walked
 from .carry import Carry
 from .decode import Decoded, Identity, decode, file_id, identities
 from .entries import entries
@@ -95,13 +95,6 @@ def _dedupe(threads: Sequence[tuple[str, Found]], diagnostics: Diagnostics) -> s
             diagnostics.report(found.path, "duplicate_conversation",
                                f"thread {cid} is also in {kept[1].path}, which is read; this copy is not")
     return {i for i, _ in chosen.values()}
-
-
-def _walk(cols: Decoded, point: ResumePoint | None) -> Pairer:
-    """The pairing walk over a rollout's messages (going on from ``point``'s state), as the frame builder walks them."""
-    walk = resumed(point) if point is not None else Pairer(keep_inputs=False)
-    walk.feed_chunk(cols.columns)
-    return walk
 
 
 def _point(decoded: Decoded, rows: LineRows, walk: Pairer, before: ResumePoint | None) -> ResumePoint:
@@ -269,7 +262,7 @@ class CodexSource(AppendOnlyLines, Source):
         (decoded,) = decode([rows], [ident], [0], text, [found], [carry])
         if not decoded.alone or (carry is not None and carry.assumed and decoded.carry.assumed > carry.assumed):
             return None
-        walk = _walk(decoded, point)
+        walk = walked(decoded.columns, point)
         paired = walk.pairing()
         if not walk.exact:
             return None
@@ -338,7 +331,7 @@ class CodexSource(AppendOnlyLines, Source):
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
         # The pairing walk runs here, not in the frame builder: its state is where a read on goes on from.
-        walk = _walk(decoded, None)
+        walk = walked(decoded.columns, None)
         paired = walk.pairing()
         # a fork is read on once its own lines follow the copied prefix (the prefix is then whole)
         copied = r.ident.parent is not None and strip.end >= r.rows.table.num_rows
