@@ -937,6 +937,29 @@ def ensure(scale: str, seed: int = 20260422, only: list[str] | None = None, data
     return manifest
 
 
+def keys_option(known: tuple[str, ...], what: str) -> Callable[[str], list[str]]:
+    """An ``--only`` option's type: one or more of ``known``, comma-separated; an unknown one is an error.
+
+    Args:
+        known: the names the option takes.
+        what: what a name names (``"dataset"``, ``"scenario"``), for the error.
+    """
+
+    def keys(text: str) -> list[str]:
+        found = [k.strip() for k in text.split(",") if k.strip()]
+        unknown = [k for k in found if k not in known]
+        if unknown or not found:
+            raise argparse.ArgumentTypeError(f"no {what} {', '.join(unknown) or repr(text)} "
+                                             f"(known: {', '.join(known)})")
+        return found
+
+    return keys
+
+
+#: The datasets, in the order they are written.
+DATASETS = ("murmur-big", "murmur-small", "litany", "litany-10x", "claude-home", "codex-home")
+
+
 def iter_scales() -> Iterator[str]:
     """The scale names."""
     return iter(SCALES)
@@ -946,8 +969,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", choices=list(SCALES), default="small")
     parser.add_argument("--seed", type=int, default=20260422)
-    parser.add_argument("--only", action="append", help="one dataset (repeatable): murmur-big, murmur-small, "
-                        "litany, litany-10x, claude-home, codex-home")
+    parser.add_argument("--only", action="extend", type=keys_option(DATASETS, "dataset"), metavar="NAME[,NAME...]",
+                        help=f"datasets (repeatable, or comma-separated): {', '.join(DATASETS)}")
     parser.add_argument("--force", action="store_true", help="regenerate even when up to date")
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args(argv)

@@ -28,7 +28,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from generate import DATA, SCALES, Paths, ensure, paths  # noqa: E402
+from generate import DATA, SCALES, Paths, ensure, keys_option, paths  # noqa: E402
 from measure import Measurement, measure  # noqa: E402
 from scenarios import cli_script, record_files  # noqa: E402
 
@@ -595,15 +595,6 @@ KEYS = ("big-load", "small-load", "litany", "litany-10x", "page-cold", "page-ind
         "startup", "claude-daily", "codex-daily", "claude-export", "export", "export-long", "export-run")
 
 
-def _keys(text: str) -> list[str]:
-    """``--only``'s value: one or more scenario keys, comma-separated; an unknown one is an error."""
-    keys = [k.strip() for k in text.split(",") if k.strip()]
-    unknown = [k for k in keys if k not in KEYS]
-    if unknown or not keys:
-        raise argparse.ArgumentTypeError(f"no scenario {', '.join(unknown) or repr(text)} (keys: {', '.join(KEYS)})")
-    return keys
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", choices=list(SCALES), default=os.environ.get("BENCH_SCALE", "full"))
@@ -611,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pandas", choices=["slice", "full", "skip"], default="slice",
                         help="slice: inputs over 256 MB run pandas on a tenth and scale up (default)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before one run is killed")
-    parser.add_argument("--only", action="extend", type=_keys, metavar="KEY[,KEY...]",
+    parser.add_argument("--only", action="extend", type=keys_option(KEYS, "scenario"), metavar="KEY[,KEY...]",
                         help=f"scenario keys (repeatable, or comma-separated): {', '.join(KEYS)}")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md", help="where the report goes ('-': nowhere)")
