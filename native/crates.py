@@ -24,6 +24,7 @@ ENGINE_CRATES = {
     "rayon": "librust-rayon-dev",
     "memchr": "librust-memchr-dev",
     "bumpalo": "librust-bumpalo-dev",
+    "libc": "librust-libc-dev",
 }
 
 #: The Debian packages that build everything offline: cargo and the crates' packages.

@@ -11,7 +11,7 @@ import pytest
 from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 from murmur_analysis.algorithms.history import Appended, Event, Reset, Timeline, replay
-from murmur_analysis.core.files import read_regular
+from murmur_analysis.core.files import read_regular, read_regular_files
 from murmur_analysis.core.model import Entry
 from murmur_analysis.core.wire import blocks_from_wire
 from murmur_analysis.sources import Diagnostics
@@ -113,6 +113,30 @@ def test_read_regular_reads_a_file_and_reports_what_it_cannot(tmp_path: Path) ->
         assert read_regular(tmp_path / name, diags, missing_ok=True) is None
     assert [os.path.basename(d.path) for d in diags.rows] == ["dangling", "fifo"]  # the FIFO was never waited on
     assert read_regular(tmp_path / "absent", diags) is None and len(diags.rows) == 3
+
+
+def test_many_files_read_at_once_are_read_and_reported_as_one_at_a_time(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 70_000)
+    (tmp_path / "big").write_bytes(bytes(range(256)) * 9_000)  # over 2 MB, every byte value
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "folder").mkdir()
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    os.symlink(tmp_path / "f", tmp_path / "link")
+    os.mkfifo(tmp_path / "fifo")
+    names = ["f", "absent", "big", "dangling", "empty", "fifo", "folder", "loop", "link", "f"]
+    paths = [tmp_path / n for n in names]
+    for missing_ok in (False, True):
+        one, many = Diagnostics("litany"), Diagnostics("litany")
+        expected = [read_regular(p, one, missing_ok=missing_ok) for p in paths]
+        assert read_regular_files(paths, many, missing_ok=missing_ok) == expected
+        assert expected[0] == b"x" * 70_000 and expected[2] == bytes(range(256)) * 9_000 and expected[4] == b""
+        assert [(d.path, d.kind, d.detail) for d in many.rows] == [(d.path, d.kind, d.detail) for d in one.rows]
+        assert {os.path.basename(d.path) for d in many.rows} >= {"dangling", "fifo", "folder", "loop"}
+    each = [Diagnostics("litany") for _ in paths]  # one per path: each path's problem goes to its own
+    read_regular_files(paths, each)
+    assert [[os.path.basename(d.path) for d in r.rows] for r in each] == [[] if n in ("f", "big", "empty", "link")
+                                                                          else [n] for n in names]
 
 
 @pytest.mark.parametrize("extra", [0, 30])

@@ -7,6 +7,7 @@
 mod blocks;
 mod buffer;
 mod columns;
+mod files;
 mod formats;
 mod handoff;
 mod json;
@@ -147,6 +148,18 @@ fn lower_value(value: &PyDict) -> PyResult<(String, String, Option<String>, Opti
         Value::Object(map) if line::is_message(&Value::Object(map.clone())) => Ok(line::lower(&map)),
         _ => Err(PyValueError::new_err("not a message")),
     }
+}
+
+/// read_files(paths) -> list[bytes | None]: each path's bytes when it is a regular file read
+/// whole, else `None` (nothing there, not a regular file, unreadable: the caller's careful
+/// reader looks again and reports it); every file on the pool's threads, the GIL released.
+#[pyfunction]
+fn read_files<'py>(py: Python<'py>, paths: Vec<&[u8]>) -> Vec<PyObject> {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::path::PathBuf> =
+        paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
+    let read = py.allow_threads(|| in_pool(|| files::many(&paths)));
+    read.into_iter().map(|d| d.map_or_else(|| py.None(), |d| PyBytes::new(py, &d).into_py(py))).collect()
 }
 
 /// decide_line(line, first) -> int: what one record line is (0 blank, 1 message, 2 header,
@@ -831,6 +844,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_lines, m)?)?;
     m.add_function(wrap_pyfunction!(line_columns, m)?)?;
     m.add_function(wrap_pyfunction!(scan_data, m)?)?;
+    m.add_function(wrap_pyfunction!(read_files, m)?)?;
     m.add_function(wrap_pyfunction!(message_runs, m)?)?;
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;

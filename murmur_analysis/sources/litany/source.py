@@ -276,11 +276,11 @@ class _Workspace:
         names = [f"{self.wanted[a][1]}:name" for a in batch]
         with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
             fetching = pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
-            records = {a: _read_steps(self.steps_dir, a, self.diags.source) for a in batch}
+            records = _read_steps(self.steps_dir, list(batch), self.diags.source)
             data = fetching.result()
         self.replayer.take(todo, data)
-        for a, name in zip(batch, names, strict=True):
-            self._ready[a] = (*records[a], data.get(name))
+        for (a, name), (found, reported) in zip(zip(batch, names, strict=True), records, strict=True):
+            self._ready[a] = (found, reported, data.get(name))
 
     def _read(self, agent: str) -> Generator[Entry, None, Summary]:
         ref, head = self.wanted[agent]
@@ -310,12 +310,15 @@ class _Workspace:
         return summary
 
 
-def _read_steps(steps_dir: Path | None, agent: str, source: str) -> tuple[list[StepRecord], list[Diagnostic]]:
-    """An agent's step records, and what reading them reported (kept for the agent's turn)."""
+def _read_steps(
+    steps_dir: Path | None, agents: list[str], source: str
+) -> list[tuple[list[StepRecord], list[Diagnostic]]]:
+    """Each agent's step records, and what reading them reported (kept for the agent's turn)."""
     if steps_dir is None:
-        return [], []
-    reported = Diagnostics(source)
-    return read_steps(steps_dir / agent, reported), reported.rows
+        return [([], []) for _ in agents]
+    reported = [Diagnostics(source) for _ in agents]
+    records = read_steps([steps_dir / a for a in agents], reported)
+    return [(found, r.rows) for found, r in zip(records, reported, strict=True)]
 
 
 def _replay(

@@ -17,7 +17,7 @@ steps) holds
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from ...core.files import entry_is_dir, listing, read_regular
+from ...core.files import entry_is_dir, listing, read_regular_files
 from ...core.values import held, iso_datetime
 from ..base import Diagnostics
 
@@ -72,12 +72,11 @@ class StepRecord:
         return None
 
 
-def _read(path: str, diags: Diagnostics) -> bytes | None:
-    return read_regular(path, diags, missing_ok=True)
+#: The files of a step folder, in the order they are read.
+_FILES = ("meta.json", "request.json", "response.json")
 
 
-def _json(path: str, diags: Diagnostics) -> Any:
-    data = _read(path, diags)
+def _json(data: bytes | None, path: str, diags: Diagnostics) -> Any:
     if data is None:
         return None
     try:
@@ -87,41 +86,56 @@ def _json(path: str, diags: Diagnostics) -> Any:
         return None
 
 
-def _step_dirs(agent_dir: Path, diags: Diagnostics) -> Iterator[tuple[int, str, str]]:
+def _step_dirs(agent_dir: Path, diags: Diagnostics) -> list[tuple[int, str, str]]:
     if not os.path.lexists(agent_dir):
-        return  # an agent that ran no step
-    found = [(int(c.name), c.name, c.path) for c in listing(agent_dir, diags)
-             if c.name.isascii() and c.name.isdigit() and entry_is_dir(c)]
-    yield from sorted(found)
+        return []  # an agent that ran no step
+    return sorted((int(c.name), c.name, c.path) for c in listing(agent_dir, diags)
+                  if c.name.isascii() and c.name.isdigit() and entry_is_dir(c))
 
 
-def read_steps(agent_dir: Path, diags: Diagnostics) -> list[StepRecord]:
-    """Every step record under ``steps/<agent-id>/``, in step order."""
-    steps = []
-    for number, name, folder in _step_dirs(agent_dir, diags):
-        rec = StepRecord(number, agent_dir / name)
-        meta_path = os.path.join(folder, "meta.json")
-        meta = _json(meta_path, diags)
-        if isinstance(meta, dict):
-            rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
-            rec.started_at = held(iso_datetime(meta.get("started_at")), diags, meta_path, "started_at")
-            rec.ended_at = held(iso_datetime(meta.get("ended_at")), diags, meta_path, "ended_at")
-            rec.provider = meta.get("provider") if isinstance(meta.get("provider"), str) else None
-            dropped = meta.get("dropped_orphans")
-            if isinstance(dropped, list):
-                rec.dropped_orphans = tuple(str(d) for d in dropped)
-        elif meta is None:  # unreadable or not JSON was reported where it was read
-            if not os.path.exists(meta_path):
-                diags.report(meta_path, "missing_file", "the step has no meta.json (an unfinished step?)")
-        else:
-            diags.report(meta_path, "unknown_schema", "meta.json is not a JSON object")
-        request = _json(os.path.join(folder, "request.json"), diags)
-        if isinstance(request, dict) and isinstance(request.get("model"), str):
-            rec.model = request["model"]
-        response = os.path.join(folder, "response.json")
-        rec.attempts = parse_response(_read(response, diags) or b"", response, diags)
-        steps.append(rec)
-    return steps
+def read_steps(agent_dirs: Sequence[Path], diags: Sequence[Diagnostics]) -> list[list[StepRecord]]:
+    """The step records of many agents (``steps/<agent-id>/`` each), every file read in one batch.
+
+    Args:
+        agent_dirs: each agent's folder of step records.
+        diags: where each agent's problems are reported (one per folder).
+
+    Returns:
+        Each agent's records, in step order.
+    """
+    found = [_step_dirs(d, r) for d, r in zip(agent_dirs, diags, strict=True)]
+    paths = [os.path.join(folder, name) for steps in found for _n, _s, folder in steps for name in _FILES]
+    owners = [r for steps, r in zip(found, diags, strict=True) for _ in range(len(steps) * len(_FILES))]
+    read = iter(read_regular_files(paths, owners, missing_ok=True))
+    return [[_record(agent_dir, number, name, folder, next(read), next(read), next(read), r)
+             for number, name, folder in steps]
+            for agent_dir, steps, r in zip(agent_dirs, found, diags, strict=True)]
+
+
+def _record(agent_dir: Path, number: int, name: str, folder: str, meta_data: bytes | None,
+            request_data: bytes | None, response_data: bytes | None, diags: Diagnostics) -> StepRecord:
+    """One step folder's record, from its files' bytes (``None``: absent or unreadable, reported)."""
+    rec = StepRecord(number, agent_dir / name)
+    meta_path = os.path.join(folder, "meta.json")
+    meta = _json(meta_data, meta_path, diags)
+    if isinstance(meta, dict):
+        rec.commit = meta.get("commit") if isinstance(meta.get("commit"), str) else None
+        rec.started_at = held(iso_datetime(meta.get("started_at")), diags, meta_path, "started_at")
+        rec.ended_at = held(iso_datetime(meta.get("ended_at")), diags, meta_path, "ended_at")
+        rec.provider = meta.get("provider") if isinstance(meta.get("provider"), str) else None
+        dropped = meta.get("dropped_orphans")
+        if isinstance(dropped, list):
+            rec.dropped_orphans = tuple(str(d) for d in dropped)
+    elif meta is None:  # unreadable or not JSON was reported where it was read
+        if not os.path.exists(meta_path):
+            diags.report(meta_path, "missing_file", "the step has no meta.json (an unfinished step?)")
+    else:
+        diags.report(meta_path, "unknown_schema", "meta.json is not a JSON object")
+    request = _json(request_data, os.path.join(folder, "request.json"), diags)
+    if isinstance(request, dict) and isinstance(request.get("model"), str):
+        rec.model = request["model"]
+    rec.attempts = parse_response(response_data or b"", os.path.join(folder, "response.json"), diags)
+    return rec
 
 
 def _error_text(event: dict[str, Any]) -> str:
