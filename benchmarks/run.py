@@ -126,7 +126,10 @@ def _codex_daily(p: Paths) -> Scenario:
         f"{len(files)} rollouts, {_tree_bytes(files) / 1e6:,.0f} MB", _tree_bytes(files), [
             Tool(TOOLKIT, "scenarios:process_toolkit_codex_daily", {"home": codex}, toolkit=True, needs="codex",
                  note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D"); input = '
-                      "input_total_tokens (cached included), output = output + reasoning, as ccusage-codex shows"),
+                      "input_total_tokens (cached included), output = output + reasoning, as ccusage-codex shows; "
+                      "the prices an earlier process asked for remembered"),
+            Tool(f"{TOOLKIT} (first run)", "scenarios:process_toolkit_codex_daily", {"home": codex, "warm": False},
+                 needs="codex", note="the same, with an empty cache folder: genai-prices' table loaded"),
             Tool(CCUSAGE_CODEX, "scenarios:process_ccusage_codex_daily", {"home": codex, "recounted": recounted},
                  note="@ccusage/codex 18.0.11 daily --json --offline --timezone UTC, CODEX_HOME=home; its inputTokens "
                       f"include cached tokens; totals shown less the {recounted.get('events', 0)} re-emitted "
@@ -249,7 +252,10 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
         "claude-daily", "Daily token usage of a Claude Code home, whole processes (start, imports, read, report)",
         f"{claude_bytes / 1e6:,.0f} MB of sessions", claude_bytes, [
             Tool(TOOLKIT, "scenarios:process_toolkit_daily", {"home": claude}, toolkit=True, needs="claude_code",
-                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D")'),
+                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D"); the prices an earlier '
+                      "process asked for remembered"),
+            Tool(f"{TOOLKIT} (first run)", "scenarios:process_toolkit_daily", {"home": claude, "warm": False},
+                 needs="claude_code", note="the same, with an empty cache folder: genai-prices' table loaded"),
             Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": claude},
                  note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
         ]))
@@ -486,6 +492,12 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         r = rel(kit_daily.wall if kit_daily else None, peer_daily.wall if peer_daily else None)
         same = bool(kit_daily and peer_daily and kit_daily.result.summary == peer_daily.result.summary)
         out.append(Target(key, f"whole process vs {peer} (same daily totals)", "<= 0.1x",
+                          (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
+                          None if r is None else (r <= 0.1 and same)))
+        first = daily.tool(f"{TOOLKIT} (first run)") if daily else None
+        r = rel(first.wall if first else None, peer_daily.wall if peer_daily else None)
+        same = bool(first and peer_daily and first.result.summary == peer_daily.result.summary)
+        out.append(Target(key, f"the same, a first run (empty cache folder) vs {peer}", "<= 0.1x",
                           (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
                           None if r is None else (r <= 0.1 and same)))
     run = by_key.get("export-run")

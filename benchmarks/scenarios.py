@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from generate import SAFE_GIT, safe_git_env
+from measure import PEAK_KEY
 
 Summary = dict[str, Any]
 Timed = Callable[[], Summary]
@@ -584,22 +585,37 @@ print(json.dumps({"days": len(daily), "input": total("input_tokens"), "output": 
 """
 
 
-def _process(script: str, home: str) -> Timed:
-    """A whole process: a fresh interpreter running ``script`` on ``home``; the JSON it prints."""
+def _process(script: str, home: str, warm: bool = True) -> Timed:
+    """A whole process: a fresh interpreter running ``script`` on ``home``; the JSON it prints.
+
+    The process has a cache folder of its own. With ``warm``, one process ran in it first (not
+    timed), as a user's earlier report did: it left the prices it asked genai-prices for; else
+    the folder is empty, as on a first run.
+    """
     import json
     import sys
+    import tempfile
+
+    env = {**os.environ, "MURMUR_ANALYSIS_CACHE": tempfile.mkdtemp(prefix="bench-cache-")}
+    if warm:
+        subprocess.run([sys.executable, "-c", script, home], check=True, capture_output=True, env=env)
 
     def run() -> Summary:
-        done = subprocess.run([sys.executable, "-c", script, home], check=True, capture_output=True, text=True)
-        summary: Summary = json.loads(done.stdout)
-        return summary
+        proc = subprocess.Popen([sys.executable, "-c", script, home], stdout=subprocess.PIPE, text=True, env=env)
+        out = proc.stdout.read() if proc.stdout is not None else ""
+        _, status, usage = os.wait4(proc.pid, 0)  # its own peak: the warm-up above was a larger child, perhaps
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args)
+        summary: Summary = json.loads(out)
+        return {**summary, PEAK_KEY: usage.ru_maxrss / 1024}
 
     return run
 
 
-def process_toolkit_daily(home: str) -> Timed:
+def process_toolkit_daily(home: str, warm: bool = True) -> Timed:
     """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")``, totals printed."""
-    return _process(_DAILY, home)
+    return _process(_DAILY, home, warm)
 
 
 def process_ccusage_daily(home: str) -> Timed:
@@ -639,9 +655,9 @@ print(json.dumps({"days": len(daily), "input": total("input_total_tokens"), "cac
 """
 
 
-def process_toolkit_codex_daily(home: str) -> Timed:
+def process_toolkit_codex_daily(home: str, warm: bool = True) -> Timed:
     """A whole process: ``ma.load(home)`` and ``ma.metrics.token_usage(corpus, freq="D")`` on a Codex home."""
-    return _process(_CODEX_DAILY, home)
+    return _process(_CODEX_DAILY, home, warm)
 
 
 def process_ccusage_codex_daily(home: str, recounted: dict[str, int] | None = None) -> Timed:

@@ -23,6 +23,15 @@ def alone(mb):
     def run():
         return {"mb": 0}
     return run
+
+def after_a_larger_one(mb):
+    import os
+    subprocess.run([sys.executable, "-c", "b = b'x' * (400 << 20)"], check=True)  # setup: not counted
+    def run():
+        proc = subprocess.Popen([sys.executable, "-c", f"b = b'x' * ({mb} << 20)"])
+        _, _, usage = os.wait4(proc.pid, 0)
+        return {"mb": mb, "_process_peak_mb": usage.ru_maxrss / 1024}
+    return run
 '''
 
 
@@ -44,3 +53,12 @@ def test_a_call_that_runs_a_process_has_that_process_peak(tmp_path: Path) -> Non
     assert spawned.error is None and alone.error is None
     assert spawned.peak_mb is not None and spawned.peak_mb >= 300  # the child's 300 MiB, not the parent's
     assert alone.peak_mb is not None and alone.peak_mb < 200  # the measuring interpreter alone
+
+
+def test_a_call_reports_its_own_process_peak_after_a_larger_setup_process(tmp_path: Path) -> None:
+    (tmp_path / "peakprobe.py").write_text(PROBE)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    m = _measure().measure("peakprobe:after_a_larger_one", {"mb": 200}, repeat=1, python=sys.executable, env=env)
+    assert m.error is None and m.peak_mb is not None
+    assert 200 <= m.peak_mb < 380  # its own process's 200 MiB: neither the setup's 400 nor the parent's alone
+    assert m.summary == {"mb": 200}  # the peak is taken out of what the call returned

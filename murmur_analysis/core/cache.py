@@ -1,4 +1,4 @@
-r"""The toolkit's cache folder: where persisted record indexes live, how big it is, how to clear it.
+r"""The toolkit's cache folder: where record indexes and remembered prices live, how big it is, how to clear it.
 
 The folder is ``$MURMUR_ANALYSIS_CACHE`` when that is set, otherwise the platform's user cache
 folder plus ``murmur-analysis``: ``$XDG_CACHE_HOME/murmur-analysis`` (``~/.cache/murmur-analysis``)
@@ -18,19 +18,42 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import stat
 import sys
 from dataclasses import dataclass
+from hmac import compare_digest
 from pathlib import Path
 
-__all__ = ["ENV", "INDEX_DIR", "KEY_NAME", "CacheInfo", "cache_dir", "cache_info", "clear_cache", "folder_key",
-           "read_bounded", "remove", "write_atomic"]
+__all__ = [
+    "ENV",
+    "INDEX_DIR",
+    "KEY_NAME",
+    "PRICES_DIR",
+    "CacheInfo",
+    "cache_dir",
+    "cache_info",
+    "clear_cache",
+    "folder_key",
+    "read_bounded",
+    "remove",
+    "signed",
+    "verified",
+    "write_atomic",
+]
 
 ENV = "MURMUR_ANALYSIS_CACHE"
 INDEX_DIR = "record-index"
 INDEX_SUFFIX = ".idx"
+#: Where what genai-prices answered is remembered (:mod:`murmur_analysis.core.price_memo`), one file per version.
+PRICES_DIR = "prices"
+PRICES_SUFFIX = ".prices"
+#: The folders of the toolkit's files, and the suffix of each one's files.
+_FOLDERS = ((INDEX_DIR, INDEX_SUFFIX), (PRICES_DIR, PRICES_SUFFIX))
+#: Bytes of the keyed digest that signs a cache file.
+_DIGEST = 32
 #: The name of the key that signs a cache folder's files (:func:`folder_key`).
 KEY_NAME = "key"
 _KEY_BYTES = 32
@@ -69,57 +92,74 @@ class CacheInfo:
     Attributes:
         path: the cache folder.
         indexes: persisted record indexes in it.
-        bytes: their total size.
+        bytes: the total size of the toolkit's files in it.
+        prices: files of remembered prices in it (one per genai-prices version used).
     """
 
     path: Path
     indexes: int
     bytes: int
+    prices: int = 0
 
 
-def _owned(folder: Path) -> list[Path]:
-    """The files of ``folder`` this toolkit wrote: indexes and leftovers of interrupted writes."""
+def _owned(folder: Path, suffix: str) -> list[Path]:
+    """The files of ``folder`` this toolkit wrote: its ``suffix`` files, its key and leftovers of interrupted writes."""
     try:
         names = sorted(folder.iterdir())
     except OSError:
         return []
-    return [p for p in names
-            if p.name.endswith(INDEX_SUFFIX) or p.name.startswith(TMP_PREFIX) or p.name == KEY_NAME]
+    return [p for p in names if p.name.endswith(suffix) or p.name.startswith(TMP_PREFIX) or p.name == KEY_NAME]
 
 
 def cache_info() -> CacheInfo:
-    """Count the persisted record indexes and their bytes."""
+    """Count the persisted record indexes, the remembered prices and their bytes."""
     root = cache_dir()
-    count = size = 0
-    for path in _owned(root / INDEX_DIR):
-        try:
-            size += path.lstat().st_size
-        except OSError:
-            continue
-        count += path.name.endswith(INDEX_SUFFIX)
-    return CacheInfo(root, count, size)
+    counts = {name: 0 for name, _ in _FOLDERS}
+    size = 0
+    for name, suffix in _FOLDERS:
+        for path in _owned(root / name, suffix):
+            try:
+                size += path.lstat().st_size
+            except OSError:
+                continue
+            counts[name] += path.name.endswith(suffix)
+    return CacheInfo(root, counts[INDEX_DIR], size, counts[PRICES_DIR])
 
 
 def clear_cache() -> int:
     """Delete every file the toolkit keeps in the cache folder; returns how many were removed.
 
-    Only the toolkit's own files go (``record-index/*.idx``, its key and interrupted writes), so pointing
-    ``MURMUR_ANALYSIS_CACHE`` at a folder that holds other things never loses them.
+    Only the toolkit's own files go (``record-index/*.idx``, ``prices/*.prices``, each folder's
+    key and interrupted writes), so pointing ``MURMUR_ANALYSIS_CACHE`` at a folder that holds
+    other things never loses them.
     """
     root = cache_dir()
     removed = 0
-    for path in _owned(root / INDEX_DIR):
-        try:
-            path.unlink()
-            removed += 1
-        except FileNotFoundError:
-            continue
-    for folder in (root / INDEX_DIR, root):
-        try:
-            folder.rmdir()  # only when empty
-        except OSError:
-            break
+    for name, suffix in _FOLDERS:
+        for path in _owned(root / name, suffix):
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                continue
+        with contextlib.suppress(OSError):
+            (root / name).rmdir()  # only when empty
+    with contextlib.suppress(OSError):
+        root.rmdir()
     return removed
+
+
+def signed(body: bytes, key: bytes) -> bytes:
+    """``body`` followed by its digest keyed with ``key`` (a folder's :func:`folder_key`)."""
+    return body + hashlib.blake2b(body, key=key, digest_size=_DIGEST).digest()
+
+
+def verified(data: bytes, key: bytes) -> bytes | None:
+    """The body of what :func:`signed` wrote with ``key``, or ``None`` when its digest does not match."""
+    body, digest = data[:-_DIGEST], data[-_DIGEST:]
+    if len(data) < _DIGEST or not compare_digest(hashlib.blake2b(body, key=key, digest_size=_DIGEST).digest(), digest):
+        return None
+    return body
 
 
 def _folder_fd(folder: Path) -> int:

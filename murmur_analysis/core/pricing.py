@@ -25,7 +25,9 @@ null cost, never 0; each model that cannot be priced gets one ``diagnostics`` ro
 
 Within one price period and one long-context tier, genai-prices' cost is linear in the
 counters, so each (model price, tier) is asked a handful of times for its per-token rates, and
-the rows are priced as arrays with those rates.
+the rows are priced as arrays with those rates. Those rates, per model and UTC day, are
+remembered in the cache folder (:mod:`murmur_analysis.core.price_memo`), so a later process
+pricing the same models on the same days does not load genai-prices' table.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import io
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import cache
 from pathlib import Path
@@ -50,6 +52,7 @@ import pyarrow.compute as pc
 from ..errors import PriceError
 from .diagnostics import Diagnostic
 from .paths import user_path
+from .price_memo import PriceMemo, Tiers
 
 __all__ = ["PRICE_KEYS", "SLICES", "Pricer", "Prices", "price_data_version", "price_tables", "sum_costs"]
 
@@ -69,6 +72,7 @@ SLICES = {
 }
 _ZERO = Decimal(0)
 _DAY_US = 86_400_000_000
+_EPOCH_DAY = date(1970, 1, 1)
 
 
 def _genai_version() -> str:
@@ -171,6 +175,10 @@ def _user_prices(prices: Prices) -> dict[str, dict[str, Decimal]]:
     return table
 
 
+#: The rates of a tier, in :class:`_Rates`' order after ``upto``.
+_RATE_FIELDS = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning", "fee")
+
+
 @dataclass(frozen=True, slots=True)
 class _Rates:
     """USD per token of each slice within one tier, and the per-response fee."""
@@ -253,18 +261,58 @@ def _lookup(model: str, provider: str | None) -> Any | None:
     return None
 
 
+def _by_date(priced_by: Any) -> bool:
+    """Whether genai-prices decides ``priced_by``'s price by the UTC date alone (or has one price at every time)."""
+    from genai_prices.types import StartDateConstraint
+
+    if not (hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list)):
+        return True
+    return all(p.constraint is None or isinstance(p.constraint, StartDateConstraint) for p in priced_by.prices)
+
+
+def _days(created_at: pa.ChunkedArray, rows: np.ndarray) -> Iterator[tuple[str, datetime | None, list[int]]]:
+    """``rows`` by the UTC day of their ``created_at``: ``(day, the day's first time, its rows)``.
+
+    Rows with no time come first, on today's date (a response with no time gets today's price).
+    """
+    times = created_at.take(pa.array(rows))
+    valid = times.is_valid().to_numpy(zero_copy_only=False)
+    if not valid.all():
+        yield datetime.now(UTC).date().isoformat(), None, rows[~valid].tolist()
+    if not valid.any():
+        return
+    micros = pc.fill_null(times.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), 0).to_numpy(
+        zero_copy_only=False)[valid]
+    days, first, which = np.unique(micros // _DAY_US, return_index=True, return_inverse=True)
+    order = np.argsort(which, kind="stable")
+    by_day = np.split(rows[valid][order], np.cumsum(np.bincount(which))[:-1])
+    ats = times.filter(pa.array(valid)).take(pa.array(first, pa.int64())).to_pylist()
+    for day, at, members in zip(days.tolist(), ats, by_day, strict=True):
+        yield (_EPOCH_DAY + timedelta(days=int(day))).isoformat(), at, members.tolist()
+
+
+def _to_memo(tiers: list[_Rates]) -> Tiers:
+    """Rates as :class:`~.price_memo.PriceMemo` keeps them (decimal text)."""
+    return [[t.upto, *(str(getattr(t, name)) for name in _RATE_FIELDS)] for t in tiers]
+
+
 class Pricer:
     """Prices usage rows: genai-prices' table, overridden or extended by user prices.
 
     Args:
         prices: user prices (see :data:`Prices`); a model named there is priced with them,
             whatever the provider.
+        remember: keep what genai-prices answered in the cache folder, and take it from there
+            next time (:mod:`murmur_analysis.core.price_memo`): a later process that prices the
+            same models on the same days does not import genai-prices.
     """
 
-    def __init__(self, prices: Prices | None = None) -> None:
+    def __init__(self, prices: Prices | None = None, *, remember: bool = True) -> None:
         self.user = {} if prices is None else _user_prices(prices)
         self.version = price_data_version(prices)
+        self.memo = PriceMemo(_genai_version()) if remember else None
         self._rates: dict[int, tuple[Any, list[_Rates]]] = {}
+        self._remembered: dict[int, tuple[Tiers, list[_Rates]]] = {}
         self._user_prices: dict[str, Any] = {}
 
     def _priced_by(self, model: str, provider: str | None) -> Any | None:
@@ -289,36 +337,62 @@ class Pricer:
         """The ``ModelPrice`` in force at ``at``; a response with no time gets today's price."""
         return priced_by.get_prices(at or datetime.now(UTC)) if hasattr(priced_by, "get_prices") else priced_by
 
-    @classmethod
-    def _in_force_at(cls, priced_by: Any, created_at: pa.ChunkedArray,
-                     rows: np.ndarray) -> Iterator[tuple[Any, list[int]]]:
-        """The ``ModelPrice`` in force for each of ``rows`` (by its ``created_at``), with the rows it prices.
+    def _priced_rows(self, model: str, provider: str | None, created_at: pa.ChunkedArray,
+                     rows: np.ndarray) -> Iterator[tuple[list[_Rates], list[int]]]:
+        """The rates of ``model`` for ``rows`` (by each one's ``created_at``), with the rows they price.
 
-        Where every price's constraint is a start date (or none), genai-prices decides by the
-        UTC date alone (``StartDateConstraint.active``), so it is asked once per day, at the
-        day's first response; a price by time of day is asked at each response.
+        Nothing when no price matches the model. Where every price's constraint is a start date
+        (or none), genai-prices decides by the UTC date alone (``StartDateConstraint.active``),
+        so it is asked once per day, at the day's first response (a response with no time: today),
+        and its answer is remembered; a price by time of day is asked at each response.
         """
-        from genai_prices.types import StartDateConstraint
+        if model.lower() in self.user:
+            yield self._tiers(self._priced_by(model, provider)), rows.tolist()
+            return
+        memo = self.memo
+        if memo is not None and memo.priced(model, provider) is False:
+            return
+        days = list(_days(created_at, rows))
+        if memo is not None and not memo.by_time(model, provider):
+            known = [self._from_memo(memo.tiers(model, provider, day)) for day, _at, _rows in days]
+            if all(tiers is not None for tiers in known):
+                for tiers, (_day, _at, members) in zip(known, days, strict=True):
+                    assert tiers is not None
+                    yield tiers, members
+                return
+        priced_by = _lookup(model, provider)
+        if priced_by is None:
+            if memo is not None:
+                memo.remember_unpriced(model, provider)
+            return
+        if not _by_date(priced_by):
+            if memo is not None:
+                memo.remember_by_time(model, provider)
+            times = created_at.take(pa.array(rows)).to_pylist()
+            for row, at in zip(rows.tolist(), times, strict=True):
+                yield self._tiers(self._in_force(priced_by, at)), [row]
+            return
+        for day, at, members in days:
+            tiers = self._tiers(self._in_force(priced_by, at))
+            if memo is not None:
+                memo.remember(model, provider, day, _to_memo(tiers))
+            yield tiers, members
 
-        times = created_at.take(pa.array(rows))
-        daily = all(p.constraint is None or isinstance(p.constraint, StartDateConstraint) for p in priced_by.prices)
-        if not daily:
-            for row, at in zip(rows.tolist(), times.to_pylist(), strict=True):
-                yield cls._in_force(priced_by, at), [row]
-            return
-        valid = times.is_valid().to_numpy(zero_copy_only=False)
-        if not valid.all():  # no time: today's price
-            yield cls._in_force(priced_by, None), rows[~valid].tolist()
-        if not valid.any():
-            return
-        micros = pc.fill_null(times.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()), 0).to_numpy(
-            zero_copy_only=False)[valid]
-        _, first, which = np.unique(micros // _DAY_US, return_index=True, return_inverse=True)
-        order = np.argsort(which, kind="stable")
-        by_day = np.split(rows[valid][order], np.cumsum(np.bincount(which))[:-1])
-        ats = times.filter(pa.array(valid)).take(pa.array(first, pa.int64())).to_pylist()
-        for at, members in zip(ats, by_day, strict=True):
-            yield cls._in_force(priced_by, at), members.tolist()
+    def _from_memo(self, remembered: Tiers | None) -> list[_Rates] | None:
+        """Remembered rates as :class:`_Rates` (``None``: none remembered, or not readable as rates)."""
+        if remembered is None:
+            return None
+        entry = self._remembered.get(id(remembered))
+        if entry is None:
+            try:
+                rates = [_Rates(None if t[0] is None else int(t[0]), *(Decimal(str(v)) for v in t[1:]))
+                         for t in remembered]
+            except (TypeError, ValueError, InvalidOperation, IndexError):
+                return None
+            if not rates:
+                return None
+            entry = self._remembered[id(remembered)] = (remembered, rates)  # kept alive: its id is not reused
+        return entry[1]
 
     @staticmethod
     def _tier_index(tiers: list[_Rates], prompt: np.ndarray) -> np.ndarray:
@@ -360,28 +434,20 @@ class Pricer:
                      counts["input_tokens"])
         prompt = np.where(np.isnan(whole), np.nan_to_num(u) + np.nan_to_num(r) + np.nan_to_num(w), whole)
         h = np.nan_to_num(counts["cache_write_1h_tokens"])  # the 1-hour part of the writes, where split
-        rate_names = ("input", "cache_read", "cache_write", "cache_write_1h", "output", "reasoning", "fee")
-        rates = {name: np.full(n, np.nan) for name in rate_names}
+        rates = {name: np.full(n, np.nan) for name in _RATE_FIELDS}
         keyed = pa.table({"model": usage.column("model"), "provider": usage.column("provider"),
                           "row": pa.array(np.arange(n, dtype=np.int64))})
         for group in keyed.group_by(["model", "provider"], use_threads=False).aggregate([("row", "list")]).to_pylist():
             model, rows = group["model"], np.asarray(group["row_list"], dtype=np.int64)
-            priced_by = None if model is None else self._priced_by(model, group["provider"])
-            if priced_by is None:
+            if model is None:
                 continue
-            by_price: dict[int, tuple[Any, list[int]]] = {}
-            if hasattr(priced_by, "get_prices") and isinstance(priced_by.prices, list):
-                # Prices that changed over time (or by time of day): the price in force at each response.
-                for model_price, members in self._in_force_at(priced_by, usage.column("created_at"), rows):
-                    by_price.setdefault(id(model_price), (model_price, []))[1].extend(members)
-            else:  # one price at every time
-                model_price = self._in_force(priced_by, None)
-                by_price[id(model_price)] = (model_price, rows.tolist())
-            for model_price, members in by_price.values():
+            by_price: dict[int, tuple[list[_Rates], list[int]]] = {}
+            for tiers, members in self._priced_rows(model, group["provider"], usage.column("created_at"), rows):
+                by_price.setdefault(id(tiers), (tiers, []))[1].extend(members)
+            for tiers, members in by_price.values():
                 index = np.asarray(members, dtype=np.int64)
-                tiers = self._tiers(model_price)
                 tier = self._tier_index(tiers, prompt[index])
-                for name in rate_names:
+                for name in _RATE_FIELDS:
                     rates[name][index] = np.array([float(getattr(t, name)) for t in tiers])[tier]
         known = ~np.isnan(rates["input"]) & ~np.isnan(u) & ~np.isnan(o) & (np.nan_to_num(u) >= 0)
         parts = {
@@ -396,6 +462,18 @@ class Pricer:
                   for name, values in out.items()}
         return arrays, self.diagnose(usage)
 
+    def _has_price(self, model: str, provider: str | None) -> bool:
+        """Whether a price matches the model (a user price, or genai-prices')."""
+        if model.lower() in self.user:
+            return True
+        known = self.memo.priced(model, provider) if self.memo is not None else None
+        if known is not None:
+            return known
+        found = _lookup(model, provider) is not None
+        if not found and self.memo is not None:
+            self.memo.remember_unpriced(model, provider)
+        return found
+
     def diagnose(self, usage: pa.Table) -> list[Diagnostic]:
         """One diagnostics row per model of ``usage`` that no price matches, in model order.
 
@@ -403,7 +481,9 @@ class Pricer:
         """
         pairs = usage.select(["model", "provider"]).group_by(["model", "provider"], use_threads=False).aggregate([])
         unpriced = {p["model"] for p in pairs.to_pylist()
-                    if p["model"] is None or self._priced_by(p["model"], p["provider"]) is None}
+                    if p["model"] is None or not self._has_price(p["model"], p["provider"])}
+        if self.memo is not None:
+            self.memo.save()  # what this call asked genai-prices, for the next process
         return list(self._diagnostics(unpriced))
 
     def _diagnostics(self, unpriced: Iterable[str | None]) -> Iterator[Diagnostic]:

@@ -343,6 +343,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         info = cache.cache_info()
         print(f"path     {info.path}")
         print(f"indexes  {info.indexes}")
+        print(f"prices   {info.prices}")
         print(f"bytes    {info.bytes}")
     else:
         removed = cache.clear_cache()
@@ -515,12 +516,15 @@ def _add_page(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _add_cache(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``cache`` command and its arguments."""
-    p = sub.add_parser("cache", help="show or clear the cache of record line indexes",
+    p = sub.add_parser("cache", help="show or clear the cache of record line indexes and remembered prices",
                        description="The cache folder keeps the line index of each big murmur record, so a fresh "
-                       "process pages it without parsing it all. It is $MURMUR_ANALYSIS_CACHE, or the user cache "
-                       "folder (e.g. ~/.cache/murmur-analysis). Everything in it is safe to delete.")
+                       "process pages it without parsing it all, and the prices genai-prices gave for the models "
+                       "and days priced so far, so a fresh process prices them without loading its whole table. "
+                       "It is $MURMUR_ANALYSIS_CACHE, or the user cache folder (e.g. ~/.cache/murmur-analysis). "
+                       "Everything in it is safe to delete.")
     p.add_argument("action", choices=["path", "info", "clear"],
-                   help="path: print the folder; info: count the indexes and their bytes; clear: delete them")
+                   help="path: print the folder; info: count the indexes, the price files and their bytes; "
+                        "clear: delete them")
     p.set_defaults(func=cmd_cache)
 
 

@@ -31,14 +31,23 @@ import os
 import sys
 from array import array
 from dataclasses import dataclass, field
-from hmac import compare_digest
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from ...core.cache import INDEX_DIR, INDEX_SUFFIX, cache_dir, folder_key, read_bounded, remove, write_atomic
+from ...core.cache import (
+    INDEX_DIR,
+    INDEX_SUFFIX,
+    cache_dir,
+    folder_key,
+    read_bounded,
+    remove,
+    signed,
+    verified,
+    write_atomic,
+)
 from ...core.identity import HEAD_BYTES, classify, probe
 from .record import LineReport, skipped_line
 
@@ -60,7 +69,6 @@ PROBE_BYTES = HEAD_BYTES
 RUN_SLACK = 64
 _MAGIC = b"murmur-analysis line index\n"
 _VERSION = 2
-_DIGEST = 32
 
 
 def max_index_bytes(record_size: int) -> int:
@@ -267,10 +275,6 @@ def add_runs(runs: array[int], more: array[int]) -> array[int]:
     return out
 
 
-def _sign(body: bytes, key: bytes) -> bytes:
-    return hashlib.blake2b(body, key=key, digest_size=_DIGEST).digest()
-
-
 def _encode(index: LineIndex, key: bytes) -> bytes:
     meta = {
         "version": _VERSION,
@@ -293,7 +297,7 @@ def _encode(index: LineIndex, key: bytes) -> bytes:
     encoded = orjson.dumps(meta)
     body = b"".join((_MAGIC, len(encoded).to_bytes(8, "little"), encoded, index.starts.tobytes(),
                      index.ends.tobytes(), index.skipped.tobytes()))
-    return body + _sign(body, key)
+    return signed(body, key)
 
 
 def _integer(meta: dict[str, Any], name: str) -> int:
@@ -304,8 +308,8 @@ def _integer(meta: dict[str, Any], name: str) -> int:
 
 
 def _decode(data: bytes, path: str, key: bytes) -> LineIndex | None:
-    body, digest = data[:-_DIGEST], data[-_DIGEST:]
-    if not body.startswith(_MAGIC) or not compare_digest(_sign(body, key), digest):
+    body = verified(data, key)
+    if body is None or not body.startswith(_MAGIC):
         return None
     at = len(_MAGIC)
     length = int.from_bytes(body[at : at + 8], "little")
