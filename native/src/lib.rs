@@ -186,7 +186,7 @@ fn index_lines<'py>(
     first: bool,
 ) -> (&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool) {
     let data = &data[..limit.min(data.len())];
-    let decided = py.allow_threads(|| in_pool(|| scan::decide_all(data, first)));
+    let decided = py.allow_threads(|| in_pool(|| line::decide_all(data, first)));
     let (mut starts, mut ends, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     let (mut header, mut parsed_to, mut bad) = (None, base, false);
     for (n, &(s, e, next, kind)) in decided.iter().enumerate() {
@@ -469,7 +469,7 @@ fn scan_records(
     // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
-    let block = block_bytes.unwrap_or(scan::BLOCK).max(1);
+    let block = block_bytes.unwrap_or(lines::BLOCK).max(1);
     let (runs, left): (Vec<(usize, Named)>, Vec<Left>) = py.allow_threads(|| {
         in_pool(|| {
             let (named, left): (Vec<Named>, Vec<Left>) =
@@ -568,12 +568,12 @@ fn line_columns(format: &str) -> PyResult<(Vec<&'static str>, Vec<&'static str>)
 
 /// messages(data, first) -> (list[(line, value)], list[(line, code)]): the message lines of
 /// `data` (whole lines of a record, from line 1 when `first`) parsed by serde_json as Python
-/// values, and the lines skipped and reported (the codes of `scan`).
+/// values, and the lines skipped and reported (the codes of `line`).
 #[pyfunction]
 fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, Vec<(i64, u8)>) {
     type Decided = (i64, Kind, Option<Value>, bool);
     let decided: Vec<Decided> = py.allow_threads(|| in_pool(|| {
-        let pieces = scan::cut(data, data.len());
+        let pieces = lines::cut(data, data.len());
         let per_piece: Vec<Vec<Decided>> = pieces
             .par_iter()
             .enumerate()
@@ -602,7 +602,7 @@ fn messages(py: Python<'_>, data: &[u8], first: bool) -> (Vec<(i64, PyObject)>, 
     for (n, kind, value, terminated) in decided {
         match (kind, value) {
             (Kind::Message, Some(v)) => values.push((n, to_py(py, &v))),
-            (Kind::NotMessage | Kind::BadUtf8, _) => diags.push((n, scan::skipped(kind, terminated))),
+            (Kind::NotMessage | Kind::BadUtf8, _) => diags.push((n, line::skipped(kind, terminated))),
             _ => {}
         }
     }
@@ -849,6 +849,6 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;
     m.add_class::<Buffer>()?;
-    m.add("BLOCK", scan::BLOCK)?;
+    m.add("BLOCK", lines::BLOCK)?;
     Ok(())
 }

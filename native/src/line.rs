@@ -3,13 +3,16 @@
 //! murmur reads a record with `read_to_string`, walks `str::lines()`, skips blank lines and keeps
 //! a line iff `serde_json::from_str::<Value>(line)` succeeds and the value is an object whose
 //! `role` is a string. This module is the only place the toolkit decides what a line is: the
-//! cursor's record reader and the bulk scan both call [`decide`].
+//! cursor's record reader and the bulk scan both call [`decide`]; [`decide_all`] decides a buffer's
+//! lines on every core.
 
 use serde_json::{Map, Value};
 
 use bumpalo::Bump;
+use rayon::prelude::*;
 
 use crate::json::{self, Json, View};
+use crate::lines::cut;
 
 /// What one line of a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +27,24 @@ pub enum Kind {
     NotMessage = 3,
     /// Not valid UTF-8 (murmur's `read_to_string` fails on the whole record).
     BadUtf8 = 4,
+}
+
+/// Diagnostic codes of the lines a read reports (the Python side words them).
+pub const NOT_MESSAGE: u8 = 1;
+pub const PARTIAL_LINE: u8 = 2;
+pub const BAD_UTF8: u8 = 3;
+pub const BAD_UTF8_PARTIAL: u8 = 4;
+/// A murmur tool message that names no `tool_call_id` (a row, reported too).
+pub const MISSING_CALL_ID: u8 = 5;
+
+/// The diagnostic code of a line that is skipped and reported.
+pub fn skipped(kind: Kind, terminated: bool) -> u8 {
+    match (kind, terminated) {
+        (Kind::BadUtf8, true) => BAD_UTF8,
+        (Kind::BadUtf8, false) => BAD_UTF8_PARTIAL,
+        (_, true) => NOT_MESSAGE,
+        (_, false) => PARTIAL_LINE,
+    }
 }
 
 /// The header line's `type`.
@@ -158,4 +179,32 @@ pub fn spans(buf: &[u8]) -> impl Iterator<Item = Span> + '_ {
             }
         }
     })
+}
+
+/// Every line of `buf[..len]` as `(start, end, next, kind)`, decided in parallel: `end` excludes
+/// the `\n` (and the `\r` of a `"\r\n"`), `next` is where the following line starts. `first`
+/// says whether `buf` starts at line 1. The record reader's index is built from these.
+pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
+    let pieces = cut(buf, buf.len());
+    let decided: Vec<Vec<(usize, usize, usize, Kind)>> = pieces
+        .par_iter()
+        .enumerate()
+        .map(|(i, &(s, e))| {
+            let mut arena = Bump::new();
+            spans(&buf[s..e])
+                .enumerate()
+                .map(|(n, span)| {
+                    let (kind, _) = decide_in(&buf[s + span.start..s + span.end], first && i == 0 && n == 0, &arena);
+                    arena.reset();
+                    let next = if span.terminated {
+                        s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
+                    } else {
+                        e
+                    };
+                    (s + span.start, s + span.end, next, kind)
+                })
+                .collect()
+        })
+        .collect();
+    decided.into_iter().flatten().collect()
 }

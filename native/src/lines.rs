@@ -10,11 +10,11 @@
 //! The line rule of these formats: a line is split on `\n` alone (a raw U+2028 inside a string
 //! is part of the line), a blank line (`str::trim` empty) is skipped, and a line is read iff
 //! serde_json parses it into an object. A line that is not UTF-8, does not parse, or is not an
-//! object is reported (a diagnostic code of [`crate::scan`]), never guessed at.
+//! object is reported (a diagnostic code of [`crate::line`]), never guessed at.
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
 use rayon::prelude::*;
 
@@ -22,8 +22,12 @@ use crate::columns::{Ints, Strings};
 use bumpalo::Bump;
 
 use crate::json::{self, Json, View};
-use crate::line::spans;
-use crate::scan::{cut, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
+use crate::line::{spans, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
+
+/// Bytes read from a file per step; lines are decided in parallel within a step.
+pub const BLOCK: usize = 32 << 20;
+/// The smallest piece of a step handed to one thread.
+const PIECE: usize = 1 << 20;
 
 /// One tool event of a row: a call (`call`) or a result, in block order. Its strings borrow
 /// the line's parsed tree where they stand in it whole (ids, names, a result of one text), and
@@ -223,19 +227,19 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(err) => {
-            out.error = Some(format!("could not open: {}", crate::scan::reason(&err)));
+            out.error = Some(format!("could not open: {}", reason(&err)));
             return out;
         }
     };
     out.size = file.metadata().map(|m| m.len()).unwrap_or(0);
     if start > 0 {
         if let Err(err) = file.seek(SeekFrom::Start(start)) {
-            out.error = Some(format!("read failed: {}", crate::scan::reason(&err)));
+            out.error = Some(format!("read failed: {}", reason(&err)));
             return out;
         }
     }
     let remaining = out.size.saturating_sub(start) as usize;
-    let error = crate::scan::blocks(&mut file, remaining, |buf| block(format, buf, text, &mut out));
+    let error = blocks(&mut file, remaining, |buf| block(format, buf, text, &mut out));
     if error.is_some() {
         out.error = error;
     }
@@ -271,6 +275,130 @@ fn numbered(mut out: Rows, first_line: i64) -> Rows {
         *n += first_line - 1;
     }
     out
+}
+
+/// `[start, end)` pieces of `buf[..len]` cut after a `\n`, about `PIECE` bytes or more each.
+pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
+    let threads = rayon::current_num_threads().max(1);
+    let target = (len / (threads * 4)).max(PIECE);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < len {
+        let mut end = (start + target).min(len);
+        if end < len {
+            end = match memchr::memchr(b'\n', &buf[end..len]) {
+                Some(i) => end + i + 1,
+                None => len,
+            };
+        }
+        out.push((start, end));
+        start = end;
+    }
+    out
+}
+
+/// Read `file` from where it stands, up to `remaining` bytes (its size when the read began: a
+/// file the runtime appends to meanwhile is read as it was), a block of [`BLOCK`] bytes at a
+/// time, and hand each block's whole lines to `each`, in order (the file's last line whole or
+/// not). Returns the read error, if one ended the read early. The one block reader of the
+/// engine: a record's scan and every line-delimited format's read go through it.
+///
+/// The next block is read on a thread of its own while `each` works on this one; two block
+/// buffers take turns, so memory stays two blocks. A line cut by a block's end is handed on
+/// whole, on its own, before the next block's lines.
+pub fn blocks(file: &mut File, remaining: usize, each: impl FnMut(&[u8])) -> Option<String> {
+    blocks_of(file, remaining, BLOCK, each)
+}
+
+/// [`blocks`] with blocks of `block` bytes.
+pub fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
+    use std::sync::mpsc::sync_channel;
+    let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>, String>>(1);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut left = remaining;
+            let mut made = 0; // buffers made so far: the first two are new, later ones come back
+            while left > 0 {
+                let mut buf = if made < 2 {
+                    made += 1;
+                    Vec::new()
+                } else {
+                    match empty_rx.recv() {
+                        Ok(buf) => buf,
+                        Err(_) => return, // nothing takes blocks any more
+                    }
+                };
+                buf.resize(left.min(block), 0); // a buffer back from a full block is not filled again
+                let mut filled = 0;
+                let mut failed = None;
+                while filled < buf.len() {
+                    match file.read(&mut buf[filled..]) {
+                        Ok(0) => break,
+                        Ok(n) => filled += n,
+                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(err) => {
+                            failed = Some(format!("read failed: {}", reason(&err)));
+                            break;
+                        }
+                    }
+                }
+                buf.truncate(filled);
+                let short = filled < left.min(block);
+                left -= filled;
+                if filled > 0 && full_tx.send(Ok(buf)).is_err() {
+                    return;
+                }
+                if let Some(message) = failed {
+                    let _ = full_tx.send(Err(message));
+                    return;
+                }
+                if short {
+                    return; // the file ended before its size when the read began
+                }
+            }
+        });
+        let mut carry: Vec<u8> = Vec::new(); // a line begun in an earlier block
+        let mut error = None;
+        for got in full_rx {
+            let buf = match got {
+                Ok(buf) => buf,
+                Err(message) => {
+                    error = Some(message);
+                    break;
+                }
+            };
+            let first = memchr::memchr(b'\n', &buf);
+            let last = memchr::memrchr(b'\n', &buf);
+            match (first, last) {
+                (Some(first), Some(last)) => {
+                    if !carry.is_empty() {
+                        carry.extend_from_slice(&buf[..=first]);
+                        each(&carry);
+                        carry.clear();
+                        each(&buf[first + 1..=last]);
+                    } else {
+                        each(&buf[..=last]);
+                    }
+                    carry.extend_from_slice(&buf[last + 1..]);
+                }
+                _ => carry.extend_from_slice(&buf),
+            }
+            let _ = empty_tx.try_send(buf); // never full (two buffers); refused once the reader is done
+        }
+        if !carry.is_empty() {
+            each(&carry);
+        }
+        error
+    })
+}
+
+pub(crate) fn reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
 }
 
 /// A string field of an object (`None` when absent or not a string).
@@ -369,7 +497,34 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::iso_us;
+
+    /// Whatever the block size, every call holds whole lines (the last one of the file whole or
+    /// not), and the calls in order are the file's first `remaining` bytes.
+    #[test]
+    fn blocks_hand_over_whole_lines_in_order() {
+        let text = b"{\"a\":1}\n\n  \nlonger line than a block of a few bytes\nx\n\n\ntorn tail";
+        let path = std::env::temp_dir().join(format!("ma-blocks-{}.jsonl", std::process::id()));
+        std::fs::File::create(&path).unwrap().write_all(text).unwrap();
+        for remaining in [0, 1, 9, 10, text.len() - 3, text.len()] {
+            for block in 1..=text.len() + 1 {
+                let mut file = std::fs::File::open(&path).unwrap();
+                let mut calls: Vec<Vec<u8>> = Vec::new();
+                let error = super::blocks_of(&mut file, remaining, block, |buf| calls.push(buf.to_vec()));
+                assert!(error.is_none());
+                assert_eq!(calls.concat(), &text[..remaining], "block {block}, remaining {remaining}");
+                for (i, call) in calls.iter().enumerate() {
+                    if i + 1 < calls.len() {
+                        assert!(call.is_empty() || call.ends_with(b"\n"), "block {block}: a cut line {call:?}");
+                    }
+                }
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
 
     #[test]
     fn times() {

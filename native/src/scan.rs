@@ -2,7 +2,6 @@
 //! every core, and every message line turned into one row of typed columns.
 
 use std::fs::File;
-use std::io::Read;
 
 use rayon::prelude::*;
 use crate::json::{Count, Json, Sorted, View};
@@ -11,21 +10,10 @@ use crate::blocks::{py_space, Event, Spec};
 use crate::columns::{Ints, Strings};
 use bumpalo::Bump;
 
-use crate::line::{decide_in, spans, Kind};
+use crate::line::{decide_in, skipped, spans, Kind, MISSING_CALL_ID};
+use crate::lines::{blocks_of, cut, reason};
 use crate::pair;
 use crate::uuid7::uuid7_ms;
-
-/// Bytes read from a record per step; lines are decided in parallel within a step.
-pub const BLOCK: usize = 32 << 20;
-/// The smallest piece of a step handed to one thread.
-const PIECE: usize = 1 << 20;
-
-/// Diagnostic codes (the Python side words them).
-pub const NOT_MESSAGE: u8 = 1;
-pub const PARTIAL_LINE: u8 = 2;
-pub const BAD_UTF8: u8 = 3;
-pub const BAD_UTF8_PARTIAL: u8 = 4;
-pub const MISSING_CALL_ID: u8 = 5;
 
 /// One record's columns (or a piece of them, before pieces are joined in order).
 #[derive(Default)]
@@ -248,132 +236,6 @@ fn piece(spec: &Spec, buf: &[u8], first: bool) -> Columns {
     out
 }
 
-/// The diagnostic code of a line that is skipped and reported.
-pub fn skipped(kind: Kind, terminated: bool) -> u8 {
-    match (kind, terminated) {
-        (Kind::BadUtf8, true) => BAD_UTF8,
-        (Kind::BadUtf8, false) => BAD_UTF8_PARTIAL,
-        (_, true) => NOT_MESSAGE,
-        (_, false) => PARTIAL_LINE,
-    }
-}
-
-/// `[start, end)` pieces of `buf[..len]` cut after a `\n`, about `PIECE` bytes or more each.
-pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
-    let threads = rayon::current_num_threads().max(1);
-    let target = (len / (threads * 4)).max(PIECE);
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < len {
-        let mut end = (start + target).min(len);
-        if end < len {
-            end = match memchr::memchr(b'\n', &buf[end..len]) {
-                Some(i) => end + i + 1,
-                None => len,
-            };
-        }
-        out.push((start, end));
-        start = end;
-    }
-    out
-}
-
-/// Read `file` from where it stands, up to `remaining` bytes (its size when the read began: a
-/// file the runtime appends to meanwhile is read as it was), a block of [`BLOCK`] bytes at a
-/// time, and hand each block's whole lines to `each`, in order (the file's last line whole or
-/// not). Returns the read error, if one ended the read early. The one block reader of the
-/// engine: a record's scan and every line-delimited format's read go through it.
-///
-/// The next block is read on a thread of its own while `each` works on this one; two block
-/// buffers take turns, so memory stays two blocks. A line cut by a block's end is handed on
-/// whole, on its own, before the next block's lines.
-pub fn blocks(file: &mut File, remaining: usize, each: impl FnMut(&[u8])) -> Option<String> {
-    blocks_of(file, remaining, BLOCK, each)
-}
-
-/// [`blocks`] with blocks of `block` bytes.
-fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
-    use std::sync::mpsc::sync_channel;
-    let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>, String>>(1);
-    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
-    std::thread::scope(|scope| {
-        scope.spawn(move || {
-            let mut left = remaining;
-            let mut made = 0; // buffers made so far: the first two are new, later ones come back
-            while left > 0 {
-                let mut buf = if made < 2 {
-                    made += 1;
-                    Vec::new()
-                } else {
-                    match empty_rx.recv() {
-                        Ok(buf) => buf,
-                        Err(_) => return, // nothing takes blocks any more
-                    }
-                };
-                buf.resize(left.min(block), 0); // a buffer back from a full block is not filled again
-                let mut filled = 0;
-                let mut failed = None;
-                while filled < buf.len() {
-                    match file.read(&mut buf[filled..]) {
-                        Ok(0) => break,
-                        Ok(n) => filled += n,
-                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(err) => {
-                            failed = Some(format!("read failed: {}", reason(&err)));
-                            break;
-                        }
-                    }
-                }
-                buf.truncate(filled);
-                let short = filled < left.min(block);
-                left -= filled;
-                if filled > 0 && full_tx.send(Ok(buf)).is_err() {
-                    return;
-                }
-                if let Some(message) = failed {
-                    let _ = full_tx.send(Err(message));
-                    return;
-                }
-                if short {
-                    return; // the file ended before its size when the read began
-                }
-            }
-        });
-        let mut carry: Vec<u8> = Vec::new(); // a line begun in an earlier block
-        let mut error = None;
-        for got in full_rx {
-            let buf = match got {
-                Ok(buf) => buf,
-                Err(message) => {
-                    error = Some(message);
-                    break;
-                }
-            };
-            let first = memchr::memchr(b'\n', &buf);
-            let last = memchr::memrchr(b'\n', &buf);
-            match (first, last) {
-                (Some(first), Some(last)) => {
-                    if !carry.is_empty() {
-                        carry.extend_from_slice(&buf[..=first]);
-                        each(&carry);
-                        carry.clear();
-                        each(&buf[first + 1..=last]);
-                    } else {
-                        each(&buf[..=last]);
-                    }
-                    carry.extend_from_slice(&buf[last + 1..]);
-                }
-                _ => carry.extend_from_slice(&buf),
-            }
-            let _ = empty_tx.try_send(buf); // never full (two buffers); refused once the reader is done
-        }
-        if !carry.is_empty() {
-            each(&carry);
-        }
-        error
-    })
-}
-
 /// One record, read in blocks of `block` bytes; `None` for a file that could not be opened. While a block's
 /// lines are decided on every core, the block before is joined to the record and walked.
 pub fn record(spec: &Spec, path: &std::path::Path, block: usize) -> Columns {
@@ -478,70 +340,5 @@ impl Walking {
                 if out.ev_call[i] == 1 { call_row[j] } else { result_row[j] }
             })
             .collect();
-    }
-}
-
-pub(crate) fn reason(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_owned(),
-        None => text,
-    }
-}
-
-/// Every line of `buf[..len]` as `(start, end, next, kind)`, decided in parallel: `end` excludes
-/// the `\n` (and the `\r` of a `"\r\n"`), `next` is where the following line starts. `first`
-/// says whether `buf` starts at line 1. The record reader's index is built from these.
-pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
-    let pieces = cut(buf, buf.len());
-    let decided: Vec<Vec<(usize, usize, usize, Kind)>> = pieces
-        .par_iter()
-        .enumerate()
-        .map(|(i, &(s, e))| {
-            let mut arena = Bump::new();
-            spans(&buf[s..e])
-                .enumerate()
-                .map(|(n, span)| {
-                    let (kind, _) = decide_in(&buf[s + span.start..s + span.end], first && i == 0 && n == 0, &arena);
-                    arena.reset();
-                    let next = if span.terminated {
-                        s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
-                    } else {
-                        e
-                    };
-                    (s + span.start, s + span.end, next, kind)
-                })
-                .collect()
-        })
-        .collect();
-    decided.into_iter().flatten().collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    /// Whatever the block size, every call holds whole lines (the last one of the file whole or
-    /// not), and the calls in order are the file's first `remaining` bytes.
-    #[test]
-    fn blocks_hand_over_whole_lines_in_order() {
-        let text = b"{\"a\":1}\n\n  \nlonger line than a block of a few bytes\nx\n\n\ntorn tail";
-        let path = std::env::temp_dir().join(format!("ma-blocks-{}.jsonl", std::process::id()));
-        std::fs::File::create(&path).unwrap().write_all(text).unwrap();
-        for remaining in [0, 1, 9, 10, text.len() - 3, text.len()] {
-            for block in 1..=text.len() + 1 {
-                let mut file = std::fs::File::open(&path).unwrap();
-                let mut calls: Vec<Vec<u8>> = Vec::new();
-                let error = super::blocks_of(&mut file, remaining, block, |buf| calls.push(buf.to_vec()));
-                assert!(error.is_none());
-                assert_eq!(calls.concat(), &text[..remaining], "block {block}, remaining {remaining}");
-                for (i, call) in calls.iter().enumerate() {
-                    if i + 1 < calls.len() {
-                        assert!(call.is_empty() || call.ends_with(b"\n"), "block {block}: a cut line {call:?}");
-                    }
-                }
-            }
-        }
-        std::fs::remove_file(&path).unwrap();
     }
 }
