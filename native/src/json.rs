@@ -99,17 +99,17 @@ impl<'a> Json<'a> {
     }
 
     /// The entries of an object with a key's later duplicates winning: each key once, at its
-    /// last occurrence (what `Value`'s map holds).
-    pub fn last_entries(&self) -> Vec<(&str, &Json<'a>)> {
-        match self {
-            Json::Object(entries) => entries
-                .iter()
-                .enumerate()
-                .filter(|(i, (k, _))| !entries[i + 1..].iter().any(|(later, _)| later == k))
-                .map(|(_, (k, v))| (*k, v))
-                .collect(),
-            _ => Vec::new(),
-        }
+    /// last occurrence (what `Value`'s map holds), in the object's order.
+    pub fn last_entries(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
+        let entries: &[(&str, Json<'a>)] = match self {
+            Json::Object(entries) => entries,
+            _ => &[],
+        };
+        entries
+            .iter()
+            .enumerate()
+            .filter(move |(i, (k, _))| !entries[i + 1..].iter().any(|(later, _)| later == k))
+            .map(|(_, (k, v))| (*k, v))
     }
 
     /// The same value as a `serde_json::Value`.

@@ -536,7 +536,7 @@ impl Canonical {
                 items.iter().for_each(|i| self.value(i));
             }
             Json::Object(_) => {
-                let mut entries = v.last_entries();
+                let mut entries: Vec<_> = v.last_entries().collect();
                 entries.sort_by(|a, b| a.0.cmp(b.0));
                 self.byte(b'{');
                 self.len(entries.len());
