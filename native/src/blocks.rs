@@ -171,20 +171,6 @@ impl Spec {
     }
 }
 
-/// Append the present texts to `out` joined with newlines (`model.joined_text`); whether there
-/// were any.
-pub fn join_into<'a>(out: &mut Vec<u8>, texts: impl Iterator<Item = Option<&'a str>>) -> bool {
-    let mut any = false;
-    for text in texts.flatten() {
-        if any {
-            out.push(b'\n');
-        }
-        out.extend_from_slice(text.as_bytes());
-        any = true;
-    }
-    any
-}
-
 /// Python's `str.isspace` (what `str.strip()` removes), for the title rule.
 pub fn py_space(c: char) -> bool {
     matches!(c, '\u{9}'..='\u{d}' | '\u{1c}'..='\u{20}' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'

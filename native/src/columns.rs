@@ -20,13 +20,13 @@ impl Strings {
         self.valid.push(value.is_some());
     }
 
-    /// Push the present texts joined with newlines (`blocks::join_into`, written in place), or
-    /// a null when there are none.
-    pub fn push_joined<'a>(&mut self, texts: impl Iterator<Item = Option<&'a str>>) {
+    /// Push the texts joined with newlines ([`join_into`], written in place), or a null when
+    /// there are none.
+    pub fn push_joined<'a>(&mut self, texts: impl IntoIterator<Item = &'a str>) {
         if self.offsets.is_empty() {
             self.offsets.push(0);
         }
-        let any = crate::blocks::join_into(&mut self.data, texts);
+        let any = join_into(&mut self.data, texts);
         self.offsets.push(self.data.len() as i32);
         self.valid.push(any);
     }
@@ -133,6 +133,19 @@ impl Strings {
         self.data.extend_from_slice(&other.data);
         self.valid.extend(other.valid);
     }
+}
+
+/// Append `texts` to `out` joined with newlines (`model.joined_text`); whether there were any.
+pub fn join_into<'a>(out: &mut Vec<u8>, texts: impl IntoIterator<Item = &'a str>) -> bool {
+    let mut any = false;
+    for text in texts {
+        if any {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(text.as_bytes());
+        any = true;
+    }
+    any
 }
 
 /// A nullable 64-bit integer column.

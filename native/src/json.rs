@@ -17,7 +17,7 @@ use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 /// A parsed JSON value whose strings borrow from the input where they can, its arrays and
 /// objects held by an arena.
@@ -110,24 +110,6 @@ impl<'a> Json<'a> {
             .enumerate()
             .filter(move |(i, (k, _))| !entries[i + 1..].iter().any(|(later, _)| later == k))
             .map(|(_, (k, v))| (*k, v))
-    }
-
-    /// The same value as a `serde_json::Value`.
-    pub fn to_value(&self) -> Value {
-        match self {
-            Json::Null => Value::Null,
-            Json::Bool(b) => Value::Bool(*b),
-            Json::Number(n) => Value::Number(n.clone()),
-            Json::Str(s) => Value::String(s.to_string()),
-            Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
-            Json::Object(entries) => {
-                let mut map = Map::new();
-                for (k, v) in entries.iter() {
-                    map.insert(k.to_string(), v.to_value());
-                }
-                Value::Object(map)
-            }
-        }
     }
 }
 
@@ -224,7 +206,8 @@ impl<'de: 'b, 'b> Visitor<'de> for Key<'b> {
 /// A value serialized as its `serde_json::Value` is: an object's keys sorted (the map murmur's
 /// serde_json builds is a `BTreeMap`), a key's last duplicate winning, numbers and strings by
 /// serde_json's own serializer. `serde_json::to_writer(out, &Sorted(v))` writes exactly the
-/// bytes of `v.to_value().to_string()`, without building the `Value` or a `String`.
+/// bytes of `to_string()` of the same value parsed as a `serde_json::Value`, without building
+/// the `Value` or a `String`.
 pub struct Sorted<'v, 'a>(pub &'v Json<'a>);
 
 impl Serialize for Sorted<'_, '_> {

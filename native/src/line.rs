@@ -1,10 +1,15 @@
-//! murmur's line rules, decided by serde_json itself.
+//! The line rule, decided by serde_json itself: of every line-delimited format the engine reads
+//! (`lines.rs`), and of murmur's record reader.
 //!
-//! murmur reads a record with `read_to_string`, walks `str::lines()`, skips blank lines and keeps
-//! a line iff `serde_json::from_str::<Value>(line)` succeeds and the value is an object whose
-//! `role` is a string. This module is the only place the toolkit decides what a line is: the
-//! cursor's record reader and the bulk scan both call [`decide`]; [`decide_all`] decides a buffer's
-//! lines on every core.
+//! A line is split on `\n` alone (a terminated line loses a final `\r`: murmur's `str::lines()`),
+//! a blank line (`str::trim` empty) is skipped, and a line is parsed by serde_json; a format says
+//! which parsed lines are its rows and whether line 1 may be its header ([`decide_by`]).
+//! Everything else is reported, never guessed at: the codes below.
+//!
+//! murmur's rule: murmur reads a record with `read_to_string`, walks `str::lines()`, skips blank
+//! lines and keeps a line iff `serde_json::from_str::<Value>(line)` succeeds and the value is an
+//! object whose `role` is a string ([`is_message`]); line 1 may be its header ([`header`]). The
+//! cursor's record reader ([`decide`], [`decide_all`]) and the bulk scan both decide by it.
 
 use serde_json::{Map, Value};
 
@@ -14,16 +19,17 @@ use rayon::prelude::*;
 use crate::json::{self, Json, View};
 use crate::lines::cut;
 
-/// What one line of a record is.
+/// What one line is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Empty or whitespace only (`str::trim` is empty): skipped silently.
     Blank = 0,
-    /// A JSON object with a string `role`.
+    /// A line the format keeps: murmur's message (a JSON object with a string `role`), another
+    /// format's object.
     Message = 1,
-    /// Line 1 only: the `murmur.record` header (not a message, not reported).
+    /// Line 1 only: the file's header (murmur's `murmur.record` line): not a row, not reported.
     Header = 2,
-    /// Anything else serde_json reads or refuses: not a message, reported.
+    /// Anything else serde_json reads or refuses: not a row, reported.
     NotMessage = 3,
     /// Not valid UTF-8 (murmur's `read_to_string` fails on the whole record).
     BadUtf8 = 4,
@@ -102,20 +108,33 @@ pub fn is_message<V: View>(value: &V) -> bool {
     value.is_object() && value.field("role").map_or(false, |v| v.text().is_some())
 }
 
-/// Decide one line (without its `\n`; see [`trim_line`]). A message or header comes back with
-/// its parsed value as a `serde_json::Value`.
+/// Whether line 1 is murmur's header.
+pub fn is_header(text: &str) -> bool {
+    header(text).is_some()
+}
+
+/// Decide one record line by murmur's rule (without its `\n`; see [`trim_line`]). A message or
+/// header comes back with its parsed value as a `serde_json::Value`.
 pub fn decide(line: &[u8], first: bool) -> (Kind, Option<Value>) {
-    decide_by(line, first, |text| serde_json::from_str::<Value>(text).ok())
+    decide_by(line, first, |text| serde_json::from_str::<Value>(text).ok(), is_message, is_header)
 }
 
 /// [`decide`], the value parsed into `arena` as a [`Json`] that borrows from the line (the same
 /// parser decides either way).
 pub fn decide_in<'a>(line: &'a [u8], first: bool, arena: &'a Bump) -> (Kind, Option<Json<'a>>) {
-    decide_by(line, first, |text| json::parse(text, arena).ok())
+    decide_by(line, first, |text| json::parse(text, arena).ok(), is_message, is_header)
 }
 
-/// The line rule, whatever the parsed value is built as: `parse` is serde_json's parse of the text.
-fn decide_by<'a, V: View>(line: &'a [u8], first: bool, parse: impl FnOnce(&'a str) -> Option<V>) -> (Kind, Option<V>) {
+/// The line rule, whatever the parsed value is built as: `parse` is serde_json's parse of the
+/// text, `keeps` says which parsed values are rows, and `header` whether line 1 (`first`), when
+/// it is not a row, is the file's header. A row or header comes back with its parsed value.
+pub fn decide_by<'a, V: View>(
+    line: &'a [u8],
+    first: bool,
+    parse: impl FnOnce(&'a str) -> Option<V>,
+    keeps: impl FnOnce(&V) -> bool,
+    header: impl FnOnce(&str) -> bool,
+) -> (Kind, Option<V>) {
     let text = match std::str::from_utf8(line) {
         Ok(text) => text,
         Err(_) => return (Kind::BadUtf8, None),
@@ -124,8 +143,8 @@ fn decide_by<'a, V: View>(line: &'a [u8], first: bool, parse: impl FnOnce(&'a st
         return (Kind::Blank, None);
     }
     match parse(text) {
-        Some(value) if is_message(&value) => (Kind::Message, Some(value)),
-        Some(value) if first && header(text).is_some() => (Kind::Header, Some(value)),
+        Some(value) if keeps(&value) => (Kind::Message, Some(value)),
+        Some(value) if first && header(text) => (Kind::Header, Some(value)),
         _ => (Kind::NotMessage, None),
     }
 }

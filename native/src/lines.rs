@@ -2,36 +2,85 @@
 //! split on `\n` and decided in parallel by serde_json, and every line a format keeps turned
 //! into one row of the columns that format declares.
 //!
-//! A format is a declaration ([`Format`]): the names of its integer and string columns, and
-//! what one parsed line puts into them (a row, its block kinds, its tool events). Everything
-//! else is this engine's: reading, the line rule, order, diagnostics, where a later read goes on
-//! from. A new JSONL runtime is a new `impl Format`, not a second scanner.
+//! A format is a declaration ([`Format`]): its line rule (which parsed lines are rows, whether
+//! line 1 may be a header), the names of its integer and string columns, and what one parsed
+//! line puts into them (a row, its block kinds, its tool events). Everything else is this
+//! engine's: reading, deciding lines, order, diagnostics, where a later read goes on from. A new
+//! JSONL runtime is a new `impl Format`, not a second scanner.
 //!
-//! The line rule of these formats: a line is split on `\n` alone (a raw U+2028 inside a string
-//! is part of the line), a blank line (`str::trim` empty) is skipped, and a line is read iff
-//! serde_json parses it into an object. A line that is not UTF-8, does not parse, or is not an
-//! object is reported (a diagnostic code of [`crate::line`]), never guessed at.
+//! The line rule is [`crate::line::decide_by`]'s: a line is split on `\n` alone (a raw U+2028
+//! inside a string is part of the line; a terminated line loses a final `\r`), a blank line
+//! (`str::trim` empty) is skipped, and a line is a row iff serde_json parses it into a value the
+//! format keeps (by default, any object). A line that is not UTF-8, does not parse, or is not
+//! kept is reported (a diagnostic code of [`crate::line`]), never guessed at.
 
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
+use bumpalo::collections::Vec as BumpVec;
+use bumpalo::Bump;
 use rayon::prelude::*;
 
-use crate::columns::{Ints, Strings};
-use bumpalo::Bump;
-
-use crate::json::{self, Json, View};
-use crate::line::{spans, BAD_UTF8, BAD_UTF8_PARTIAL, NOT_MESSAGE, PARTIAL_LINE};
+use crate::columns::{join_into, Ints, Strings};
+use crate::json::{self, Count, Json, Sorted, View};
+use crate::line::{decide_by, skipped, spans, Kind};
 
 /// Bytes read from a file per step; lines are decided in parallel within a step.
 pub const BLOCK: usize = 32 << 20;
 /// The smallest piece of a step handed to one thread.
 const PIECE: usize = 1 << 20;
 
+/// A text a row hands over, written once, straight into its column.
+#[derive(Clone, Debug)]
+pub enum Text<'a> {
+    /// a text as it stands (borrowed from the line, or made)
+    Str(Cow<'a, str>),
+    /// texts joined with newlines (none: no text)
+    Joined(Vec<&'a str>),
+    /// a JSON value as serde_json writes its `Value` (keys sorted: [`Sorted`])
+    Json(&'a Json<'a>),
+}
+
+impl Text<'_> {
+    /// The text's length in bytes, without writing it (`None`: no text).
+    fn len(&self) -> Option<usize> {
+        match self {
+            Text::Str(s) => Some(s.len()),
+            Text::Joined(parts) if parts.is_empty() => None,
+            Text::Joined(parts) => Some(parts.iter().map(|p| p.len()).sum::<usize>() + parts.len() - 1),
+            Text::Json(value) => {
+                let mut count = Count::default();
+                serde_json::to_writer(&mut count, &Sorted(value)).expect("a parsed value serializes");
+                Some(count.0)
+            }
+        }
+    }
+
+    /// Push the text into `col` (a null when there is none); its length in bytes.
+    fn push_into(&self, col: &mut Strings) -> Option<usize> {
+        match self {
+            Text::Str(s) => {
+                col.push(Some(s));
+                Some(s.len())
+            }
+            Text::Joined(parts) => {
+                let before = col.data.len();
+                col.push_joined(parts.iter().copied());
+                (!parts.is_empty()).then(|| col.data.len() - before)
+            }
+            Text::Json(value) => Some(col.push_written(|out| {
+                let start = out.len();
+                serde_json::to_writer(&mut *out, &Sorted(value)).expect("a parsed value serializes");
+                out.len() - start
+            })),
+        }
+    }
+}
+
 /// One tool event of a row: a call (`call`) or a result, in block order. Its strings borrow
-/// the line's parsed tree where they stand in it whole (ids, names, a result of one text), and
-/// are owned only where they are made (a call's input as JSON text, texts joined).
+/// the line's parsed tree where they stand in it whole (ids, names, a result of one text); its
+/// text is written once, by the engine, into its side's column.
 #[derive(Clone, Debug, Default)]
 pub struct Event<'a> {
     pub call: bool,
@@ -41,40 +90,50 @@ pub struct Event<'a> {
     pub name: Option<Cow<'a, str>>,
     pub is_error: Option<bool>,
     pub chars: Option<i64>,
-    pub input_bytes: Option<i64>,
-    /// a call's input as text, a result's text (when texts are kept)
-    pub text: Option<Cow<'a, str>>,
+    /// a call's input (its length in bytes is the event's input size, whether texts are kept
+    /// or not), a result's text; kept only when texts are
+    pub text: Option<Text<'a>>,
 }
 
-/// What a format puts into one row, column by column in the order it declared them.
+/// What a format puts into one row, column by column in the order it declared them. Its
+/// vectors live in the arena the line was parsed into (no allocation of their own per line).
 pub struct Row<'a> {
-    pub ints: Vec<Option<i64>>,
-    pub strs: Vec<Option<Cow<'a, str>>>,
-    pub kinds: Vec<Cow<'a, str>>,
-    pub events: Vec<Event<'a>>,
+    pub ints: BumpVec<'a, Option<i64>>,
+    pub strs: BumpVec<'a, Option<Cow<'a, str>>>,
+    pub kinds: BumpVec<'a, Cow<'a, str>>,
+    pub events: BumpVec<'a, Event<'a>>,
 }
 
-/// A line-delimited format: its columns, and how one parsed line fills them.
+impl<'a> Row<'a> {
+    /// An empty row of `format`'s shape, in `arena`.
+    fn new_in(format: &dyn Format, arena: &'a Bump) -> Row<'a> {
+        Row {
+            ints: bumpalo::vec![in arena; None; format.ints().len()],
+            strs: bumpalo::vec![in arena; None; format.strs().len()],
+            kinds: BumpVec::new_in(arena),
+            events: BumpVec::new_in(arena),
+        }
+    }
+}
+
+/// A line-delimited format: its line rule, its columns, and how one parsed line fills them.
 pub trait Format: Sync {
     /// The integer columns' names (a boolean is an integer 0/1).
     fn ints(&self) -> &'static [&'static str];
     /// The string columns' names.
     fn strs(&self) -> &'static [&'static str];
-    /// The row of one line that parsed into an object (`None`: the line makes no row). `text`
-    /// says whether texts are kept (a lean read leaves text columns and event texts null).
-    fn row<'a>(&self, line: &'a Json<'a>, text: bool) -> Option<Row<'a>>;
-}
-
-impl<'a> Row<'a> {
-    /// An empty row of `format`'s shape.
-    pub fn of(format: &dyn Format) -> Row<'a> {
-        Row {
-            ints: vec![None; format.ints().len()],
-            strs: vec![None; format.strs().len()],
-            kinds: Vec::new(),
-            events: Vec::new(),
-        }
+    /// Whether a line serde_json parsed is a row: any object, unless the format says otherwise.
+    fn keeps(&self, line: &Json<'_>) -> bool {
+        line.is_object()
     }
+    /// Whether line 1, when it is not a row, is the file's header ([`Rows::header`]): neither a
+    /// row nor reported. No line is, unless the format says otherwise.
+    fn header(&self, _line: &str) -> bool {
+        false
+    }
+    /// Fill `row` from one line the format keeps. `text` says whether texts are kept (a lean
+    /// read leaves text columns null; event texts are left out by the engine).
+    fn row<'a>(&'a self, line: &'a Json<'a>, text: bool, row: &mut Row<'a>);
 }
 
 /// A file's rows, columnar, in line order.
@@ -102,8 +161,10 @@ pub struct Rows {
     pub ev_result_text: Strings,
     /// `(line, code)` of every line reported
     pub diags: Vec<(i64, u8)>,
+    /// line 1, when the format's rule reads it as the file's header
+    pub header: Option<Vec<u8>>,
     /// the byte offset after the last line that will not be read again: a torn last line (no
-    /// `\n`, not an object) ends before it, so a later read from here reads it whole
+    /// `\n`, not a row) ends before it, so a later read from here reads it whole
     pub end: u64,
     /// bytes in the file when it was read
     pub size: u64,
@@ -124,20 +185,21 @@ impl Rows {
         self.line_no.len()
     }
 
-    fn push(&mut self, row: Row<'_>, line_no: i64) {
+    /// One row, of line `line_no`; `text` says whether event texts are kept.
+    fn push(&mut self, row: Row<'_>, line_no: i64, text: bool) {
         let at = self.rows() as i64;
         self.line_no.push(line_no);
-        for (col, value) in self.ints.iter_mut().zip(row.ints) {
-            col.push(value);
+        for (col, value) in self.ints.iter_mut().zip(row.ints.iter()) {
+            col.push(*value);
         }
-        for (col, value) in self.strs.iter_mut().zip(row.strs) {
+        for (col, value) in self.strs.iter_mut().zip(row.strs.iter()) {
             col.push(value.as_deref());
         }
-        for kind in &row.kinds {
+        for kind in row.kinds.iter() {
             self.kinds.push(Some(kind));
         }
         self.kinds_offsets.push(self.kinds.len() as i32);
-        for ev in row.events {
+        for ev in row.events.iter() {
             self.ev_row.push(at);
             self.ev_call.push(u8::from(ev.call));
             self.ev_kind.push(ev.kind);
@@ -145,10 +207,23 @@ impl Rows {
             self.ev_name.push(ev.name.as_deref());
             self.ev_error.push(ev.is_error.map(i64::from));
             self.ev_chars.push(ev.chars);
-            self.ev_bytes.push(ev.input_bytes);
-            let (input, result) = if ev.call { (ev.text.as_deref(), None) } else { (None, ev.text.as_deref()) };
-            self.ev_input_text.push(input);
-            self.ev_result_text.push(result);
+            // Each side's texts lie in a column of their own: the event's text (when texts are
+            // kept) in its side's, a null in the other's. A call's input size is its text's
+            // length, kept or not.
+            let (own, other) = if ev.call {
+                (&mut self.ev_input_text, &mut self.ev_result_text)
+            } else {
+                (&mut self.ev_result_text, &mut self.ev_input_text)
+            };
+            let size = match &ev.text {
+                Some(t) if text => t.push_into(own),
+                t => {
+                    own.push(None);
+                    t.as_ref().filter(|_| ev.call).and_then(Text::len)
+                }
+            };
+            other.push(None);
+            self.ev_bytes.push(size.filter(|_| ev.call).map(|n| n as i64));
         }
     }
 
@@ -178,12 +253,16 @@ impl Rows {
         self.ev_input_text.extend(other.ev_input_text);
         self.ev_result_text.extend(other.ev_result_text);
         self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
+        if self.header.is_none() {
+            self.header = other.header;
+        }
     }
 }
 
 /// Decide every line of `buf` (whole lines; the last is unterminated only at the end of the
-/// file) into a piece of rows. Returns the piece and the length of a torn last line (0: none).
-fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
+/// file) into a piece of rows. `first` says whether `buf` starts at line 1. Returns the piece
+/// and the length of a torn last line (0: none).
+fn piece(format: &dyn Format, buf: &[u8], text: bool, first: bool) -> (Rows, usize) {
     let mut out = Rows::new(format);
     let mut torn = 0;
     let mut arena = Bump::new();
@@ -192,27 +271,25 @@ fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
         out.lines += 1;
         let n = out.lines;
         let line = &buf[span.start..span.end];
-        let s = match std::str::from_utf8(line) {
-            Ok(s) => s,
-            Err(_) => {
-                out.diags.push((n, if span.terminated { BAD_UTF8 } else { BAD_UTF8_PARTIAL }));
-                torn = if span.terminated { 0 } else { buf.len() - span.start };
-                continue;
+        let (kind, value) = decide_by(
+            line,
+            first && n == 1,
+            |s| json::parse(s, &arena).ok(),
+            |value| format.keeps(value),
+            |s| format.header(s),
+        );
+        match (kind, value) {
+            (Kind::Message, Some(value)) => {
+                let mut row = Row::new_in(format, &arena);
+                format.row(&value, text, &mut row);
+                out.push(row, n, text);
             }
-        };
-        if s.trim().is_empty() {
-            continue;
-        }
-        match json::parse(s, &arena) {
-            Ok(value) if value.is_object() => {
-                if let Some(row) = format.row(&value, text) {
-                    out.push(row, n);
-                }
-            }
-            _ => {
-                out.diags.push((n, if span.terminated { NOT_MESSAGE } else { PARTIAL_LINE }));
+            (Kind::Header, _) => out.header = Some(line.to_vec()),
+            (Kind::NotMessage | Kind::BadUtf8, _) => {
+                out.diags.push((n, skipped(kind, span.terminated)));
                 torn = if span.terminated { 0 } else { buf.len() - span.start };
             }
+            _ => {}
         }
     }
     (out, torn)
@@ -220,7 +297,8 @@ fn piece(format: &dyn Format, buf: &[u8], text: bool) -> (Rows, usize) {
 
 /// One file read from byte `start` (a line's start) to its size now, in blocks, each block's
 /// lines decided on every core. Line numbers count from `first_line` (the number of `start`'s
-/// line). A file that cannot be opened or read gives its `error`.
+/// line; line 1 may be the format's header). A file that cannot be opened or read gives its
+/// `error`.
 pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line: i64, text: bool) -> Rows {
     let mut out = Rows::new(format);
     out.end = start;
@@ -239,7 +317,13 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
         }
     }
     let remaining = out.size.saturating_sub(start) as usize;
-    let error = blocks(&mut file, remaining, |buf| block(format, buf, text, &mut out));
+    let mut first = first_line == 1;
+    let error = blocks(&mut file, remaining, |buf| {
+        block(format, buf, text, first, &mut out);
+        if !buf.is_empty() {
+            first = false;
+        }
+    });
     if error.is_some() {
         out.error = error;
     }
@@ -250,14 +334,16 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
 pub fn read_bytes(format: &dyn Format, data: &[u8], first_line: i64, text: bool) -> Rows {
     let mut out = Rows::new(format);
     out.size = data.len() as u64;
-    block(format, data, text, &mut out);
+    block(format, data, text, first_line == 1, &mut out);
     numbered(out, first_line)
 }
 
 /// Decide the whole lines of `buf` on every core and append them to `out`, moving its `end`.
-fn block(format: &dyn Format, buf: &[u8], text: bool, out: &mut Rows) {
+/// `first` says whether `buf` starts at line 1.
+fn block(format: &dyn Format, buf: &[u8], text: bool, first: bool, out: &mut Rows) {
     let pieces = cut(buf, buf.len());
-    let decided: Vec<(Rows, usize)> = pieces.par_iter().map(|&(s, e)| piece(format, &buf[s..e], text)).collect();
+    let decided: Vec<(Rows, usize)> =
+        pieces.par_iter().enumerate().map(|(i, &(s, e))| piece(format, &buf[s..e], text, first && i == 0)).collect();
     let mut torn = 0;
     for (part, t) in decided {
         out.join(part);
@@ -268,11 +354,13 @@ fn block(format: &dyn Format, buf: &[u8], text: bool, out: &mut Rows) {
 
 /// The rows' line numbers counted from `first_line`.
 fn numbered(mut out: Rows, first_line: i64) -> Rows {
-    for n in out.line_no.iter_mut() {
-        *n += first_line - 1;
-    }
-    for (n, _) in out.diags.iter_mut() {
-        *n += first_line - 1;
+    if first_line != 1 {
+        for n in out.line_no.iter_mut() {
+            *n += first_line - 1;
+        }
+        for (n, _) in out.diags.iter_mut() {
+            *n += first_line - 1;
+        }
     }
     out
 }
@@ -401,17 +489,22 @@ pub(crate) fn reason(err: &std::io::Error) -> String {
     }
 }
 
-/// A string field of an object (`None` when absent or not a string).
 /// Texts joined with newlines, as one column value: the text itself when there is one (borrowed
 /// from the line), `None` when there are none.
-pub fn joined<'a>(parts: &[&'a str]) -> Option<Cow<'a, str>> {
-    match parts {
-        [] => None,
-        [one] => Some(Cow::Borrowed(one)),
-        _ => Some(Cow::Owned(parts.join("\n"))),
+pub fn joined<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<Cow<'a, str>> {
+    let mut parts = parts.into_iter();
+    let first = parts.next()?;
+    match parts.next() {
+        None => Some(Cow::Borrowed(first)),
+        Some(second) => {
+            let mut out = Vec::new();
+            join_into(&mut out, [first, second].into_iter().chain(parts));
+            Some(Cow::Owned(String::from_utf8(out).expect("texts joined are UTF-8")))
+        }
     }
 }
 
+/// A string field of an object (`None` when absent or not a string).
 pub fn text<'a>(value: &'a Json<'a>, key: &str) -> Option<Cow<'a, str>> {
     value.field(key).and_then(View::text).map(Cow::Borrowed)
 }

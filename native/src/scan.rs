@@ -145,8 +145,8 @@ impl Columns {
                 self.kinds.push(Some(block.kind));
             }
             if spec.keep_text {
-                self.text.push_joined(blocks.iter().map(|b| b.text));
-                self.reasoning.push_joined(blocks.iter().map(|b| b.reasoning));
+                self.text.push_joined(blocks.iter().filter_map(|b| b.text));
+                self.reasoning.push_joined(blocks.iter().filter_map(|b| b.reasoning));
             } else {
                 self.text.push(None);
                 self.reasoning.push(None);
@@ -203,7 +203,7 @@ impl Columns {
             }
             Event::Result { id, is_error, chars, texts } => {
                 self.ev_text_idx.push(self.result_text.len() as i64);
-                self.result_text.push_joined(texts.into_iter().map(Some));
+                self.result_text.push_joined(texts);
                 self.ev_call.push(0);
                 self.ev_id.push(Some(id));
                 self.ev_name.push(None);

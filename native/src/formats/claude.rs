@@ -8,8 +8,8 @@
 
 use std::borrow::Cow;
 
-use crate::json::{Json, Sorted, View};
-use crate::lines::{at, flag, iso_us, joined, text, Event, Format, Row};
+use crate::json::{Json, View};
+use crate::lines::{at, flag, iso_us, joined, text, Event, Format, Row, Text};
 
 /// Claude Code's session JSONL.
 pub struct ClaudeCode;
@@ -129,9 +129,8 @@ impl Format for ClaudeCode {
     fn strs(&self) -> &'static [&'static str] {
         STRS
     }
-    fn row<'a>(&self, line: &'a Json<'a>, keep: bool) -> Option<Row<'a>> {
-        let mut row = Row::of(self);
-        envelope(&mut row, line);
+    fn row<'a>(&'a self, line: &'a Json<'a>, keep: bool, row: &mut Row<'a>) {
+        envelope(row, line);
         // The message: `message` when it is an object, else the old top-level role/content shape.
         let message = line.field("message");
         row.strs[S_MESSAGE_KIND] = Some(Cow::Borrowed(match message {
@@ -152,14 +151,13 @@ impl Format for ClaudeCode {
                 row.strs[S_STOP] = text(m, "stop_reason");
             }
             row.strs[S_ROLE] = text(m, "role");
-            content(&mut row, m.field("content"), keep);
+            content(row, m.field("content"), keep);
             if let Some(u @ Json::Object(_)) = m.field("usage") {
-                usage(&mut row, u);
+                usage(row, u);
             }
         }
         row.ints[I_UUID_KEY] = row.strs[S_UUID].as_deref().map(key);
         row.ints[I_MSG_KEY] = row.strs[S_MSG_ID].as_deref().map(key);
-        Some(row)
     }
 }
 
@@ -301,7 +299,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
                     thoughts.push(t);
                 }
             }
-            "tool_use" | "server_tool_use" => row.events.push(call(block, kind == "server_tool_use", keep)),
+            "tool_use" | "server_tool_use" => row.events.push(call(block, kind == "server_tool_use")),
             "tool_result" => {
                 let (parts, n) = result_text(block.field("content"));
                 n_chars += n;
@@ -313,7 +311,7 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
                     // error (Claude Code writes the flag on failures only).
                     is_error: Some(block.field("is_error").and_then(Json::as_bool).unwrap_or(false)),
                     chars: Some(n),
-                    text: if keep { joined(&parts) } else { None },
+                    text: Some(Text::Joined(parts)),
                     ..Event::default()
                 });
             }
@@ -338,21 +336,20 @@ fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
     row.ints[I_CHARS] = Some(n_chars);
     row.strs[S_FIRST_TEXT] = first_text(&texts);
     if keep {
-        row.strs[S_TEXT] = joined(&texts);
-        row.strs[S_REASONING] = joined(&thoughts);
+        row.strs[S_TEXT] = joined(texts.iter().copied());
+        row.strs[S_REASONING] = joined(thoughts.iter().copied());
     }
 }
 
-/// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event.
-fn call<'a>(block: &'a Json<'a>, server: bool, keep: bool) -> Event<'a> {
-    let input = block.field("input").map(|i| serde_json::to_string(&Sorted(i)).unwrap_or_default());
+/// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event (its input
+/// written as JSON text, keys sorted).
+fn call<'a>(block: &'a Json<'a>, server: bool) -> Event<'a> {
     Event {
         call: true,
         kind: u8::from(server),
         id: text(block, "id").unwrap_or_default(),
         name: text(block, "name"),
-        input_bytes: input.as_ref().map(|s| s.len() as i64),
-        text: if keep { input.map(Cow::Owned) } else { None },
+        text: block.field("input").map(Text::Json),
         ..Event::default()
     }
 }

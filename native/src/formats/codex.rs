@@ -37,7 +37,7 @@
 use std::borrow::Cow;
 
 use crate::json::{Json, View};
-use crate::lines::{at, int, iso_us, joined, text, Event, Format, Row};
+use crate::lines::{at, int, iso_us, joined, text, Event, Format, Row, Text};
 use crate::uuid7::uuid7_ms;
 
 /// Codex's rollout JSONL.
@@ -120,8 +120,7 @@ impl Format for Codex {
     fn strs(&self) -> &'static [&'static str] {
         STRS
     }
-    fn row<'a>(&self, line: &'a Json<'a>, keep: bool) -> Option<Row<'a>> {
-        let mut row = Row::of(self);
+    fn row<'a>(&'a self, line: &'a Json<'a>, keep: bool, row: &mut Row<'a>) {
         let (kind, payload): (Cow<'a, str>, &'a Json<'a>) = match line.field("payload") {
             Some(payload) => {
                 row.ints[TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
@@ -132,19 +131,19 @@ impl Format for Codex {
                     row.ints[LEGACY] = Some(1);
                     (kind, line)
                 }
-                None => return Some(row), // no Codex line: its `type` stays null (the source names it)
+                None => return, // no Codex line: its `type` stays null (the source names it)
             },
         };
         row.ints[HASH] = Some(item_hash(&kind, payload));
         row.strs[PTYPE] = text(payload, "type");
         match kind.as_ref() {
-            "session_meta" => session_meta(&mut row, payload),
+            "session_meta" => session_meta(row, payload),
             "turn_context" => {
                 row.strs[MODEL] = text(payload, "model");
                 row.strs[CWD] = text(payload, "cwd");
-                turn(&mut row, payload);
+                turn(row, payload);
             }
-            "response_item" => response_item(&mut row, payload, keep),
+            "response_item" => response_item(row, payload, keep),
             "compacted" => {
                 let message = text(payload, "message");
                 row.ints[MESSAGE] = Some(1);
@@ -154,11 +153,10 @@ impl Format for Codex {
                 row.ints[TEXT_CHARS] = Some(message.as_deref().map_or(0, chars));
                 row.strs[TEXT] = message.filter(|_| keep);
             }
-            "event_msg" => event_msg(&mut row, payload),
+            "event_msg" => event_msg(row, payload),
             _ => {}
         }
         row.strs[TYPE] = Some(kind);
-        Some(row)
     }
 }
 
@@ -290,7 +288,7 @@ fn response_item<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
             "assistant"
         }
         "function_call_output" | "custom_tool_call_output" => {
-            tool_output(row, p, keep);
+            tool_output(row, p);
             "tool"
         }
         "tool_search_output" => {
@@ -338,7 +336,7 @@ fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     }
     row.strs[ROLE] = role;
     if keep {
-        row.strs[TEXT] = joined(&texts);
+        row.strs[TEXT] = joined(texts.iter().copied());
     }
 }
 
@@ -369,18 +367,19 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     }
     row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
     if keep {
-        row.strs[REASONING] = joined(&texts);
+        row.strs[REASONING] = joined(texts.iter().copied());
     }
 }
 
 fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
     let called = kind != "local_shell_call" || row.strs[CALL_ID].is_some(); // a shell call with no id calls nothing
     row.kinds.push(Cow::Borrowed(if called { "tool_use" } else { "local_shell_call" }));
-    // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON string
-    let input: Option<Cow<'a, str>> = match kind {
-        "function_call" => text(p, "arguments"),
-        "custom_tool_call" => p.field("input").map(|v| Cow::Owned(serde_json::to_string(&v.to_value()).unwrap_or_default())),
-        _ => at(p, &["action"]).map(|v| Cow::Owned(serde_json::to_string(&v.to_value()).unwrap_or_default())),
+    // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON
+    // string; a shell call: its `action`, as JSON text (keys sorted)
+    let input = match kind {
+        "function_call" => text(p, "arguments").map(Text::Str),
+        "custom_tool_call" => p.field("input").map(Text::Json),
+        _ => at(p, &["action"]).map(Text::Json),
     };
     if kind == "local_shell_call" {
         if let Some(Json::Array(cmd)) = at(p, &["action", "command"]) {
@@ -400,12 +399,11 @@ fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
         name,
         is_error: None,
         chars: None,
-        input_bytes: input.as_ref().map(|s| s.len() as i64),
-        text: if keep { input } else { None },
+        text: input,
     });
 }
 
-fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
+fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
     row.kinds.push(Cow::Borrowed("tool_result"));
     let (body, success) = match p.field("output") {
         Some(Json::Object(_)) => {
@@ -421,7 +419,7 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
                 .filter(|i| matches!(text(i, "type").as_deref(), Some("input_text" | "output_text" | "text")))
                 .filter_map(|i| i.field("text").and_then(View::text))
                 .collect();
-            joined(&texts)
+            joined(texts)
         }
         _ => None,
     };
@@ -442,8 +440,7 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
         name: None,
         is_error,
         chars: n,
-        input_bytes: None,
-        text: if keep { body } else { None },
+        text: body.map(Text::Str),
     });
 }
 
