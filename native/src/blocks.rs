@@ -1,12 +1,18 @@
-//! What the tables derive from a message line's blocks: kinds, text characters, tool events.
+//! What the tables derive from a murmur message line's blocks: kinds, text characters, tool
+//! events (read by the murmur format, `formats/murmur.rs`).
 //!
 //! The block rules are not written here: they are the `murmur` dialect tables of
 //! `murmur_analysis/core/model.py` (`_TAGS`, `_SPECS`, the text kinds), handed over as a [`Spec`]
 //! when a scan starts. This module only interprets them the way `block_from_wire` does.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use bumpalo::collections::Vec as BumpVec;
+use bumpalo::Bump;
+
 use crate::json::{Json, View};
+use crate::lines::{Event, Text};
 
 /// How a field of a modelled block is typed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,18 +45,8 @@ pub struct Spec {
     pub unknown_kind: String,
     /// the kind whose text is reasoning (`reasoning_text`)
     pub reasoning_kind: String,
-    /// whether the text columns are kept (texts are left out of a lean scan)
+    /// whether the text columns are kept (texts are left out of a lean read)
     pub keep_text: bool,
-}
-
-/// One tool event of a message, in block order, borrowing from the parsed line: its texts are
-/// written once, straight into the scan's column buffers.
-#[derive(Clone, Debug)]
-pub enum Event<'a> {
-    /// `input`: the call's input value (absent or null: none); its JSON text is serde's
-    Call { id: &'a str, name: &'a str, input: Option<&'a Json<'a>> },
-    /// `texts`: the result's text blocks (joined with newlines), when kept
-    Result { id: &'a str, is_error: Option<bool>, chars: i64, texts: Vec<&'a str> },
 }
 
 /// One decoded block: its kind, text characters, and what a title or a pairing needs.
@@ -74,8 +70,9 @@ impl Spec {
         Block { kind, chars: 0, text: None, reasoning: None, event: None }
     }
 
-    /// `model.block_from_wire(value, dialect)`, reduced to what the tables need.
-    pub fn block<'a>(&'a self, value: &'a Json<'a>) -> Block<'a> {
+    /// `model.block_from_wire(value, dialect)`, reduced to what the tables need (`arena`: the
+    /// line's, for a result's own blocks).
+    pub fn block<'a>(&'a self, value: &'a Json<'a>, arena: &'a Bump) -> Block<'a> {
         match value {
             Json::Str(s) => return Block { kind: &self.string_kind, chars: chars(s), text: Some(s), reasoning: None, event: None },
             Json::Object(_) => {}
@@ -86,7 +83,7 @@ impl Spec {
             None => return self.unknown(value),
         };
         let decoded = match self.tags.get(tag) {
-            Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(value, None),
+            Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(value, None, arena),
             Some(&i) => self.modelled(&self.kinds[i], value),
             None => None,
         };
@@ -127,7 +124,13 @@ impl Spec {
                 None | Some(Json::Null) => None,
                 Some(input) => Some(input),
             };
-            Some(Event::Call { id: field("id"), name: field("name"), input })
+            Some(Event {
+                call: true,
+                id: Cow::Borrowed(field("id")),
+                name: Some(Cow::Borrowed(field("name"))),
+                text: input.map(Text::Json),
+                ..Event::default()
+            })
         } else {
             None
         };
@@ -142,31 +145,43 @@ impl Spec {
 
     /// A client tool result (`model._decode_tool_result`); `fallback_error` is the message's own
     /// flag, used when the block carries none.
-    pub fn tool_result<'a>(&'a self, map: &'a Json<'a>, fallback_error: Option<bool>) -> Option<Block<'a>> {
+    pub fn tool_result<'a>(
+        &'a self,
+        map: &'a Json<'a>,
+        fallback_error: Option<bool>,
+        arena: &'a Bump,
+    ) -> Option<Block<'a>> {
         let id = map.field("tool_use_id")?.text()?;
         let is_error = match map.field("is_error") {
             None | Some(Json::Null) => None,
             Some(Json::Bool(b)) => Some(*b),
             Some(_) => return None,
         };
-        let blocks: Vec<Block<'_>> = match map.field("content") {
-            None => Vec::new(),
-            Some(Json::Array(items)) => items.iter().map(|b| self.block(b)).collect(),
-            Some(v @ (Json::Str(_) | Json::Object(_))) => vec![self.block(v)],
+        let blocks = match map.field("content") {
+            None => BumpVec::new_in(arena),
+            Some(Json::Array(items)) => BumpVec::from_iter_in(items.iter().map(|b| self.block(b, arena)), arena),
+            Some(v @ (Json::Str(_) | Json::Object(_))) => bumpalo::vec![in arena; self.block(v, arena)],
             Some(_) => return None,
         };
         let total = blocks.iter().map(|b| b.chars).sum();
         let texts = if self.keep_text { blocks.iter().filter_map(|b| b.text).collect() } else { Vec::new() };
-        let event = Event::Result { id, is_error: is_error.or(fallback_error), chars: total, texts };
+        let event = Event {
+            id: Cow::Borrowed(id),
+            is_error: is_error.or(fallback_error),
+            chars: Some(total),
+            text: Some(Text::Joined(texts)),
+            ..Event::default()
+        };
         Some(Block { kind: &self.result_kind, chars: total, text: None, reasoning: None, event: Some(event) })
     }
 
-    /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`.
-    pub fn content<'a>(&'a self, content: &'a Json<'a>) -> Vec<Block<'a>> {
+    /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`, in
+    /// the line's `arena`.
+    pub fn content<'a>(&'a self, content: &'a Json<'a>, arena: &'a Bump) -> BumpVec<'a, Block<'a>> {
         match content {
-            Json::Array(items) => items.iter().map(|b| self.block(b)).collect(),
-            Json::Str(s) => vec![Block { kind: &self.string_kind, chars: chars(s), text: Some(s), reasoning: None, event: None }],
-            other => vec![self.unknown(other)],
+            Json::Array(items) => BumpVec::from_iter_in(items.iter().map(|b| self.block(b, arena)), arena),
+            Json::Str(_) => bumpalo::vec![in arena; self.block(content, arena)],
+            other => bumpalo::vec![in arena; self.unknown(other)],
         }
     }
 }

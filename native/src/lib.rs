@@ -2,7 +2,8 @@
 //!
 //! Every decision about a murmur record line is made here, by serde_json itself (the parser
 //! murmur reads its records with), so the cursor's pages and the loaded tables agree with murmur
-//! by construction. See `line.rs` for the rules and `scan.rs` for the multi-threaded scan.
+//! by construction. See `line.rs` for the line rules and `lines.rs` for the one engine that reads
+//! every line-delimited format (murmur, Claude Code, Codex: `formats/`) into columns on every core.
 
 mod blocks;
 mod buffer;
@@ -14,7 +15,6 @@ mod json;
 mod line;
 mod lines;
 mod pair;
-mod scan;
 mod uuid7;
 
 use std::borrow::Cow;
@@ -31,8 +31,8 @@ use crate::blocks::{FieldType, KindSpec, Spec};
 use crate::buffer::{Buffer, IntoBuffer};
 use crate::columns::{bytes_of, Ints, Strings};
 use crate::handoff::{Col, Named};
+use crate::formats::murmur::{self, Murmur};
 use crate::line::{decide, decide_in, Kind};
-use crate::scan::Columns;
 
 /// Run `work` on a thread pool made for this call alone, so that no thread outlives it. A
 /// process forked after a load (multiprocessing, Dask's fork workers, a test dropping its
@@ -308,50 +308,56 @@ struct Left {
     pair_state: Option<pair::Saved>,
 }
 
-/// A scanned record's columns by the names Python reads them by (`ScannedGroup` in `_native.pyi`),
-/// and what else it leaves.
-fn record_columns(mut c: Columns) -> (Named, Left) {
+/// A record's rows (read by the murmur format) as the columns Python reads them by
+/// (`ScannedGroup` in `_native.pyi`), and what else it leaves.
+fn record_columns(mut r: lines::Rows) -> (Named, Left) {
     use std::mem::take;
-    let p = take(&mut c.pairs);
-    let input_text = take(&mut c.call_text).gather(&p.input_text);
-    let result_text = take(&mut c.result_text).gather(&p.result_text);
+    let walked = r.walked.take().unwrap_or_default();
+    let p = walked.pairs;
+    let input_text = take(&mut r.ev_input_text).gather(&p.input_text);
+    let result_text = take(&mut r.ev_result_text).gather(&p.result_text);
     // The pairing's columns first: its texts are read from the events' texts.
     let mut out = paired_columns("pair_", (0..p.len()).map(|i| (&p, i)), Col::Strs(input_text), Col::Strs(result_text));
-    let micros = Ints { values: c.created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: c.created_ms.valid.clone() };
+    let mut int = |i: usize| take(&mut r.ints[i]);
+    let (created_ms, n_blocks, text_chars) = (int(murmur::CREATED_MS), int(murmur::N_BLOCKS), int(murmur::TEXT_CHARS));
+    let mut string = |i: usize| Col::Strs(take(&mut r.strs[i]));
+    let (id, role, source_id) = (string(murmur::ID), string(murmur::ROLE), string(murmur::SOURCE_ID));
+    let (text, reasoning) = (string(murmur::TEXT), string(murmur::REASONING));
+    let micros = Ints { values: created_ms.values.iter().map(|ms| ms * 1000).collect(), valid: created_ms.valid.clone() };
     let left = Left {
-        rows: c.line_no.len(),
-        events: c.ev_row.len(),
+        rows: r.rows(),
+        events: r.ev_row.len(),
         pairs: p.len(),
-        lines: c.lines,
-        diags: take(&mut c.diags),
-        title: c.title.take(),
-        header: c.header.take(),
-        error: c.error.take(),
-        pair_summary: take(&mut c.pair_summary),
-        pair_state: c.pair_state.take(),
+        lines: r.lines,
+        diags: take(&mut r.diags),
+        title: r.title.take(),
+        header: r.header.take(),
+        error: r.error.take(),
+        pair_summary: walked.summary,
+        pair_state: walked.state,
     };
-    let offsets = if c.kinds_offsets.is_empty() { vec![0] } else { take(&mut c.kinds_offsets) };
     out.extend([
-        ("line", Col::I64(take(&mut c.line_no))),
+        ("line", Col::I64(take(&mut r.line_no))),
         ("created_us", Col::Ints(micros)),
-        ("created_ms", Col::Ints(take(&mut c.created_ms))),
-        ("id", Col::Strs(take(&mut c.id))),
-        ("role", Col::Strs(take(&mut c.role))),
-        ("source_id", Col::Strs(take(&mut c.source_id))),
-        ("n_blocks", Col::I32(take(&mut c.n_blocks))),
-        ("text_chars", Col::I64(take(&mut c.text_chars))),
-        ("kinds_offsets", Col::Offsets(offsets)),
-        ("kinds", Col::Values(take(&mut c.kinds))),
-        ("text", Col::Strs(take(&mut c.text))),
-        ("reasoning_text", Col::Strs(take(&mut c.reasoning))),
-        ("ev_row", Col::I64(take(&mut c.ev_row))),
-        ("ev_call", Col::U8(take(&mut c.ev_call))),
-        ("ev_id", Col::Strs(take(&mut c.ev_id))),
-        ("ev_name", Col::Strs(take(&mut c.ev_name))),
-        ("ev_error", Col::Ints(take(&mut c.ev_error))),
-        ("ev_chars", Col::Ints(take(&mut c.ev_chars))),
-        ("ev_bytes", Col::Ints(take(&mut c.ev_bytes))),
-        ("ev_text_at", Col::I64(take(&mut c.ev_text_at))),
+        ("created_ms", Col::Ints(created_ms)),
+        ("id", id),
+        ("role", role),
+        ("source_id", source_id),
+        // every message has its block count and text characters: plain columns
+        ("n_blocks", Col::I32(n_blocks.values.iter().map(|&n| n as i32).collect())),
+        ("text_chars", Col::I64(text_chars.values)),
+        ("kinds_offsets", Col::Offsets(take(&mut r.kinds_offsets))),
+        ("kinds", Col::Values(take(&mut r.kinds))),
+        ("text", text),
+        ("reasoning_text", reasoning),
+        ("ev_row", Col::I64(take(&mut r.ev_row))),
+        ("ev_call", Col::U8(take(&mut r.ev_call))),
+        ("ev_id", Col::Strs(take(&mut r.ev_id))),
+        ("ev_name", Col::Strs(take(&mut r.ev_name))),
+        ("ev_error", Col::Ints(take(&mut r.ev_error))),
+        ("ev_chars", Col::Ints(take(&mut r.ev_chars))),
+        ("ev_bytes", Col::Ints(take(&mut r.ev_bytes))),
+        ("ev_text_at", Col::I64(walked.text_at)),
     ].map(|(k, col)| (k.to_owned(), col)));
     (out, left)
 }
@@ -465,7 +471,7 @@ fn scan_records(
     part_bytes: Option<usize>,
 ) -> PyResult<Vec<PyObject>> {
     use std::os::unix::ffi::OsStrExt;
-    let spec = spec_of(spec, text);
+    let format = Murmur { spec: spec_of(spec, text) };
     // Paths come as the file system's bytes (os.fsencode): a name that is not UTF-8 is read as it is.
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
@@ -473,7 +479,7 @@ fn scan_records(
     let (runs, left): (Vec<(usize, Named)>, Vec<Left>) = py.allow_threads(|| {
         in_pool(|| {
             let (named, left): (Vec<Named>, Vec<Left>) =
-                paths.par_iter().map(|p| record_columns(scan::record(&spec, p, block))).unzip();
+                paths.par_iter().map(|p| record_columns(lines::read(&format, p, 0, 1, text, block))).unzip();
             (handoff::join(named, part_bytes.unwrap_or(handoff::PART_BYTES)), left)
         })
     });
@@ -531,7 +537,9 @@ fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64,
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
     let out: Vec<lines::Rows> = py.allow_threads(|| {
-        in_pool(|| paths.par_iter().zip(&starts).map(|(p, &(at, line))| lines::read(format, p, at, line, text)).collect())
+        in_pool(|| {
+            paths.par_iter().zip(&starts).map(|(p, &(at, n))| lines::read(format, p, at, n, text, lines::BLOCK)).collect()
+        })
     });
     release_freed(out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
 }

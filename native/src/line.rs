@@ -9,7 +9,8 @@
 //! murmur's rule: murmur reads a record with `read_to_string`, walks `str::lines()`, skips blank
 //! lines and keeps a line iff `serde_json::from_str::<Value>(line)` succeeds and the value is an
 //! object whose `role` is a string ([`is_message`]); line 1 may be its header ([`header`]). The
-//! cursor's record reader ([`decide`], [`decide_all`]) and the bulk scan both decide by it.
+//! cursor's record reader ([`decide`], [`decide_all`]) and the murmur format of the engine
+//! (`formats/murmur.rs`) both decide by it.
 
 use serde_json::{Map, Value};
 

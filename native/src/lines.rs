@@ -3,9 +3,11 @@
 //! into one row of the columns that format declares.
 //!
 //! A format is a declaration ([`Format`]): its line rule (which parsed lines are rows, whether
-//! line 1 may be a header), the names of its integer and string columns, and what one parsed
-//! line puts into them (a row, its block kinds, its tool events). Everything else is this
-//! engine's: reading, deciding lines, order, diagnostics, where a later read goes on from. A new
+//! line 1 may be a header), the names of its integer and string columns, what one parsed line
+//! puts into them (a row, its block kinds, its tool events, a title it offers its file, a code
+//! it reports), and whether its tool events are paired while the file is read. Everything else
+//! is this engine's: reading, deciding lines, order, diagnostics, where a later read goes on
+//! from, the pairing walk. Claude Code, Codex and murmur are formats of it (`formats/`); a new
 //! JSONL runtime is a new `impl Format`, not a second scanner.
 //!
 //! The line rule is [`crate::line::decide_by`]'s: a line is split on `\n` alone (a raw U+2028
@@ -13,6 +15,10 @@
 //! (`str::trim` empty) is skipped, and a line is a row iff serde_json parses it into a value the
 //! format keeps (by default, any object). A line that is not UTF-8, does not parse, or is not
 //! kept is reported (a diagnostic code of [`crate::line`]), never guessed at.
+//!
+//! A file is read a block of [`BLOCK`] bytes at a time; a block's lines are decided on every
+//! core in pieces, while the block before is joined to the file's rows (and its tool events
+//! walked, for a format that pairs them).
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -25,6 +31,7 @@ use rayon::prelude::*;
 use crate::columns::{join_into, Ints, Strings};
 use crate::json::{self, Count, Json, Sorted, View};
 use crate::line::{decide_by, skipped, spans, Kind};
+use crate::pair;
 
 /// Bytes read from a file per step; lines are decided in parallel within a step.
 pub const BLOCK: usize = 32 << 20;
@@ -102,6 +109,13 @@ pub struct Row<'a> {
     pub strs: BumpVec<'a, Option<Cow<'a, str>>>,
     pub kinds: BumpVec<'a, Cow<'a, str>>,
     pub events: BumpVec<'a, Event<'a>>,
+    /// a title this line offers its file: the file's is the first offered ([`Rows::title`])
+    pub title: Option<&'a str>,
+    /// a diagnostic code this line reports though it makes a row
+    pub report: Option<u8>,
+    /// the arena the line was parsed into: what a format builds for this line alone can live
+    /// there too (freed with the line, never one by one)
+    pub arena: &'a Bump,
 }
 
 impl<'a> Row<'a> {
@@ -112,6 +126,9 @@ impl<'a> Row<'a> {
             strs: bumpalo::vec![in arena; None; format.strs().len()],
             kinds: BumpVec::new_in(arena),
             events: BumpVec::new_in(arena),
+            title: None,
+            report: None,
+            arena,
         }
     }
 }
@@ -131,9 +148,27 @@ pub trait Format: Sync {
     fn header(&self, _line: &str) -> bool {
         false
     }
+    /// The string column whose runs of one value are the file's messages, for a format whose
+    /// tool events are paired while the file is read ([`Rows::walked`]); `None`: they are not.
+    fn walks(&self) -> Option<usize> {
+        None
+    }
     /// Fill `row` from one line the format keeps. `text` says whether texts are kept (a lean
     /// read leaves text columns null; event texts are left out by the engine).
     fn row<'a>(&'a self, line: &'a Json<'a>, text: bool, row: &mut Row<'a>);
+}
+
+/// The pairing of a file's tool events, walked while it was read (the assembly core's walk).
+#[derive(Default)]
+pub struct Walked {
+    pub pairs: pair::Rows,
+    /// calls made, calls in error, client orphans dropped (`pair::Pairer::summary`)
+    pub summary: (usize, usize, Vec<String>),
+    /// what the walk leaves for a walk of lines appended later
+    pub state: Option<pair::Saved>,
+    /// where each event's text is among the pairing's texts: row `r`'s input is `r`, its
+    /// result text `pairs + r` (-1: none)
+    pub text_at: Vec<i64>,
 }
 
 /// A file's rows, columnar, in line order.
@@ -161,8 +196,12 @@ pub struct Rows {
     pub ev_result_text: Strings,
     /// `(line, code)` of every line reported
     pub diags: Vec<(i64, u8)>,
+    /// the first title a row offered (murmur's: its first user text)
+    pub title: Option<String>,
     /// line 1, when the format's rule reads it as the file's header
     pub header: Option<Vec<u8>>,
+    /// the pairing of the tool events, for a format that walks them as it reads
+    pub walked: Option<Walked>,
     /// the byte offset after the last line that will not be read again: a torn last line (no
     /// `\n`, not a row) ends before it, so a later read from here reads it whole
     pub end: u64,
@@ -199,6 +238,12 @@ impl Rows {
             self.kinds.push(Some(kind));
         }
         self.kinds_offsets.push(self.kinds.len() as i32);
+        if let Some(code) = row.report {
+            self.diags.push((line_no, code));
+        }
+        if self.title.is_none() {
+            self.title = row.title.map(str::to_owned);
+        }
         for ev in row.events.iter() {
             self.ev_row.push(at);
             self.ev_call.push(u8::from(ev.call));
@@ -253,6 +298,9 @@ impl Rows {
         self.ev_input_text.extend(other.ev_input_text);
         self.ev_result_text.extend(other.ev_result_text);
         self.diags.extend(other.diags.iter().map(|(n, c)| (n + lines, *c)));
+        if self.title.is_none() {
+            self.title = other.title;
+        }
         if self.header.is_none() {
             self.header = other.header;
         }
@@ -295,11 +343,79 @@ fn piece(format: &dyn Format, buf: &[u8], text: bool, first: bool) -> (Rows, usi
     (out, torn)
 }
 
-/// One file read from byte `start` (a line's start) to its size now, in blocks, each block's
-/// lines decided on every core. Line numbers count from `first_line` (the number of `start`'s
-/// line; line 1 may be the format's header). A file that cannot be opened or read gives its
-/// `error`.
-pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line: i64, text: bool) -> Rows {
+/// A file being read: the block decided last, waiting to be joined, and the pairing walk.
+struct Reading<'f> {
+    format: &'f dyn Format,
+    text: bool,
+    /// whether the next line decided is line 1
+    first: bool,
+    /// the pieces of the block decided last, each with its torn last line, and the block's length
+    decided: Vec<(Rows, usize)>,
+    len: usize,
+    walk: Option<Walking>,
+}
+
+impl<'f> Reading<'f> {
+    fn new(format: &'f dyn Format, text: bool, first: bool) -> Reading<'f> {
+        let walk = format.walks().map(|side| Walking { side, ..Walking::default() });
+        Reading { format, text, first, decided: Vec::new(), len: 0, walk }
+    }
+
+    /// Decide the whole lines of `buf` on every core while the block before is joined to `out`.
+    fn block(&mut self, buf: &[u8], out: &mut Rows) {
+        let pieces = cut(buf, buf.len());
+        let (format, text, first) = (self.format, self.text, self.first);
+        let (decided, len, walk) = (std::mem::take(&mut self.decided), self.len, &mut self.walk);
+        let decide = |(i, &(s, e)): (usize, &(usize, usize))| piece(format, &buf[s..e], text, first && i == 0);
+        let (now, ()) = rayon::join(
+            || pieces.par_iter().enumerate().map(decide).collect(),
+            || take(out, decided, len, walk.as_mut()),
+        );
+        self.decided = now;
+        self.len = buf.len();
+        if !buf.is_empty() {
+            self.first = false;
+        }
+    }
+
+    /// Join the block decided last and close the walk.
+    fn finish(mut self, out: &mut Rows) {
+        take(out, std::mem::take(&mut self.decided), self.len, self.walk.as_mut());
+        if let Some(walk) = self.walk {
+            out.walked = Some(walk.finish(out));
+        }
+    }
+}
+
+/// Join a block's decided pieces to `out`, moving its `end` past them (before a torn last
+/// line), and walk their tool events.
+fn take(out: &mut Rows, decided: Vec<(Rows, usize)>, len: usize, walk: Option<&mut Walking>) {
+    if decided.is_empty() {
+        return;
+    }
+    let mut torn = 0;
+    for (part, t) in decided {
+        out.join(part);
+        torn = t;
+    }
+    out.end += (len - torn) as u64;
+    if let Some(walk) = walk {
+        walk.take(out);
+    }
+}
+
+/// One file read from byte `start` (a line's start) to its size now, in blocks of `block`
+/// bytes, each block's lines decided on every core. Line numbers count from `first_line` (the
+/// number of `start`'s line; line 1 may be the format's header). A file that cannot be opened
+/// or read gives its `error`.
+pub fn read(
+    format: &dyn Format,
+    path: &std::path::Path,
+    start: u64,
+    first_line: i64,
+    text: bool,
+    block: usize,
+) -> Rows {
     let mut out = Rows::new(format);
     out.end = start;
     let mut file = match File::open(path) {
@@ -317,13 +433,9 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
         }
     }
     let remaining = out.size.saturating_sub(start) as usize;
-    let mut first = first_line == 1;
-    let error = blocks(&mut file, remaining, |buf| {
-        block(format, buf, text, first, &mut out);
-        if !buf.is_empty() {
-            first = false;
-        }
-    });
+    let mut reading = Reading::new(format, text, first_line == 1);
+    let error = blocks(&mut file, remaining, block, |buf| reading.block(buf, &mut out));
+    reading.finish(&mut out);
     if error.is_some() {
         out.error = error;
     }
@@ -334,22 +446,10 @@ pub fn read(format: &dyn Format, path: &std::path::Path, start: u64, first_line:
 pub fn read_bytes(format: &dyn Format, data: &[u8], first_line: i64, text: bool) -> Rows {
     let mut out = Rows::new(format);
     out.size = data.len() as u64;
-    block(format, data, text, first_line == 1, &mut out);
+    let mut reading = Reading::new(format, text, first_line == 1);
+    reading.block(data, &mut out);
+    reading.finish(&mut out);
     numbered(out, first_line)
-}
-
-/// Decide the whole lines of `buf` on every core and append them to `out`, moving its `end`.
-/// `first` says whether `buf` starts at line 1.
-fn block(format: &dyn Format, buf: &[u8], text: bool, first: bool, out: &mut Rows) {
-    let pieces = cut(buf, buf.len());
-    let decided: Vec<(Rows, usize)> =
-        pieces.par_iter().enumerate().map(|(i, &(s, e))| piece(format, &buf[s..e], text, first && i == 0)).collect();
-    let mut torn = 0;
-    for (part, t) in decided {
-        out.join(part);
-        torn = t;
-    }
-    out.end += (buf.len() - torn) as u64;
 }
 
 /// The rows' line numbers counted from `first_line`.
@@ -363,6 +463,72 @@ fn numbered(mut out: Rows, first_line: i64) -> Rows {
         }
     }
     out
+}
+
+/// The pairing walk of a file's tool events, fed block by block as the blocks are joined: a
+/// message (run) is a stretch of rows of one value of the format's side column
+/// ([`pair::MessageRuns`]), and a row's position is its index.
+#[derive(Default)]
+struct Walking {
+    /// the string column of each row's side
+    side: usize,
+    runs: pair::MessageRuns,
+    walk: pair::Pairer,
+    /// each row's message index
+    messages: Vec<i64>,
+    /// events fed so far
+    events: usize,
+}
+
+impl Walking {
+    /// Walk the tool events of the rows joined to `out` since the last call. An event's text
+    /// is known to the walk by the event's index (its place in its side's text column).
+    fn take(&mut self, out: &Rows) {
+        let sides = &out.strs[self.side];
+        for i in self.messages.len()..out.rows() {
+            self.messages.push(self.runs.next(sides.get(i).unwrap_or_default()));
+        }
+        let text = |col: &Strings, i: usize| col.get(i).unwrap_or_default().to_owned();
+        for i in self.events..out.ev_row.len() {
+            let row = out.ev_row[i];
+            let call = out.ev_call[i] == 1;
+            let event = pair::Event {
+                position: row,
+                call,
+                kind: out.ev_kind[i],
+                id: text(&out.ev_id, i),
+                name: if call { Some(text(&out.ev_name, i)) } else { None },
+                is_error: out.ev_error.valid[i].then(|| out.ev_error.values[i] != 0),
+                chars: out.ev_chars.valid[i].then(|| out.ev_chars.values[i]),
+                input_bytes: out.ev_bytes.valid[i].then(|| out.ev_bytes.values[i]),
+                input: None,
+                text: Some(i as i64),
+            };
+            self.walk.feed(self.messages[row as usize], event);
+        }
+        self.events = out.ev_row.len();
+    }
+
+    /// Close the walk: the file's pairing rows and summary, the state a walk of lines appended
+    /// later goes on from, and where each event's text went among the rows.
+    fn finish(mut self, out: &Rows) -> Walked {
+        self.walk.finish();
+        let summary = self.walk.summary();
+        let state = Some(self.walk.save(self.runs));
+        let pairs = std::mem::take(&mut self.walk.rows);
+        // Each event's text went to one row (a call's input, a result's text): where, so a walk
+        // resumed over these events later finds them without a second copy of every text.
+        let mut text_at = vec![-1i64; out.ev_row.len()];
+        for r in 0..pairs.len() {
+            if let Some(i) = pairs.input_text[r] {
+                text_at[i as usize] = r as i64;
+            }
+            if let Some(i) = pairs.result_text[r] {
+                text_at[i as usize] = (pairs.len() + r) as i64;
+            }
+        }
+        Walked { pairs, summary, state, text_at }
+    }
 }
 
 /// `[start, end)` pieces of `buf[..len]` cut after a `\n`, about `PIECE` bytes or more each.
@@ -386,20 +552,15 @@ pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
 }
 
 /// Read `file` from where it stands, up to `remaining` bytes (its size when the read began: a
-/// file the runtime appends to meanwhile is read as it was), a block of [`BLOCK`] bytes at a
+/// file the runtime appends to meanwhile is read as it was), a block of `block` bytes at a
 /// time, and hand each block's whole lines to `each`, in order (the file's last line whole or
 /// not). Returns the read error, if one ended the read early. The one block reader of the
-/// engine: a record's scan and every line-delimited format's read go through it.
+/// engine.
 ///
 /// The next block is read on a thread of its own while `each` works on this one; two block
 /// buffers take turns, so memory stays two blocks. A line cut by a block's end is handed on
 /// whole, on its own, before the next block's lines.
-pub fn blocks(file: &mut File, remaining: usize, each: impl FnMut(&[u8])) -> Option<String> {
-    blocks_of(file, remaining, BLOCK, each)
-}
-
-/// [`blocks`] with blocks of `block` bytes.
-pub fn blocks_of(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
+fn blocks(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
     use std::sync::mpsc::sync_channel;
     let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>, String>>(1);
     let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
@@ -605,7 +766,7 @@ mod tests {
             for block in 1..=text.len() + 1 {
                 let mut file = std::fs::File::open(&path).unwrap();
                 let mut calls: Vec<Vec<u8>> = Vec::new();
-                let error = super::blocks_of(&mut file, remaining, block, |buf| calls.push(buf.to_vec()));
+                let error = super::blocks(&mut file, remaining, block, |buf| calls.push(buf.to_vec()));
                 assert!(error.is_none());
                 assert_eq!(calls.concat(), &text[..remaining], "block {block}, remaining {remaining}");
                 for (i, call) in calls.iter().enumerate() {
