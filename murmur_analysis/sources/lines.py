@@ -1,18 +1,20 @@
-r"""Line-delimited files read by the native engine, as Arrow: the one reader of every JSONL format.
+r"""Line-delimited files read by the native engine, as Arrow: every JSONL format, a file at a time.
 
-A format is declared once, in the engine (``native/src/formats/``): the columns it fills and
-what one line puts into them. :func:`scan_lines` reads many files of one format at once, on
-every core, from where each should start (a byte offset and its line number, so a file that
-only grew is read on from where an earlier read stopped), and gives each file's rows as a
+A format is declared once, in the engine (``native/src/formats/``): its line rule, the columns
+it fills and what one line puts into them. :func:`scan_lines` reads many files of one format at
+once, on every core, from where each should start (a byte offset and its line number, so a file
+that only grew is read on from where an earlier read stopped), and gives each file's rows as a
 :class:`LineRows`: its declared columns as one Arrow table, its block kinds, its tool events
 and what it reported. The buffers the engine built become Arrow arrays without a copy. A file
 named ``*.zst`` is zstd-compressed: it is decompressed in memory and read whole (a read of it
-never goes on from a point).
+never goes on from a point). murmur's records are a format of the same engine, handed over
+many records joined at once, with their tool pairing: :func:`~.murmur.record.scan_records`.
 
-The line rule is the engine's: split on ``\n`` alone, blank lines skipped, a line read iff
-serde_json parses it into an object. Everything else is reported here, once, in the words of
-:func:`line_report`; an unterminated last line that does not parse waits until its file has
-settled (:func:`~murmur_analysis.core.files.settled`), since it may be a write in progress.
+The line rule of these formats is the engine's default: split on ``\n`` alone, blank lines
+skipped, a line read iff serde_json parses it into an object. Everything else is reported here,
+once, in the words of :func:`line_report`; an unterminated last line that does not parse waits
+until its file has settled (:func:`~murmur_analysis.core.files.settled`), since it may be a
+write in progress.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..core.files import settled
 
 __all__ = ["EVENTS", "LineRows", "columns_of", "line_report", "one_array", "report", "scan_lines"]
 
-#: The engine's codes of a reported line (``native/src/scan.rs``).
+#: The engine's codes of a reported line (``native/src/line.rs``).
 NOT_OBJECT, PARTIAL_LINE, BAD_UTF8, BAD_UTF8_PARTIAL = 1, 2, 3, 4
 
 _STR = pa.string()
