@@ -425,7 +425,13 @@ pub fn read(
             return out;
         }
     };
-    out.size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    out.size = match file.metadata() {
+        Ok(meta) => meta.len(),
+        Err(err) => {
+            out.error = Some(format!("read failed: {}", reason(&err)));
+            return out;
+        }
+    };
     if start > 0 {
         if let Err(err) = file.seek(SeekFrom::Start(start)) {
             out.error = Some(format!("read failed: {}", reason(&err)));
