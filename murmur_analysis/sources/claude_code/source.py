@@ -63,7 +63,7 @@ from ...algorithms.history import context_after
 from ...algorithms.pairing import Pairer
 from ...core.files import steady
 from ...core.handoff import Conversation, ResumePoint, Summary, UsageRow
-from ...core.identity import Verdict, file_identity
+from ...core.identity import Identity, Verdict, file_identity
 from ...core.model import Usage
 from ...core.providers import accounting
 from ...core.values import JSON
@@ -156,6 +156,7 @@ class ClaudeCodeSource(Source):
         self.settle_seconds = float(settle_seconds)
         self._epochs: dict[str, JSON] = {}  # by root: what every conversation's rows of it were read as of
         self._grown: dict[str, tuple[SessionFile, Grown]] = {}  # by path: a file found grown, as checked
+        self._identities: dict[str, Identity | None] = {}  # by path: each file's identity, as the digest took it
 
     @classmethod
     def default_homes(cls) -> list[Path]:
@@ -201,7 +202,7 @@ class ClaudeCodeSource(Source):
         of every file's identity, which every conversation's fingerprint holds, so that any
         change reads the whole home again.
         """
-        fresh: JSON = [_digest(files), len(files)]
+        fresh: JSON = [self._digest(files), len(files)]
         if earlier is None or not files or any(f.session is None for f in files):
             return fresh
         known = [earlier(self._unread(f, root)) for f in files]
@@ -248,6 +249,22 @@ class ClaudeCodeSource(Source):
             if conv.path == file:
                 return conv
         return Conversation(self.name, Path(file).stem, [], key=key, path=file)
+
+    def _digest(self, files: Sequence[SessionFile]) -> str:
+        """A digest of the identities of every file of a load (what each of its conversations' rows depend on).
+
+        The identities are kept: a file's fingerprint is the identity its load's digest took.
+        """
+        identities = [(str(f.path), file_identity(f.path)) for f in files]
+        self._identities.update(identities)
+        return hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
+
+    def file_identities(self, conv: Conversation) -> list[tuple[str, Identity]] | None:
+        """The file's identity as its load's digest took it (taken now if none did)."""
+        known = self._identities.get(conv.path) if conv.path is not None else None
+        if known is not None and conv.path is not None:
+            return [(conv.path, known)]
+        return super().file_identities(conv)
 
     def fingerprint(self, conv: Conversation) -> object:
         """The file's identity, whether it is steady, and what every file of its load is read as of.
@@ -319,7 +336,7 @@ class ClaudeCodeSource(Source):
         if not files:
             return
         rows = scan_lines(FORMAT, [f.path for f in files], text=text)
-        self._epochs.setdefault(str(root), [_digest(files), len(files)])
+        self._epochs.setdefault(str(root), [self._digest(files), len(files)])  # the identities taken now, kept
         for conv, _ in self._conversations(files, rows, root, diagnostics, text):
             yield conv
 
@@ -384,10 +401,6 @@ def _verdict(known: Earlier, path: Path) -> Verdict:
     return "same" if same else "replaced"
 
 
-def _digest(files: Sequence[SessionFile]) -> str:
-    """A digest of the identities of every file of a load (what each of its conversations' rows depend on)."""
-    identities = [(str(f.path), file_identity(f.path)) for f in files]
-    return hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
 
 
 def _odd_lines(messages: Messages) -> dict[int, list[int]]:
