@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from litany_git import Branch, RepoBuilder, blocks, j, tree
 
 import murmur_analysis as ma
@@ -153,3 +154,30 @@ def test_a_read_state_rewritten_away_is_replayed_from_its_tree(tmp_path: Path) -
     o = corpus.orphans
     assert sorted(zip(o["found_by"], o["step"], strict=True)) == [("assembly", 1), ("record", 1)]
     assert list(corpus.diagnostics["kind"]) == ["unknown_commit"]
+
+
+def test_step_records_read_in_batches_are_the_records_read_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                   ) -> None:
+    """However many steps' files are read at a time, each agent gets its records and its reports, in step order."""
+    from murmur_analysis.sources.litany import steps
+
+    for k, agent in enumerate(["a", "b", "b-c"]):
+        for n in range(1, 4 + k):
+            meta = {"commit": f"{n:040x}", "started_at": "2026-04-22T00:00:00Z", "ended_at": "not a time"}
+            write_step(tmp_path, agent, n, None if (k, n) == (1, 2) else meta, [attempt({"input_tokens": n})])
+    (tmp_path / "steps" / "b" / "003" / "response.json").write_text("{oops\n")
+    (tmp_path / "steps" / "a" / "002" / "request.json").unlink()
+    dirs = [tmp_path / "steps" / a for a in ("a", "b", "b-c", "none")]
+
+    def read(at_once: int) -> tuple[list[list[steps.StepRecord]], list[list[tuple[str, str, int | None]]]]:
+        monkeypatch.setattr(steps, "STEPS_AT_ONCE", at_once)
+        reported = [Diagnostics("litany") for _ in dirs]
+        records = steps.read_steps(dirs, reported)
+        return records, [[(d.path, d.kind, d.line) for d in r.rows] for r in reported]
+
+    whole, whole_reports = read(1_000)
+    assert [[r.step for r in agent] for agent in whole] == [[1, 2, 3], [1, 2, 3, 4], [1, 2, 3, 4, 5], []]
+    assert whole[0][1].model is None and whole[0][0].model == "claude-fable-5"
+    assert [k for _p, k, _l in whole_reports[1]] == ["bad_time", "missing_file", "bad_time", "bad_json", "bad_time"]
+    for at_once in (1, 2, 5):
+        assert read(at_once) == (whole, whole_reports)

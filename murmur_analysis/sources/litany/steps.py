@@ -74,6 +74,8 @@ class StepRecord:
 
 #: The files of a step folder, in the order they are read.
 _FILES = ("meta.json", "request.json", "response.json")
+#: How many steps' files are read at once (and held until decoded).
+STEPS_AT_ONCE = 64
 
 
 def _json(data: bytes | None, path: str, diags: Diagnostics) -> Any:
@@ -94,7 +96,12 @@ def _step_dirs(agent_dir: Path, diags: Diagnostics) -> list[tuple[int, str, str]
 
 
 def read_steps(agent_dirs: Sequence[Path], diags: Sequence[Diagnostics]) -> list[list[StepRecord]]:
-    """The step records of many agents (``steps/<agent-id>/`` each), every file read in one batch.
+    """The step records of many agents (``steps/<agent-id>/`` each), their files read in batches.
+
+    The files of :data:`STEPS_AT_ONCE` steps are read in one call of the engine's many-file
+    reader (:func:`~murmur_analysis.core.files.read_regular_files`) and decoded before the next
+    steps' are read, so memory holds the bytes of those steps at most (a ``request.json`` holds
+    a whole prompt, and a long agent's grow with its conversation).
 
     Args:
         agent_dirs: each agent's folder of step records.
@@ -104,12 +111,17 @@ def read_steps(agent_dirs: Sequence[Path], diags: Sequence[Diagnostics]) -> list
         Each agent's records, in step order.
     """
     found = [_step_dirs(d, r) for d, r in zip(agent_dirs, diags, strict=True)]
-    paths = [os.path.join(folder, name) for steps in found for _n, _s, folder in steps for name in _FILES]
-    owners = [r for steps, r in zip(found, diags, strict=True) for _ in range(len(steps) * len(_FILES))]
-    read = iter(read_regular_files(paths, owners, missing_ok=True))
-    return [[_record(agent_dir, number, name, folder, next(read), next(read), next(read), r)
-             for number, name, folder in steps]
-            for agent_dir, steps, r in zip(agent_dirs, found, diags, strict=True)]
+    steps = [(agent, step) for agent, listed in enumerate(found) for step in listed]
+    out: list[list[StepRecord]] = [[] for _ in found]
+    for at in range(0, len(steps), STEPS_AT_ONCE):
+        batch = steps[at : at + STEPS_AT_ONCE]
+        paths = [os.path.join(folder, name) for _a, (_n, _s, folder) in batch for name in _FILES]
+        owners = [diags[agent] for agent, _step in batch for _ in _FILES]
+        read = iter(read_regular_files(paths, owners, missing_ok=True))
+        for agent, (number, name, folder) in batch:
+            out[agent].append(_record(agent_dirs[agent], number, name, folder, next(read), next(read), next(read),
+                                      diags[agent]))
+    return out
 
 
 def _record(agent_dir: Path, number: int, name: str, folder: str, meta_data: bytes | None,
