@@ -22,6 +22,7 @@ import pytest
 from browser import chromium
 from murmur_home import T0, call, msg, record, text, tool
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 import murmur_analysis as ma
 from murmur_analysis.algorithms.cursor import window
@@ -130,7 +131,8 @@ def test_the_explorer_pages_to_older_messages_in_jupyterlab(lab: dict[str, str],
             page.screenshot(path=str(SCREENSHOTS / "jupyterlab_explorer_failed.png"))
             raise
         shown = page.locator(".widget-html .murmur-message").first
-        assert expected in shown.inner_text()
+        # The page's label and the page are two widgets the browser draws in turn: wait for the page.
+        expect(shown).to_contain_text(expected, timeout=90_000)
         assert snippet in shown.inner_text()
         page.screenshot(path=str(SCREENSHOTS / "jupyterlab_explorer.png"))
 
@@ -208,7 +210,8 @@ def test_the_explorer_searches_filters_keeps_its_controls_in_view_and_shows_mark
             results.locator("option").first.click()
             controls.get_by_text(f"messages {max(needle_at + 2 - PAGE_SIZE, 1)}–{needle_at + 1} of 15").wait_for()
             first = view.locator(".murmur-message").first
-            assert f"#{needle_at + 1} · " in first.inner_text() and first.locator("mark", has_text=NEEDLE).count() == 1
+            expect(first).to_contain_text(f"#{needle_at + 1} · ", timeout=90_000)
+            assert first.locator("mark", has_text=NEEDLE).count() == 1
             assert _chosen(picker).startswith("find it")
             page.screenshot(path=str(SCREENSHOTS / "jupyterlab_explorer_found.png"))
             search.fill("")
@@ -241,6 +244,7 @@ def test_the_explorer_searches_filters_keeps_its_controls_in_view_and_shows_mark
             # Read a long page: the transcript scrolls in its pane, the controls stay in view.
             picker.select_option(index=0)
             controls.get_by_text("messages 19–28 of 28").wait_for()
+            expect(view.locator(".murmur-message").first).to_contain_text("#28 · ", timeout=90_000)
             explorer.evaluate("c => c.scrollIntoView({block: 'start'})")
             pane = view.evaluate("v => ({height: v.clientHeight, range: v.scrollHeight - v.clientHeight})")
             assert pane["range"] > 200, pane  # the page is longer than its pane

@@ -297,3 +297,17 @@ def test_a_claude_code_or_codex_conversation_shows_its_own_texts_and_tool_calls(
         for name in calls.loc[calls["conversation_id"] == handle.conversation_id, "tool_name"].dropna():
             assert html.escape(name) in explorer.view.value
     assert shown > 0
+
+
+def test_a_page_is_sent_before_its_label_names_it(tmp_path: Path) -> None:
+    """A reader, or a browser test, who sees "messages a–b of n" sees that page: the label changes last."""
+    path = tmp_path / "conversations" / "bot" / "ctx" / "conversation.jsonl"
+    write_record(path, [{"content": [{"text": f"message {n}", "type": "text"}], "id": id_at(n), "role": "user"}
+                        for n in range(1, 6)])
+    explorer = Explorer(ma.load(path), page_size=2)
+    changed: list[str] = []
+    explorer.view.observe(lambda _: changed.append("page"), names="value")
+    explorer.status.observe(lambda _: changed.append("label"), names="value")
+    explorer.go_older()
+    explorer.go_newer()
+    assert changed == ["page", "label", "page", "label"]

@@ -261,17 +261,18 @@ class Explorer:
         self._newer = None if newer_end >= page.total else encode_cursor(newer_end)
         self.older.disabled = page.next_cursor is None
         self.newer.disabled = self._cursor is None
-        self.status.value = (
-            f"<small>messages {start + 1}–{end} of {page.total}, newest first; "
-            f"{'older messages follow' if page.next_cursor else 'this page reaches the oldest message'}</small>"
-            if page.total else "<small>this conversation has no messages</small>"
-        )
         key = (handle.source, handle.conversation_id)
         if key not in self._missing:
             self._missing[key] = unreported(entries)
         missing = self._missing[key]
         note = unreported_note(self.corpus, handle.source, handle.conversation_id, missing)
         self.view.value = note + entries_html(shown, self._query() or None, said=missing)
+        # The page's label changes last, so once it names a page the page itself has been sent.
+        self.status.value = (
+            f"<small>messages {start + 1}–{end} of {page.total}, newest first; "
+            f"{'older messages follow' if page.next_cursor else 'this page reaches the oldest message'}</small>"
+            if page.total else "<small>this conversation has no messages</small>"
+        )
 
     def find(self, query: str) -> tuple[list[Match], bool]:
         """The messages that mention ``query``, in every conversation the picker lists.
