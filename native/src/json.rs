@@ -47,7 +47,6 @@ pub trait View {
     }
     fn text(&self) -> Option<&str>;
     fn is_object(&self) -> bool;
-    fn is_integer(&self) -> bool;
 }
 
 impl View for Value {
@@ -59,9 +58,6 @@ impl View for Value {
     }
     fn is_object(&self) -> bool {
         Value::is_object(self)
-    }
-    fn is_integer(&self) -> bool {
-        self.is_i64() || self.is_u64()
     }
 }
 
@@ -80,9 +76,6 @@ impl<'a> View for Json<'a> {
     }
     fn is_object(&self) -> bool {
         matches!(self, Json::Object(_))
-    }
-    fn is_integer(&self) -> bool {
-        matches!(self, Json::Number(n) if n.is_i64() || n.is_u64())
     }
 }
 
