@@ -498,3 +498,51 @@ def test_rollouts_decoded_together_are_decoded_as_each_alone(tmp_path: Path) -> 
     assert len(together) == 4
     assert together == alone and said_together == said_alone
     assert [d.kind for d in said_together] == ["assumed_model"]
+
+
+_ODD = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}))
+_TYPES = ("input_text", "output_text", "text", "input_image", "summary_text", "reasoning_text", "refusal")
+
+
+def _part() -> st.SearchStrategy[Any]:
+    """A content or summary part: usually well formed, sometimes with a field of the wrong kind."""
+    typed = st.fixed_dictionaries({"type": st.sampled_from(_TYPES)},
+                                  optional={"text": st.one_of(st.text(max_size=6), _ODD), "image_url": _ODD})
+    return st.one_of(typed, _ODD, st.fixed_dictionaries({}, optional={"text": _ODD}))
+
+
+def _payload() -> st.SearchStrategy[Line]:
+    parts = st.lists(_part(), max_size=3)
+    call_id = st.one_of(st.sampled_from(["c1", "c2"]), _ODD)
+    return st.one_of(
+        st.fixed_dictionaries({"type": st.just("message"), "role": st.sampled_from(["user", "assistant", "developer"])},
+                              optional={"content": st.one_of(parts, _ODD)}),
+        st.fixed_dictionaries({"type": st.just("reasoning")},
+                              optional={"summary": st.one_of(parts, _ODD), "content": st.one_of(parts, _ODD),
+                                        "encrypted_content": st.one_of(st.just("gAAA"), _ODD)}),
+        st.fixed_dictionaries({"type": st.sampled_from(["function_call", "custom_tool_call", "local_shell_call"])},
+                              optional={"call_id": call_id, "name": _ODD, "arguments": st.just('{"a":1}'),
+                                        "input": _ODD, "action": st.just({"type": "exec", "command": ["ls"]})}),
+        st.fixed_dictionaries({"type": st.sampled_from(["function_call_output", "custom_tool_call_output"])},
+                              optional={"call_id": call_id, "output": st.one_of(
+                                  st.just("Exit code: 1\n"), parts, _ODD,
+                                  st.fixed_dictionaries({}, optional={"content": st.one_of(parts, _ODD),
+                                                                      "success": _ODD}))}),
+        st.fixed_dictionaries({"type": st.sampled_from(["web_search_call", "compaction", "other"])}),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(payloads=st.lists(_payload(), min_size=1, max_size=6))
+def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_factory: pytest.TempPathFactory,
+                                                                    payloads: list[Line]) -> None:
+    """What a conversation handle shows is what the tables count, for well-formed and odd items alike:
+    a text part whose text is no string, ``"encrypted_content": null``, a call or output without a call id."""
+    home = tmp_path_factory.mktemp("home")
+    rollout(home, PARENT, [meta(PARENT), turn(), said("user", "hi"), *(env("response_item", p) for p in payloads)])
+    corpus = ma.load(home, source="codex", options=NOW)
+    entries = corpus.conversation(PARENT, source="codex").entries
+    m = corpus.messages
+    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
+    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
+    assert [e.side for e in entries] == m["role"].tolist()

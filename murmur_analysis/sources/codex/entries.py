@@ -50,7 +50,8 @@ def _content(items: object) -> tuple[Block, ...]:
 
 
 def _reasoning(p: dict[str, Any]) -> tuple[Block, ...]:
-    parts = [part.get("text", "") for key in ("summary", "content") for part in (p.get(key) or [])
+    lists = [value for value in (p.get("summary"), p.get("content")) if isinstance(value, list)]
+    parts = [part.get("text", "") for items in lists for part in items
              if isinstance(part, dict) and part.get("type") in ("summary_text", "reasoning_text", "text")]
     if parts:
         return tuple(Thinking(t if isinstance(t, str) else "") for t in parts)

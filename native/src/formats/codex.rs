@@ -24,9 +24,13 @@
 //!   output), `role`, the block kinds, `n_blocks`, `text_chars`, `text` (text blocks joined
 //!   with `\n`), `reasoning` (reasoning parts joined with `\n`), `title` (a user message's
 //!   first line, unless it is an injected context block), `call_id`, `name`, `status`.
-//! * tool calls and outputs make tool events (`function_call`, `custom_tool_call` and a
-//!   `local_shell_call` with a `call_id` a call; `function_call_output` and
-//!   `custom_tool_call_output` a result). A result's error flag is inferred from its output
+//! * a text part whose `text` is no string is no text: its kind is its `type`, as any other
+//!   part's; a reasoning item with no text part is redacted only if its `encrypted_content`
+//!   is a string (Codex writes `null` when there is none).
+//! * tool calls and outputs with a `call_id` make tool events (`function_call`,
+//!   `custom_tool_call` and `local_shell_call` a call; `function_call_output` and
+//!   `custom_tool_call_output` a result); without one, the item's kind is its `type` and it
+//!   has no text characters. A result's error flag is inferred from its output
 //!   only: a structured shell output's `metadata.exit_code`, a freeform `Exit code: N` header
 //!   (`is_error` = N != 0, `exit_code` N), `exec command rejected by user` (an error), an
 //!   object output's `success`; else null, never assumed ok.
@@ -288,7 +292,7 @@ fn response_item<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
             "assistant"
         }
         "function_call_output" | "custom_tool_call_output" => {
-            tool_output(row, p);
+            tool_output(row, p, kind);
             "tool"
         }
         "tool_search_output" => {
@@ -316,7 +320,7 @@ fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     if let Some(Json::Array(blocks)) = p.field("content") {
         for block in blocks.iter() {
             match text(block, "type").as_deref() {
-                Some("input_text" | "output_text" | "text") => {
+                Some("input_text" | "output_text" | "text") if block.field("text").map_or(true, |t| t.text().is_some()) => {
                     row.kinds.push(Cow::Borrowed("text"));
                     texts.push(block.field("text").and_then(View::text).unwrap_or(""));
                 }
@@ -362,7 +366,7 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
             }
         }
     }
-    if texts.is_empty() && p.field("encrypted_content").is_some() {
+    if texts.is_empty() && p.field("encrypted_content").and_then(View::text).is_some() {
         row.kinds.push(Cow::Borrowed("redacted_thinking"));
     }
     row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
@@ -372,8 +376,8 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
 }
 
 fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
-    let called = kind != "local_shell_call" || row.strs[CALL_ID].is_some(); // a shell call with no id calls nothing
-    row.kinds.push(Cow::Borrowed(if called { "tool_use" } else { "local_shell_call" }));
+    // a call with no call id calls nothing: its block is what its type says
+    row.kinds.push(if row.strs[CALL_ID].is_some() { Cow::Borrowed("tool_use") } else { Cow::Owned(kind.to_owned()) });
     // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON
     // string; a shell call: its `action`, as JSON text (keys sorted)
     let input = match kind {
@@ -403,7 +407,16 @@ fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
     });
 }
 
-fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
+fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str) {
+    // an output with no call id answers nothing: its block is what its type says, with no text
+    let id = match row.strs[CALL_ID].clone() {
+        Some(id) => id,
+        None => {
+            row.kinds.push(Cow::Owned(kind.to_owned()));
+            row.ints[TEXT_CHARS] = Some(0);
+            return;
+        }
+    };
     row.kinds.push(Cow::Borrowed("tool_result"));
     let (body, success) = match p.field("output") {
         Some(Json::Object(_)) => {
@@ -429,10 +442,6 @@ fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
     row.ints[IS_ERROR] = is_error.map(i64::from);
     let n = body.as_deref().map(chars);
     row.ints[TEXT_CHARS] = Some(n.unwrap_or(0));
-    let id = match row.strs[CALL_ID].clone() {
-        Some(id) => id,
-        None => return,
-    };
     row.events.push(Event {
         call: false,
         kind: 0,
