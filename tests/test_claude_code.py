@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
+from murmur_analysis.core.blocks import block_kind, text_chars
 from murmur_analysis.sources.claude_code import ClaudeCodeSource, default_homes
 
 OPUS = "claude-opus-4-5-20251101"
@@ -393,3 +394,43 @@ def test_first_prompts_with_no_parent_are_no_rewind_even_beside_a_line_with_no_u
         {"type": "summary", "summary": "S", "leafUuid": "z"},
         user("u1", "one", ts="2026-07-01T10:00:00.000Z"), user("u2", "two", ts="2026-07-01T11:00:00.000Z")]}))
     assert corpus.messages.status.isna().all()
+
+
+_ODD = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}))
+_KINDS = ("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "tool_result", "image",
+          "document", "web_search_tool_result", "future")
+
+
+def _block() -> st.SearchStrategy[Any]:
+    """A content block: usually well formed, sometimes with a field of the wrong kind or none at all."""
+    inner = st.lists(st.one_of(st.fixed_dictionaries({"type": st.sampled_from(["text", "image"])},
+                                                     optional={"text": _ODD}), _ODD), max_size=2)
+    return st.one_of(
+        st.fixed_dictionaries({"type": st.sampled_from(_KINDS)}, optional={
+            "text": st.one_of(st.text(max_size=6), _ODD), "thinking": st.one_of(st.text(max_size=6), _ODD),
+            "data": _ODD, "id": st.one_of(st.sampled_from(["t1", "t2"]), _ODD), "name": _ODD,
+            "input": st.one_of(st.just({"a": 1}), _ODD), "tool_use_id": st.one_of(st.sampled_from(["t1", "t2"]), _ODD),
+            "content": st.one_of(st.text(max_size=6), inner, _ODD), "is_error": _ODD}),
+        _ODD)
+
+
+@settings(max_examples=60, deadline=None)
+@given(contents=st.lists(st.tuples(st.booleans(), st.one_of(st.lists(_block(), max_size=3), _ODD)), min_size=1,
+                         max_size=5))
+def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: pytest.TempPathFactory,
+                                                              contents: list[tuple[bool, Any]]) -> None:
+    """What a conversation handle shows is what the tables count, for well-formed and odd blocks alike:
+    both read them by the Messages API's rules (a thinking block's text is ``thinking``, a tool result
+    that writes no ``is_error`` is no error, a provider-run tool's result is a ``server_tool_result``)."""
+    lines = [assistant(f"a{n}", f"m{n}", f"r{n}", counters(), content) if mine else user(f"u{n}", content)
+             for n, (mine, content) in enumerate(contents)]
+    corpus = load(home(tmp_path_factory.mktemp("home"), {"s-1.jsonl": lines}))
+    handle = corpus.conversation("s-1")
+    entries = handle.entries
+    m = corpus.messages
+    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
+    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
+    assert [e.side for e in entries] == m["role"].tolist()
+    calls = corpus.tool_calls
+    assert [(c.call_id, c.status) for c in handle.tool_calls()] == list(zip(calls["call_id"], calls["status"],
+                                                                            strict=True))

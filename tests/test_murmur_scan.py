@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_lines import line
 
-from murmur_analysis.core.wire import murmur_block_rules
+from murmur_analysis.core.wire import block_rules
 from murmur_analysis.engine import _native
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.murmur import MurmurSource
@@ -119,7 +119,7 @@ def _plain(value: Any) -> Any:
 
 
 def _scan(path: Path, block_bytes: int | None) -> Any:
-    return _plain(_native.scan_records([bytes(path)], murmur_block_rules(), True, block_bytes)[0])
+    return _plain(_native.scan_records([bytes(path)], block_rules("murmur"), True, block_bytes)[0])
 
 
 @settings(max_examples=40, deadline=None)

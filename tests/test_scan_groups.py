@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from murmur_lines import line
 from test_murmur_scan import message
 
-from murmur_analysis.core.wire import murmur_block_rules
+from murmur_analysis.core.wire import block_rules
 from murmur_analysis.engine import _native
 from murmur_analysis.sources.murmur.engine import RecordScan, ScanGroup, pairing, tool_events
 from murmur_analysis.sources.murmur.record import scan_records
@@ -50,7 +50,7 @@ def _record(folder: Path, i: int, lines: list[Any]) -> Path:
 
 def _scan(paths: list[str], text: bool, part_bytes: int | None) -> list[RecordScan]:
     """The records scanned together, string columns of more than ``part_bytes`` left as parts."""
-    groups = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(), text, None, part_bytes)
+    groups = _native.scan_records([os.fsencode(p) for p in paths], block_rules("murmur"), text, None, part_bytes)
     return [scan for group in groups for scan in ScanGroup(group).records()]
 
 

@@ -1,8 +1,11 @@
 """The wire codec: blocks decoded from, and encoded back to, the JSON a runtime writes.
 
-Two wire dialects exist: ``"brazen"`` (litany's ``messages/`` entries, tagged ``tool_use``)
-and ``"murmur"`` (conversation records, tagged ``tool_call``). Both decode to
-:class:`~murmur_analysis.core.blocks.ToolUse`. A block of a kind not modelled, or one whose required
+Three wire dialects exist: ``"brazen"`` (litany's ``messages/`` entries, tagged ``tool_use``),
+``"murmur"`` (conversation records, tagged ``tool_call``) and ``"anthropic"`` (the Messages API's
+blocks, as Claude Code's sessions hold them: brazen's tags, a thinking block's text under
+``thinking``, and a tool result that writes no ``is_error`` is no error). All decode to
+:class:`~murmur_analysis.core.blocks.ToolUse`; blocks are encoded back to brazen and murmur
+(``anthropic`` is only read). A block of a kind not modelled, or one whose required
 fields are missing or of the wrong type, decodes to :class:`~murmur_analysis.core.blocks.Unknown`
 holding the wire value whole; keys a block class does not model ride in ``extra``, so
 ``block_to_wire(block_from_wire(d)) == d`` for every block object ``d``.
@@ -34,14 +37,18 @@ from .blocks import (
 __all__ = [
     "BlockRules",
     "Dialect",
+    "WireDialect",
     "block_from_wire",
+    "block_rules",
     "block_to_wire",
     "blocks_from_wire",
     "blocks_to_wire",
-    "murmur_block_rules",
 ]
 
-Dialect = Literal["brazen", "murmur"]
+#: The dialects blocks are read in.
+Dialect = Literal["brazen", "murmur", "anthropic"]
+#: The dialects blocks are written back in.
+WireDialect = Literal["brazen", "murmur"]
 
 # Field specs: (name, required, expected type or None for any JSON value).
 _Spec = tuple[tuple[str, bool, type | tuple[type, ...] | None], ...]
@@ -82,7 +89,15 @@ _TAGS: dict[Dialect, dict[str, type]] = {
         "tool_result": ToolResult,
     },
 }
-_TOOL_USE_TAG: dict[Dialect, str] = {"brazen": "tool_use", "murmur": "tool_call"}
+_TAGS["anthropic"] = _TAGS["brazen"]
+_TOOL_USE_TAG: dict[WireDialect, str] = {"brazen": "tool_use", "murmur": "tool_call"}
+#: A field a dialect writes under a key of its own: ``{dialect: {class: {wire key: field}}}``.
+_KEYS: dict[Dialect, dict[type, dict[str, str]]] = {"anthropic": {Thinking: {"thinking": "text"}}}
+#: What a client tool result that writes no ``is_error`` (or ``null``) says: nothing, except in
+#: the Messages API, whose default is no error.
+_RESULT_ERROR_DEFAULT: dict[Dialect, bool | None] = {"brazen": None, "murmur": None, "anthropic": False}
+#: The dialects whose provider-run tool results (``*_tool_result`` tags) are modelled.
+_SERVER_RESULTS: frozenset[Dialect] = frozenset({"brazen", "anthropic"})
 
 
 #: Each spec by field name: ``name -> (required, expected type)``; and each spec's required names.
@@ -92,21 +107,29 @@ _REQUIRED: dict[type, tuple[str, ...]] = {
     cls: tuple(name for name, required, _typ in spec if required) for cls, spec in _SPECS.items()}
 
 
-def _decode_spec(cls: type, obj: Mapping[str, object]) -> Block | None:
+def _wire_key(field: str, cls: type, dialect: Dialect) -> str:
+    """The key ``dialect`` writes ``cls``'s ``field`` under."""
+    return next((key for key, name in _KEYS.get(dialect, {}).get(cls, {}).items() if name == field), field)
+
+
+def _decode_spec(cls: type, obj: Mapping[str, object], dialect: Dialect) -> Block | None:
     values: dict[str, object] = {}
     extra: dict[str, object] = {}
     wanted = _WANTED[cls]
+    keys = _KEYS.get(dialect, {}).get(cls, {})
     for key, value in obj.items():
         if key == "type":
             continue
-        slot = wanted.get(key)
+        # a field the dialect writes under another key is read from that key alone
+        name = keys.get(key, None if key in keys.values() else key)
+        slot = wanted.get(name) if name is not None else None
         if slot is None or (value is None and not slot[0]):
             extra[key] = value  # unmodelled key, or an optional one written as null
             continue
         typ = slot[1]
         if typ is not None and not isinstance(value, typ):
             return None
-        values[key] = value
+        values[str(name)] = value
     for name in _REQUIRED[cls]:
         if name not in values:
             return None
@@ -121,7 +144,8 @@ def block_from_wire(value: object, dialect: Dialect = "brazen") -> Block:
 
     Args:
         value: a block object as JSON-decoded, or a bare string (which is text).
-        dialect: ``"brazen"`` for litany entries, ``"murmur"`` for murmur records.
+        dialect: ``"brazen"`` for litany entries, ``"murmur"`` for murmur records,
+            ``"anthropic"`` for Claude Code's messages.
 
     Returns:
         The typed block, or :class:`Unknown` holding ``value`` whole when the kind is not
@@ -139,8 +163,8 @@ def block_from_wire(value: object, dialect: Dialect = "brazen") -> Block:
     if cls is ToolResult:
         decoded = _decode_tool_result(value, dialect)
     elif cls is not None:
-        decoded = _decode_spec(cls, value)
-    elif tag.endswith("_tool_result") and dialect == "brazen":
+        decoded = _decode_spec(cls, value, dialect)
+    elif tag.endswith("_tool_result") and dialect in _SERVER_RESULTS:
         decoded = _decode_server_result(value)
     else:
         decoded = None
@@ -157,6 +181,8 @@ def _decode_tool_result(obj: Mapping[str, object], dialect: Dialect) -> Block | 
     extra = {k: v for k, v in obj.items() if k not in ("type", "tool_use_id", "content", "is_error")}
     if "is_error" in obj and is_error is None:
         extra["is_error"] = None
+    if is_error is None:
+        is_error = _RESULT_ERROR_DEFAULT[dialect]
     content: tuple[Block, ...] | None = None
     if "content" in obj:
         raw = obj["content"]
@@ -192,7 +218,7 @@ def blocks_from_wire(values: object, dialect: Dialect = "brazen") -> tuple[Block
     return (Unknown(values),)
 
 
-def block_to_wire(block: Block, dialect: Dialect = "brazen") -> object:
+def block_to_wire(block: Block, dialect: WireDialect = "brazen") -> object:
     """Encode a block back to its wire object in ``dialect`` (the inverse of decoding)."""
     if isinstance(block, Unknown):
         return block.data
@@ -230,26 +256,30 @@ def block_to_wire(block: Block, dialect: Dialect = "brazen") -> object:
     return out
 
 
-def blocks_to_wire(blocks: Iterable[Block], dialect: Dialect = "brazen") -> list[object]:
+def blocks_to_wire(blocks: Iterable[Block], dialect: WireDialect = "brazen") -> list[object]:
     """Encode a sequence of blocks to a wire content list."""
     return [block_to_wire(b, dialect) for b in blocks]
 
 
 class BlockRules(NamedTuple):
-    """The ``murmur`` dialect's block rules, in the order the native scan takes them."""
+    """A dialect's block rules, in the order the native scan takes them."""
 
     kinds: dict[str, str]  #: wire tag -> block kind
-    fields: dict[str, list[tuple[str, bool, bool]]]  #: kind -> [(field, required, must be a string)]
-    text_kinds: list[str]  #: kinds whose ``text`` counts as text
+    fields: dict[str, list[tuple[str, bool, bool]]]  #: kind -> [(wire key, required, must be a string)]
+    text_kinds: list[str]  #: kinds whose text counts as text
     text: str  #: the kind of a bare string
     tool_use: str  #: the kind of a tool call
     tool_result: str  #: the kind of a tool result
     unknown: str  #: the kind of an unmodelled block
     reasoning: str  #: the kind of a reasoning block
+    text_keys: dict[str, str]  #: kind -> the wire key of its text
+    server_tool_use: str  #: the kind of a provider-run tool's call ("" when the dialect has none)
+    server_tool_result: str  #: the kind of a ``*_tool_result`` block ("" when the dialect models none)
+    result_error: bool | None  #: what a tool result that writes no ``is_error`` says
 
 
-def murmur_block_rules() -> BlockRules:
-    """The ``murmur`` dialect's block rules, as the native scan reads them.
+def block_rules(dialect: Dialect) -> BlockRules:
+    """``dialect``'s block rules, as the native scan reads them.
 
     The scan derives block kinds, text characters and tool events exactly as
     :func:`block_from_wire` and :func:`~murmur_analysis.core.blocks.text_chars` do, from these tables
@@ -259,14 +289,16 @@ def murmur_block_rules() -> BlockRules:
     def kind(cls: type) -> str:
         return str(cls.kind)  # type: ignore[attr-defined]
 
+    tags = _TAGS[dialect]
     fields: dict[str, list[tuple[str, bool, bool]]] = {}
-    for cls in _TAGS["murmur"].values():
+    for cls in tags.values():
         spec = _SPECS.get(cls, ())
         if any(typ not in (None, str) for _, _, typ in spec):
             raise TypeError(f"{cls.__name__}: the native scan checks only string-typed fields")
-        fields[kind(cls)] = [(name, required, typ is str) for name, required, typ in spec]
+        fields[kind(cls)] = [(_wire_key(name, cls, dialect), required, typ is str) for name, required, typ in spec]
+    texts = [cls for cls in TEXT_CLASSES if cls in tags.values()]
     return BlockRules(
-        {tag: kind(cls) for tag, cls in _TAGS["murmur"].items()},
+        {tag: kind(cls) for tag, cls in tags.items()},
         fields,
         [kind(cls) for cls in TEXT_CLASSES],
         Text.kind,
@@ -274,4 +306,8 @@ def murmur_block_rules() -> BlockRules:
         ToolResult.kind,
         Unknown.kind,
         Thinking.kind,
+        {kind(cls): _wire_key("text", cls, dialect) for cls in texts},
+        ServerToolUse.kind if ServerToolUse in tags.values() else "",
+        ServerToolResult.kind if dialect in _SERVER_RESULTS else "",
+        _RESULT_ERROR_DEFAULT[dialect],
     )

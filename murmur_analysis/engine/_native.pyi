@@ -1,6 +1,8 @@
 # Types of the native decode engine (native/src/lib.rs).
 from typing import Any, Literal, TypedDict
 
+from murmur_analysis.core.wire import BlockRules
+
 class Buffer:
     """The engine's vector, viewed in place through the buffer protocol (read-only)."""
 
@@ -103,7 +105,7 @@ def lower(line: bytes) -> tuple[str, str, str | None, str | None]: ...
 def uuid7_field(id: str) -> int | None: ...
 def scan_records(
     paths: list[bytes],
-    spec: tuple[dict[str, str], dict[str, list[tuple[str, bool, bool]]], list[str], str, str, str, str, str],
+    spec: BlockRules,
     text: bool,
     block_bytes: int | None = None,
     part_bytes: int | None = None,
@@ -149,9 +151,10 @@ def index_lines(
 ) -> tuple[bytes, bytes, list[tuple[int, bool]], tuple[int, int] | None, int, int, bool]: ...
 
 def scan_lines(
-    format: str, paths: list[bytes], starts: list[tuple[int, int]], text: bool
+    format: str, paths: list[bytes], starts: list[tuple[int, int]], text: bool, rules: BlockRules | None = None
 ) -> list[dict[str, Any]]: ...
 def scan_data(
-    format: str, datas: list[bytes], text: bool, first_lines: list[int] | None = None
+    format: str, datas: list[bytes], text: bool, first_lines: list[int] | None = None,
+    rules: BlockRules | None = None,
 ) -> list[dict[str, Any]]: ...
 def line_columns(format: str) -> tuple[list[str], list[str]]: ...

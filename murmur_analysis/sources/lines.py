@@ -9,6 +9,9 @@ and what it reported. The buffers the engine built become Arrow arrays without a
 named ``*.zst`` is zstd-compressed: it is decompressed in memory and read whole (a read of it
 never goes on from a point). murmur's records are a format of the same engine, handed over
 many records joined at once, with their tool pairing: :func:`~.murmur.record.scan_records`.
+A format that reads content blocks reads them by its wire dialect's rules
+(:data:`BLOCK_DIALECTS`, :func:`~murmur_analysis.core.wire.block_rules`), the rules its
+conversation handles decode them by.
 
 The line rule of these formats is the engine's default: split on ``\n`` alone, blank lines
 skipped, a line read iff serde_json parses it into an object. Everything else is reported here,
@@ -29,8 +32,18 @@ import pyarrow as pa
 
 from ..core.diagnostics import Diagnostics
 from ..core.files import settled
+from ..core.wire import BlockRules, Dialect, block_rules
 
-__all__ = ["EVENTS", "LineRows", "columns_of", "line_report", "one_array", "report", "scan_lines"]
+__all__ = ["BLOCK_DIALECTS", "EVENTS", "LineRows", "columns_of", "line_report", "one_array", "report", "scan_lines"]
+
+#: The wire dialect whose block rules a format reads content blocks by (a format not named
+#: reads none): Claude Code's sessions hold the Messages API's blocks.
+BLOCK_DIALECTS: dict[str, Dialect] = {"claude_code": "anthropic"}
+
+
+def _rules(format: str) -> BlockRules | None:
+    dialect = BLOCK_DIALECTS.get(format)
+    return block_rules(dialect) if dialect is not None else None
 
 #: The engine's codes of a reported line (``native/src/line.rs``).
 NOT_OBJECT, PARTIAL_LINE, BAD_UTF8, BAD_UTF8_PARTIAL = 1, 2, 3, 4
@@ -151,19 +164,21 @@ def scan_lines(
 
     starts = list(starts) if starts is not None else [(0, 1)] * len(paths)
     ints, strs = columns_of(format)
+    rules = _rules(format)
     packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
     plain = sorted(set(range(len(paths))) - set(packed))
     scanned: list[dict[str, Any] | None] = [None] * len(paths)
     for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
-                                              [starts[i] for i in plain], text), strict=True):
+                                              [starts[i] for i in plain], text, rules), strict=True):
         scanned[i] = s
     datas = [_decompressed(Path(paths[i])) for i in packed]
     readable = [(i, d) for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
-    for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text), strict=True):
+    for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text, None, rules),
+                         strict=True):
         scanned[i] = s
     for i, d in zip(packed, datas, strict=True):
         if isinstance(d, str):
-            scanned[i] = _native.scan_data(format, [b""], text)[0] | {"error": d}
+            scanned[i] = _native.scan_data(format, [b""], text, None, rules)[0] | {"error": d}
     return [_rows(Path(p), s, ints, strs) for p, s in zip(paths, scanned, strict=True) if s is not None]
 
 
@@ -176,7 +191,7 @@ def scan_bytes(format: str, path: Path, data: bytes, first_line: int, *, text: b
     from ..engine import _native
 
     ints, strs = columns_of(format)
-    return _rows(Path(path), _native.scan_data(format, [data], text, [first_line])[0], ints, strs)
+    return _rows(Path(path), _native.scan_data(format, [data], text, [first_line], _rules(format))[0], ints, strs)
 
 
 #: How far a compressed file may expand (times its size, plus 64 MiB) before it is refused as a bomb.

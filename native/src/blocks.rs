@@ -1,9 +1,10 @@
-//! What the tables derive from a murmur message line's blocks: kinds, text characters, tool
-//! events (read by the murmur format, `formats/murmur.rs`).
+//! What the tables derive from a message's content blocks: kinds, text characters, tool events
+//! (read by the murmur format, `formats/murmur.rs`, and Claude Code's, `formats/claude.rs`).
 //!
-//! The block rules are not written here: they are the `murmur` dialect tables of
-//! `murmur_analysis/core/model.py` (`_TAGS`, `_SPECS`, the text kinds), handed over as a [`Spec`]
-//! when a scan starts. This module only interprets them the way `block_from_wire` does.
+//! The block rules are not written here: they are a dialect's tables in
+//! `murmur_analysis/core/wire.py` (`_TAGS`, `_SPECS`, `_KEYS`, the text kinds; `block_rules`),
+//! handed over as a [`Spec`] when a scan starts. This module only interprets them the way
+//! `block_from_wire` does.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -25,8 +26,11 @@ pub enum FieldType {
 #[derive(Clone, Debug)]
 pub struct KindSpec {
     pub name: String,
+    /// (wire key, required, type)
     pub fields: Vec<(String, bool, FieldType)>,
     pub counts_text: bool,
+    /// the wire key of its text (`text`, or a dialect's own: the Messages API's `thinking`)
+    pub text_key: String,
 }
 
 /// The block rules of one dialect, as `model.py` states them.
@@ -45,6 +49,14 @@ pub struct Spec {
     pub unknown_kind: String,
     /// the kind whose text is reasoning (`reasoning_text`)
     pub reasoning_kind: String,
+    /// the kind of a provider-run tool's call (its `id`, `name`, `input` make a server call
+    /// event); empty when the dialect has none
+    pub server_call_kind: String,
+    /// the kind of a provider-run tool's result (a `*_tool_result` tag not modelled otherwise);
+    /// empty when the dialect models none
+    pub server_result_kind: String,
+    /// what a client tool result that writes no `is_error` says
+    pub result_error: Option<bool>,
     /// whether the text columns are kept (texts are left out of a lean read)
     pub keep_text: bool,
 }
@@ -85,6 +97,7 @@ impl Spec {
         let decoded = match self.tags.get(tag) {
             Some(&i) if self.kinds[i].name == self.result_kind => self.tool_result(value, None, arena),
             Some(&i) => self.modelled(&self.kinds[i], value),
+            None if !self.server_result_kind.is_empty() && tag.ends_with("_tool_result") => self.server_result(value),
             None => None,
         };
         decoded.unwrap_or_else(|| self.unknown(value))
@@ -114,11 +127,11 @@ impl Spec {
             return None;
         }
         let text = if spec.counts_text || spec.name == self.string_kind {
-            map.field("text").and_then(View::text)
+            map.field(&spec.text_key).and_then(View::text)
         } else {
             None
         };
-        let event = if spec.name == self.call_kind {
+        let event = if spec.name == self.call_kind || spec.name == self.server_call_kind {
             let field = |k: &str| map.field(k).and_then(View::text).unwrap_or_default();
             let input = match map.field("input") {
                 None | Some(Json::Null) => None,
@@ -126,6 +139,7 @@ impl Spec {
             };
             Some(Event {
                 call: true,
+                kind: u8::from(spec.name == self.server_call_kind),
                 id: Cow::Borrowed(field("id")),
                 name: Some(Cow::Borrowed(field("name"))),
                 text: input.map(Text::Json),
@@ -167,12 +181,27 @@ impl Spec {
         let texts = if self.keep_text { blocks.iter().filter_map(|b| b.text).collect() } else { Vec::new() };
         let event = Event {
             id: Cow::Borrowed(id),
-            is_error: is_error.or(fallback_error),
+            is_error: is_error.or(fallback_error).or(self.result_error),
             chars: Some(total),
             text: Some(Text::Joined(texts)),
             ..Event::default()
         };
         Some(Block { kind: &self.result_kind, chars: total, text: None, reasoning: None, event: Some(event) })
+    }
+
+    /// A provider-run tool's result (`wire._decode_server_result`): an error when its content is
+    /// the provider's error object (`{"type": "…_error", …}`), else unknown; no text.
+    fn server_result<'a>(&'a self, map: &'a Json<'a>) -> Option<Block<'a>> {
+        let id = map.field("tool_use_id")?.text()?;
+        let failed = map.field("content").and_then(|c| c.field("type")).and_then(View::text).filter(|t| t.ends_with("_error"));
+        let event = Event {
+            kind: 1,
+            id: Cow::Borrowed(id),
+            is_error: failed.map(|_| true),
+            chars: Some(0),
+            ..Event::default()
+        };
+        Some(Block { kind: &self.server_result_kind, chars: 0, text: None, reasoning: None, event: Some(event) })
     }
 
     /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`, in

@@ -255,9 +255,10 @@ fn uuid7_field(id: &str) -> Option<u64> {
     uuid7::uuid7_field(id.as_bytes())
 }
 
-/// The block rules, as `model.py` hands them over: (tags {tag: kind}, fields {kind: [(name,
-/// required, is_str)]}, text kinds, string kind, call kind, result kind, unknown kind,
-/// reasoning kind).
+/// A dialect's block rules, as `wire.block_rules` hands them over: (tags {tag: kind}, fields
+/// {kind: [(wire key, required, is_str)]}, text kinds, string kind, call kind, result kind,
+/// unknown kind, reasoning kind, text keys {kind: wire key}, server call kind, server result
+/// kind, a tool result's default error flag).
 type SpecArgs = (
     HashMap<String, String>,
     HashMap<String, Vec<(String, bool, bool)>>,
@@ -267,12 +268,39 @@ type SpecArgs = (
     String,
     String,
     String,
+    HashMap<String, String>,
+    String,
+    String,
+    Option<bool>,
 );
 
 fn spec_of(args: SpecArgs, keep_text: bool) -> Spec {
-    let (tags, fields, text_kinds, string_kind, call_kind, result_kind, unknown_kind, reasoning_kind) = args;
-    let mut spec =
-        Spec { string_kind, call_kind, result_kind, unknown_kind, reasoning_kind, keep_text, ..Spec::default() };
+    let (
+        tags,
+        fields,
+        text_kinds,
+        string_kind,
+        call_kind,
+        result_kind,
+        unknown_kind,
+        reasoning_kind,
+        text_keys,
+        server_call_kind,
+        server_result_kind,
+        result_error,
+    ) = args;
+    let mut spec = Spec {
+        string_kind,
+        call_kind,
+        result_kind,
+        unknown_kind,
+        reasoning_kind,
+        server_call_kind,
+        server_result_kind,
+        result_error,
+        keep_text,
+        ..Spec::default()
+    };
     let mut names: Vec<String> = tags.values().cloned().collect();
     names.sort();
     names.dedup();
@@ -285,6 +313,7 @@ fn spec_of(args: SpecArgs, keep_text: bool) -> Spec {
                 .map(|(n, req, is_str)| (n, req, if is_str { FieldType::Str } else { FieldType::Any }))
                 .collect(),
             counts_text: text_kinds.contains(name),
+            text_key: text_keys.get(name).cloned().unwrap_or_else(|| "text".to_owned()),
         });
     }
     for (tag, kind) in tags {
@@ -523,14 +552,29 @@ fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Row
     Ok(d)
 }
 
-/// scan_lines(format, paths, starts, text) -> list[dict]: every file of a line-delimited
-/// `format` read from its `(byte offset, line number)` start into the format's declared
-/// columns, all files and all cores at once with the GIL released; one dict of Arrow buffers
-/// per path, in order. `text` false leaves the text columns null (a lean read).
-#[pyfunction]
-fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64, i64)>, text: bool) -> PyResult<Vec<PyObject>> {
+/// The format named `name`, reading content blocks by `rules` where it reads any.
+fn line_format(name: &str, rules: Option<SpecArgs>, text: bool) -> PyResult<Box<dyn lines::Format>> {
+    formats::by_name(name, rules.map(|r| spec_of(r, text))).map_err(PyValueError::new_err)
+}
+
+/// scan_lines(format, paths, starts, text, rules=None) -> list[dict]: every file of a
+/// line-delimited `format` read from its `(byte offset, line number)` start into the format's
+/// declared columns, all files and all cores at once with the GIL released; one dict of Arrow
+/// buffers per path, in order. `text` false leaves the text columns null (a lean read).
+/// `rules`: the block rules of a format that reads content blocks (`wire.block_rules`).
+#[pyfunction(rules = "None")]
+#[pyo3(text_signature = "(format, paths, starts, text, rules=None)")]
+fn scan_lines(
+    py: Python<'_>,
+    format: &str,
+    paths: Vec<&[u8]>,
+    starts: Vec<(u64, i64)>,
+    text: bool,
+    rules: Option<SpecArgs>,
+) -> PyResult<Vec<PyObject>> {
     use std::os::unix::ffi::OsStrExt;
-    let format = formats::by_name(format).ok_or_else(|| PyValueError::new_err(format!("no line format {format:?}")))?;
+    let format = line_format(format, rules, text)?;
+    let format = format.as_ref();
     if starts.len() != paths.len() {
         return Err(PyValueError::new_err("one start per path"));
     }
@@ -544,19 +588,21 @@ fn scan_lines(py: Python<'_>, format: &str, paths: Vec<&[u8]>, starts: Vec<(u64,
     release_freed(out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
 }
 
-/// scan_data(format, datas, text, first_lines=None) -> list[dict]: like `scan_lines`, of whole
-/// lines already in memory (a decompressed file, a range of a file), each numbered from its
-/// `first_lines` entry (default 1).
-#[pyfunction(first_lines = "None")]
-#[pyo3(text_signature = "(format, datas, text, first_lines=None)")]
+/// scan_data(format, datas, text, first_lines=None, rules=None) -> list[dict]: like
+/// `scan_lines`, of whole lines already in memory (a decompressed file, a range of a file), each
+/// numbered from its `first_lines` entry (default 1).
+#[pyfunction(first_lines = "None", rules = "None")]
+#[pyo3(text_signature = "(format, datas, text, first_lines=None, rules=None)")]
 fn scan_data(
     py: Python<'_>,
     format: &str,
     datas: Vec<&[u8]>,
     text: bool,
     first_lines: Option<Vec<i64>>,
+    rules: Option<SpecArgs>,
 ) -> PyResult<Vec<PyObject>> {
-    let format = formats::by_name(format).ok_or_else(|| PyValueError::new_err(format!("no line format {format:?}")))?;
+    let format = line_format(format, rules, text)?;
+    let format = format.as_ref();
     let firsts = first_lines.unwrap_or_else(|| vec![1; datas.len()]);
     if firsts.len() != datas.len() {
         return Err(PyValueError::new_err("first_lines must give one line number per data"));
@@ -570,7 +616,7 @@ fn scan_data(
 /// line_columns(format) -> (ints, strs): the integer and string columns `format` declares.
 #[pyfunction]
 fn line_columns(format: &str) -> PyResult<(Vec<&'static str>, Vec<&'static str>)> {
-    let format = formats::by_name(format).ok_or_else(|| PyValueError::new_err(format!("no line format {format:?}")))?;
+    let format = formats::by_name(format, Some(Spec::default())).map_err(PyValueError::new_err)?;
     Ok((format.ints().to_vec(), format.strs().to_vec()))
 }
 

@@ -2,8 +2,9 @@
 
 The tables come from the engine's columns; a conversation handle pages entries. The lines the
 engine kept as messages (by line number) are decoded again here, each into its Anthropic blocks
-(``brazen`` wire dialect: ``text``, ``thinking``, ``tool_use``, ``tool_result``, ...; unknown kinds
-kept whole), with the id, side, model, time and usage of its row.
+(``anthropic`` wire dialect: ``text``, ``thinking``, ``tool_use``, ``tool_result``, ...; unknown
+kinds kept whole), by the rules the engine read them by, with the id, side, model, time and
+usage of its row.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...core.files import open_regular
 from ...core.handoff import EntryColumns
 from ...core.model import Entry, Text, Usage
 from ...core.wire import blocks_from_wire
+from ..lines import BLOCK_DIALECTS
 
 __all__ = ["entries"]
 
@@ -30,7 +32,7 @@ def _blocks(line: dict[str, Any]) -> tuple[Any, ...]:
     content = body.get("content")
     if isinstance(content, str):
         return (Text(content),)
-    return blocks_from_wire(content, "brazen") if isinstance(content, list) else ()
+    return blocks_from_wire(content, BLOCK_DIALECTS["claude_code"]) if isinstance(content, list) else ()
 
 
 def entries(path: Path, lines: pa.Array, columns: EntryColumns,

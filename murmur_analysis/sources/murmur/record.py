@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...core.wire import murmur_block_rules
+from ...core.wire import block_rules
 from ...engine import _native
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ def scan_records(paths: list[str], text: bool = True) -> list[RecordScan]:
     """
     from .engine import ScanGroup
 
-    groups = _native.scan_records([os.fsencode(p) for p in paths], murmur_block_rules(), text)
+    groups = _native.scan_records([os.fsencode(p) for p in paths], block_rules("murmur"), text)
     return [scan for group in groups for scan in ScanGroup(group).records()]
 
 

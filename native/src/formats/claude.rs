@@ -5,14 +5,22 @@
 //! envelope, the Anthropic message inside `message` (or, in old sessions, `role`/`content` at
 //! the top level), its content blocks, its `usage`, and the metadata of compaction, summary and
 //! title lines are read here; nothing is counted or deduplicated (that needs every file of a load).
+//!
+//! Content blocks are read by the Messages API's block rules (`wire.block_rules("anthropic")`,
+//! handed over as a [`Spec`]), the rules a conversation handle decodes them by.
 
 use std::borrow::Cow;
 
-use crate::json::{Json, View};
-use crate::lines::{at, flag, iso_us, joined, text, Event, Format, Row, Text};
+use bumpalo::collections::Vec as BumpVec;
 
-/// Claude Code's session JSONL.
-pub struct ClaudeCode;
+use crate::blocks::Spec;
+use crate::json::{Json, View};
+use crate::lines::{at, flag, iso_us, joined, text, Format, Row};
+
+/// Claude Code's session JSONL, its content blocks read by `spec`.
+pub struct ClaudeCode {
+    pub spec: Spec,
+}
 
 /// The usage counters, in the order of the `u_*` integer columns and of the bits of `u_bad`.
 const COUNTERS: &[(&[&str], usize)] = &[
@@ -151,7 +159,7 @@ impl Format for ClaudeCode {
                 row.strs[S_STOP] = text(m, "stop_reason");
             }
             row.strs[S_ROLE] = text(m, "role");
-            content(row, m.field("content"), keep);
+            content(&self.spec, row, m.field("content"), keep);
             if let Some(u @ Json::Object(_)) = m.field("usage") {
                 usage(row, u);
             }
@@ -232,28 +240,6 @@ fn usage<'a>(row: &mut Row<'a>, u: &'a Json<'a>) {
     row.strs[S_SPEED] = text(u, "speed");
 }
 
-fn chars(s: &str) -> i64 {
-    s.chars().count() as i64
-}
-
-
-/// A tool result's content: its text (a string, or its text blocks joined) and its characters.
-fn result_text<'a>(content: Option<&'a Json<'a>>) -> (Vec<&'a str>, i64) {
-    match content {
-        Some(Json::Str(s)) => (vec![s.as_ref()], chars(s)),
-        Some(Json::Array(blocks)) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter(|b| b.field("type").and_then(View::text) == Some("text"))
-                .filter_map(|b| b.field("text").and_then(View::text))
-                .collect();
-            let n = texts.iter().map(|t| chars(t)).sum();
-            (texts, n)
-        }
-        _ => (Vec::new(), 0),
-    }
-}
-
 /// The first line of `texts` that is not blank, trimmed and cut to [`TITLE_CHARS`] characters:
 /// a conversation's title, read whether its texts are kept or not.
 fn first_text(texts: &[&str]) -> Option<Cow<'static, str>> {
@@ -261,95 +247,25 @@ fn first_text(texts: &[&str]) -> Option<Cow<'static, str>> {
     Some(Cow::Owned(line.chars().take(TITLE_CHARS).collect()))
 }
 
-/// The content: block kinds, text and reasoning, text characters, tool events.
-fn content<'a>(row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
+/// The content: block kinds, text and reasoning, text characters, tool events. A string is one
+/// text block, a list is blocks; anything else holds none.
+fn content<'a>(spec: &'a Spec, row: &mut Row<'a>, content: Option<&'a Json<'a>>, keep: bool) {
     let blocks = match content {
-        Some(Json::Str(s)) => {
-            row.kinds.push(Cow::Borrowed("text"));
-            row.ints[I_BLOCKS] = Some(1);
-            row.ints[I_CHARS] = Some(chars(s));
-            row.strs[S_FIRST_TEXT] = first_text(&[s.as_ref()]);
-            if keep {
-                row.strs[S_TEXT] = Some(Cow::Borrowed(s.as_ref()));
-            }
-            return;
-        }
-        Some(Json::Array(blocks)) => blocks,
-        _ => {
-            row.ints[I_BLOCKS] = Some(0);
-            row.ints[I_CHARS] = Some(0);
-            return;
-        }
+        Some(c @ (Json::Str(_) | Json::Array(_))) => spec.content(c, row.arena),
+        _ => BumpVec::new_in(row.arena),
     };
-    let (mut texts, mut thoughts): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
-    let mut n_chars = 0i64;
-    for block in blocks.iter() {
-        let kind = block.field("type").and_then(View::text).unwrap_or("unknown");
-        row.kinds.push(Cow::Borrowed(kind));
-        match kind {
-            "text" => {
-                if let Some(t) = block.field("text").and_then(View::text) {
-                    n_chars += chars(t);
-                    texts.push(t);
-                }
-            }
-            "thinking" => {
-                if let Some(t) = block.field("thinking").and_then(View::text) {
-                    n_chars += chars(t);
-                    thoughts.push(t);
-                }
-            }
-            "tool_use" | "server_tool_use" => row.events.push(call(block, kind == "server_tool_use")),
-            "tool_result" => {
-                let (parts, n) = result_text(block.field("content"));
-                n_chars += n;
-                row.events.push(Event {
-                    call: false,
-                    kind: 0,
-                    id: text(block, "tool_use_id").unwrap_or_default(),
-                    // The Messages API's own default: a tool_result that writes no is_error is no
-                    // error (Claude Code writes the flag on failures only).
-                    is_error: Some(block.field("is_error").and_then(Json::as_bool).unwrap_or(false)),
-                    chars: Some(n),
-                    text: Some(Text::Joined(parts)),
-                    ..Event::default()
-                });
-            }
-            k if k.ends_with("_tool_result") => {
-                // A provider-run tool's result (advisor_tool_result, web_search_tool_result, ...).
-                let error = at(block, &["content", "type"])
-                    .and_then(View::text)
-                    .map(|t| t.ends_with("_error"));
-                row.events.push(Event {
-                    call: false,
-                    kind: 1,
-                    id: text(block, "tool_use_id").unwrap_or_default(),
-                    is_error: error,
-                    chars: Some(0),
-                    ..Event::default()
-                });
-            }
-            _ => {}
-        }
-    }
+    let texts: Vec<&str> = blocks.iter().filter_map(|b| b.text).collect();
     row.ints[I_BLOCKS] = Some(blocks.len() as i64);
-    row.ints[I_CHARS] = Some(n_chars);
+    row.ints[I_CHARS] = Some(blocks.iter().map(|b| b.chars).sum());
     row.strs[S_FIRST_TEXT] = first_text(&texts);
     if keep {
         row.strs[S_TEXT] = joined(texts.iter().copied());
-        row.strs[S_REASONING] = joined(thoughts.iter().copied());
+        row.strs[S_REASONING] = joined(blocks.iter().filter_map(|b| b.reasoning));
     }
-}
-
-/// A `tool_use` (client) or `server_tool_use` (provider-run) block as a call event (its input
-/// written as JSON text, keys sorted).
-fn call<'a>(block: &'a Json<'a>, server: bool) -> Event<'a> {
-    Event {
-        call: true,
-        kind: u8::from(server),
-        id: text(block, "id").unwrap_or_default(),
-        name: text(block, "name"),
-        text: block.field("input").map(Text::Json),
-        ..Event::default()
+    for block in blocks {
+        row.kinds.push(Cow::Borrowed(block.kind));
+        if let Some(event) = block.event {
+            row.events.push(event);
+        }
     }
 }
