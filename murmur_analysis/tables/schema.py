@@ -125,7 +125,7 @@ def _cost(name: str, doc: str) -> Column:
 
 
 _KEY: tuple[Column, ...] = (
-    Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, claude_code, or a plugin's name"),
+    Column("source", _STR, "the runtime: murmur, litany, flexigpt, dispatch, claude_code, codex, or a plugin's name"),
     Column("conversation_id", _STR, "the conversation, unique within its source"),
 )
 

@@ -364,7 +364,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used by the docs test)."""
     parser = argparse.ArgumentParser(
         prog="murmur-analysis",
-        description="Read AI agents' conversations (murmur, litany, FlexiGPT, dispatch) into tables.",
+        description="Read AI agents' conversations (Claude Code, Codex, murmur, litany, FlexiGPT, dispatch) "
+                    "into tables.",
         epilog="exit status: 0 ok, 1 data problems (with --strict), 2 usage error, 130 interrupted, "
                "141 the reader of stdout went away (| head)",
     )

@@ -24,7 +24,8 @@ from .transcript_html import DETAILS, NOT_REPORTED, entries_html, matches, snipp
 __all__ = ["EMPTY_CORPUS", "Explorer", "Match", "conversation_options", "explorer", "unreported_note"]
 
 #: What the explorer says when there is nothing to explore.
-EMPTY_CORPUS = "This corpus holds no conversations: load a folder of murmur, litany, FlexiGPT or dispatch data."
+EMPTY_CORPUS = ("This corpus holds no conversations: load a Claude Code or Codex home, or a folder of murmur, "
+                "litany, FlexiGPT or dispatch data.")
 _ALL = "all sources"
 _SEARCH_LIMIT = 50
 _NAME_CHARS = 60
