@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.core.blocks import block_kind, text_chars
+from murmur_analysis.core.blocks import block_kind, message_text, reasoning_text, text_chars
 from murmur_analysis.core.diagnostics import Diagnostics
 from murmur_analysis.sources import detect
 from murmur_analysis.sources.base import ReadContext
@@ -537,7 +537,8 @@ def _payload() -> st.SearchStrategy[Line]:
 def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_factory: pytest.TempPathFactory,
                                                                     payloads: list[Line]) -> None:
     """What a conversation handle shows is what the tables count, for well-formed and odd items alike:
-    a text part whose text is no string, ``"encrypted_content": null``, a call or output without a call id."""
+    a text part whose text is no string, ``"encrypted_content": null``, a call or output without a call id,
+    a shell call (its command is its call's input, not the message's text)."""
     home = tmp_path_factory.mktemp("home")
     rollout(home, PARENT, [meta(PARENT), turn(), said("user", "hi"), *(env("response_item", p) for p in payloads)])
     corpus = ma.load(home, source="codex", options=NOW)
@@ -546,3 +547,6 @@ def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_fact
     assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
     assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
     assert [e.side for e in entries] == m["role"].tolist()
+    none = lambda v: None if pd.isna(v) else v  # noqa: E731
+    assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
+    assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]

@@ -288,7 +288,7 @@ fn response_item<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
             "assistant"
         }
         "function_call" | "custom_tool_call" | "local_shell_call" => {
-            tool_call(row, p, kind, keep);
+            tool_call(row, p, kind);
             "assistant"
         }
         "function_call_output" | "custom_tool_call_output" => {
@@ -375,7 +375,7 @@ fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     }
 }
 
-fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
+fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str) {
     // a call with no call id calls nothing: its block is what its type says
     row.kinds.push(if row.strs[CALL_ID].is_some() { Cow::Borrowed("tool_use") } else { Cow::Owned(kind.to_owned()) });
     // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON
@@ -385,12 +385,6 @@ fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str, keep: bool) {
         "custom_tool_call" => p.field("input").map(Text::Json),
         _ => at(p, &["action"]).map(Text::Json),
     };
-    if kind == "local_shell_call" {
-        if let Some(Json::Array(cmd)) = at(p, &["action", "command"]) {
-            let words: Vec<&str> = cmd.iter().filter_map(View::text).collect();
-            row.strs[TEXT] = keep.then(|| Cow::Owned(words.join(" ")));
-        }
-    }
     let id = match row.strs[CALL_ID].clone() {
         Some(id) => id,
         None => return,
