@@ -33,7 +33,7 @@ pub struct KindSpec {
     pub text_key: String,
 }
 
-/// The block rules of one dialect, as `model.py` states them.
+/// The block rules of one dialect, as `wire.py` states them.
 #[derive(Clone, Debug, Default)]
 pub struct Spec {
     /// wire tag -> index into `kinds`
@@ -82,7 +82,7 @@ impl Spec {
         Block { kind, chars: 0, text: None, reasoning: None, event: None }
     }
 
-    /// `model.block_from_wire(value, dialect)`, reduced to what the tables need (`arena`: the
+    /// `wire.block_from_wire(value, dialect)`, reduced to what the tables need (`arena`: the
     /// line's, for a result's own blocks).
     pub fn block<'a>(&'a self, value: &'a Json<'a>, arena: &'a Bump) -> Block<'a> {
         match value {
@@ -157,7 +157,7 @@ impl Spec {
         })
     }
 
-    /// A client tool result (`model._decode_tool_result`); `fallback_error` is the message's own
+    /// A client tool result (`wire._decode_tool_result`); `fallback_error` is the message's own
     /// flag, used when the block carries none.
     pub fn tool_result<'a>(
         &'a self,
@@ -204,7 +204,7 @@ impl Spec {
         Some(Block { kind: &self.server_result_kind, chars: 0, text: None, reasoning: None, event: Some(event) })
     }
 
-    /// `model.blocks_from_wire(content, dialect)` of a message's present, non-null `content`, in
+    /// `wire.blocks_from_wire(content, dialect)` of a message's present, non-null `content`, in
     /// the line's `arena`.
     pub fn content<'a>(&'a self, content: &'a Json<'a>, arena: &'a Bump) -> BumpVec<'a, Block<'a>> {
         match content {

@@ -4,7 +4,7 @@
 //! into an object with a string `role`, and line 1 may be the `murmur.record` header (kept as
 //! the file's header, neither a row nor reported). A row holds the message's `id` and its
 //! UUIDv7 time (`created_ms`), `role`, `source_id`, and what its blocks give under the block
-//! rules of `model.py` ([`Spec`]): their kinds, `n_blocks`, `text_chars`, `text` and
+//! rules of `wire.py` ([`Spec`]): their kinds, `n_blocks`, `text_chars`, `text` and
 //! `reasoning_text` (joined with `\n`), and its tool events. A `tool` message with a
 //! `tool_call_id` is one result block answering that call (its body's texts are the result's
 //! text); one without is reported (`MISSING_CALL_ID`) and read as text. The first user message
