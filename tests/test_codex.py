@@ -550,3 +550,6 @@ def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_fact
     none = lambda v: None if pd.isna(v) else v  # noqa: E731
     assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
     assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]
+    calls = corpus.tool_calls
+    assert [(c.call_id, c.status) for c in corpus.conversation(PARENT, source="codex").tool_calls()] == list(
+        zip(calls["call_id"], calls["status"], strict=True))
