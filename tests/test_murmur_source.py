@@ -12,6 +12,8 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from murmur_home import (
     T0,
     call,
@@ -558,3 +560,51 @@ def test_a_reopened_record_reads_its_header_as_murmur_does(tmp_path: Path) -> No
     conv = next(iter(source.open(tmp_path, Diagnostics("murmur"))))
     again = source.reopen(conv.key, Diagnostics("murmur"))
     assert conv.truncated_dropped == again.truncated_dropped == 3
+
+
+_ODD = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=4), st.just([]), st.just({}))
+_KINDS = ("text", "thinking", "redacted_thinking", "tool_call", "tool_result", "image", "document", "future")
+
+
+def _block() -> st.SearchStrategy[Any]:
+    """A murmur content block: usually well formed, sometimes with a field of the wrong kind or none."""
+    inner = st.lists(st.one_of(st.fixed_dictionaries({"type": st.just("text")}, optional={"text": _ODD}),
+                               st.text(max_size=3), _ODD), max_size=2)
+    return st.one_of(
+        st.fixed_dictionaries({"type": st.sampled_from(_KINDS)}, optional={
+            "text": st.one_of(st.text(max_size=6), _ODD), "data": _ODD, "source": _ODD, "signature": _ODD,
+            "id": st.one_of(st.sampled_from(["c1", "c2"]), _ODD), "name": st.one_of(st.just("n"), _ODD),
+            "input": st.one_of(st.just({"a": 1}), _ODD), "tool_use_id": st.one_of(st.sampled_from(["c1", "c2"]), _ODD),
+            "content": st.one_of(st.text(max_size=6), inner, _ODD), "is_error": _ODD}),
+        st.text(max_size=4), _ODD)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool"]),
+                                   st.one_of(st.lists(_block(), max_size=3), _ODD),
+                                   st.one_of(st.none(), st.sampled_from(["c1", "c2"]))), min_size=1, max_size=5))
+def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: pytest.TempPathFactory,
+                                                              messages: list[tuple[str, Any, str | None]]) -> None:
+    """What a conversation handle shows is what the engine's tables count, for well-formed and odd blocks."""
+    from murmur_analysis.core.blocks import block_kind, message_text, reasoning_text, text_chars
+
+    lines: list[dict[str, Any]] = []
+    for n, (role, content, call_id) in enumerate(messages):
+        value: dict[str, Any] = {"content": content, "id": f"msg_{n}", "role": role}
+        if role == "tool" and call_id is not None:
+            value["tool_call_id"] = call_id
+        lines.append(value)
+    home = tmp_path_factory.mktemp("home")
+    record(home, "r", "c", lines)
+    corpus = _load(home)
+    handle = corpus.conversation(str(corpus.conversations["conversation_id"].iloc[0]))
+    entries = handle.entries
+    m = corpus.messages
+    none = lambda v: None if pd.isna(v) else v  # noqa: E731
+    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
+    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
+    assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
+    assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]
+    calls = corpus.tool_calls
+    assert [(c.call_id, c.status) for c in handle.tool_calls()] == list(zip(calls["call_id"], calls["status"],
+                                                                            strict=True))
