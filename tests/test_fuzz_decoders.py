@@ -10,6 +10,7 @@ with colliding ids. ``make test`` runs a few hundred examples; ``make fuzz`` run
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections import Counter
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +26,7 @@ import murmur_analysis as ma
 from murmur_analysis import assemble, pair_tools, transcript
 from murmur_analysis.core import model as m
 from murmur_analysis.core.handoff import Conversation
+from murmur_analysis.errors import SourceError
 from murmur_analysis.tables.frames import FrameBuilder
 from murmur_analysis.tables.schema import TABLES, schema
 
@@ -189,6 +192,23 @@ def tables_of(conv: Conversation) -> dict[str, pa.Table]:
     return builder.finish()
 
 
+def _invalid_unicode(value: Any) -> bool:
+    """Whether a string inside ``value`` (entries, blocks, JSON values) holds a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_invalid_unicode(k) or _invalid_unicode(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_invalid_unicode(v) for v in value)
+    if dataclasses.is_dataclass(value):
+        return any(_invalid_unicode(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return False
+
+
 @fuzz
 @given(entries)
 def test_assembly_core_holds_its_invariants_on_any_entries(items: list[m.Entry]) -> None:
@@ -202,7 +222,11 @@ def test_assembly_core_holds_its_invariants_on_any_entries(items: list[m.Entry])
     assert {c.status for c in calls} <= STATUSES
     dropped = Counter(c.call_id for c in calls if c.status == "orphan_result" and c.kind == "client")
     assert dropped == Counter(assembled.dropped_orphans)
-    listed = tables_of(Conversation("x", "c", items))
+    try:
+        listed = tables_of(Conversation("x", "c", items))
+    except SourceError as err:  # a source that hands a lone surrogate is told which conversation held it
+        assert _invalid_unicode(items) and "handed conversation c a string that is not valid Unicode" in str(err)
+        return
     ordered = sorted(items, key=lambda e: e.position)
     streamed = tables_of(Conversation("x", "c", iter(ordered)))
     for name in TABLES:
@@ -210,6 +234,15 @@ def test_assembly_core_holds_its_invariants_on_any_entries(items: list[m.Entry])
     conv = listed["conversations"].to_pylist()[0]
     assert conv["messages"] == len(items)
     assert conv["orphans"] == len(assembled.dropped_orphans)
+
+
+def test_a_lone_surrogate_from_a_source_is_an_error_naming_its_conversation() -> None:
+    # Found by the fuzz test above: a block whose type was "\ud800" raised pyarrow's UnicodeEncodeError.
+    for block in (m.Text("ok \ud800"), m.Unknown({"type": "\ud800"})):
+        with pytest.raises(SourceError) as raised:
+            tables_of(Conversation("plugin", "conv-1", [m.Entry(0, "user", (block,))]))
+        assert str(raised.value).startswith("the plugin source handed conversation conv-1 a string that is not "
+                                            "valid Unicode ('\\ud800': surrogates not allowed)")
 
 
 def test_a_schema_version_that_is_not_a_string_is_an_unknown_schema(tmp_path: Path) -> None:

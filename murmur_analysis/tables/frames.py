@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostic
+from ..core.files import display
 from ..core.handoff import (
     Conversation,
     EntryColumns,
@@ -31,6 +32,7 @@ from ..core.handoff import (
 )
 from ..core.model import Usage
 from ..core.values import counter_sum
+from ..errors import SourceError
 from .batch import BUILT, Held, build
 from .chunks import PairedChunks, conversation_chunks, entry_chunks
 from .columns import BATCH_ROWS, TableBuilder, to_pandas, usage_table
@@ -106,12 +108,19 @@ class FrameBuilder:
         walking = PairedChunks(reading, _settled(conv, conv.summary).paired)
         chunks: list[EntryColumns] = []
         usage: list[_EntryUsage] = []  # from the entries, used when the source gives none
-        for chunk in walking:
-            if not len(chunk):
-                continue
-            if chunk.usage:
-                usage.append(_EntryUsage(chunk.usage, chunk.id, chunk.position, chunk.model, chunk.created_at))
-            chunks.append(replace(chunk, events=ToolEvents()) if len(chunk.events) else chunk)
+        try:
+            for chunk in walking:
+                if not len(chunk):
+                    continue
+                if chunk.usage:
+                    usage.append(_EntryUsage(chunk.usage, chunk.id, chunk.position, chunk.model, chunk.created_at))
+                chunks.append(replace(chunk, events=ToolEvents()) if len(chunk.events) else chunk)
+        except UnicodeEncodeError as err:
+            bad = err.object[err.start:err.end] if isinstance(err.object, str) else ""
+            raise SourceError(
+                f"the {conv.source} source handed conversation {display(conv.conversation_id)} a string that is "
+                f"not valid Unicode ({bad!a}: {err.reason}); a source must decode its input as UTF-8 "
+                "(orjson does, and reports what it cannot decode)") from err
         summary = _settled(conv, reading.summary)
         held = Held((conv.source, conv.conversation_id), chunks, walking.timed)
         if summary.readable:  # handed over unread, and then found unreadable: no rows beyond its messages
