@@ -16,11 +16,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from handle_agreement import assert_handle_matches_tables
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.core.blocks import block_kind, message_text, reasoning_text, text_chars
 from murmur_analysis.sources.claude_code import ClaudeCodeSource, default_homes
 
 OPUS = "claude-opus-4-5-20251101"
@@ -425,15 +425,4 @@ def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: p
     lines = [assistant(f"a{n}", f"m{n}", f"r{n}", counters(), content) if mine else user(f"u{n}", content)
              for n, (mine, content) in enumerate(contents)]
     corpus = load(home(tmp_path_factory.mktemp("home"), {"s-1.jsonl": lines}))
-    handle = corpus.conversation("s-1")
-    entries = handle.entries
-    m = corpus.messages
-    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
-    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
-    assert [e.side for e in entries] == m["role"].tolist()
-    none = lambda v: None if pd.isna(v) else v  # noqa: E731
-    assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
-    assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]
-    calls = corpus.tool_calls
-    assert [(c.call_id, c.status) for c in handle.tool_calls()] == list(zip(calls["call_id"], calls["status"],
-                                                                            strict=True))
+    assert_handle_matches_tables(corpus, "s-1", "claude_code")

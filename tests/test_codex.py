@@ -9,11 +9,12 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from handle_agreement import assert_handle_matches_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.core.blocks import block_kind, message_text, reasoning_text, text_chars
+from murmur_analysis.core.blocks import block_kind, text_chars
 from murmur_analysis.core.diagnostics import Diagnostics
 from murmur_analysis.sources import detect
 from murmur_analysis.sources.base import ReadContext
@@ -542,14 +543,4 @@ def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_fact
     home = tmp_path_factory.mktemp("home")
     rollout(home, PARENT, [meta(PARENT), turn(), said("user", "hi"), *(env("response_item", p) for p in payloads)])
     corpus = ma.load(home, source="codex", options=NOW)
-    entries = corpus.conversation(PARENT, source="codex").entries
-    m = corpus.messages
-    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
-    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
-    assert [e.side for e in entries] == m["role"].tolist()
-    none = lambda v: None if pd.isna(v) else v  # noqa: E731
-    assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
-    assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]
-    calls = corpus.tool_calls
-    assert [(c.call_id, c.status) for c in corpus.conversation(PARENT, source="codex").tool_calls()] == list(
-        zip(calls["call_id"], calls["status"], strict=True))
+    assert_handle_matches_tables(corpus, PARENT, "codex")

@@ -12,6 +12,7 @@ import orjson
 import pandas as pd
 import pyarrow as pa
 import pytest
+from handle_agreement import assert_handle_matches_tables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from murmur_home import (
@@ -586,8 +587,6 @@ def _block() -> st.SearchStrategy[Any]:
 def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: pytest.TempPathFactory,
                                                               messages: list[tuple[str, Any, str | None]]) -> None:
     """What a conversation handle shows is what the engine's tables count, for well-formed and odd blocks."""
-    from murmur_analysis.core.blocks import block_kind, message_text, reasoning_text, text_chars
-
     lines: list[dict[str, Any]] = []
     for n, (role, content, call_id) in enumerate(messages):
         value: dict[str, Any] = {"content": content, "id": f"msg_{n}", "role": role}
@@ -597,14 +596,4 @@ def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: p
     home = tmp_path_factory.mktemp("home")
     record(home, "r", "c", lines)
     corpus = _load(home)
-    handle = corpus.conversation(str(corpus.conversations["conversation_id"].iloc[0]))
-    entries = handle.entries
-    m = corpus.messages
-    none = lambda v: None if pd.isna(v) else v  # noqa: E731
-    assert [[block_kind(b) for b in e.blocks] for e in entries] == [list(k) for k in m["block_kinds"]]
-    assert [text_chars(e.blocks) for e in entries] == m["text_chars"].tolist()
-    assert [message_text(e.blocks) for e in entries] == [none(v) for v in m["text"]]
-    assert [reasoning_text(e.blocks) for e in entries] == [none(v) for v in m["reasoning_text"]]
-    calls = corpus.tool_calls
-    assert [(c.call_id, c.status) for c in handle.tool_calls()] == list(zip(calls["call_id"], calls["status"],
-                                                                            strict=True))
+    assert_handle_matches_tables(corpus, str(corpus.conversations["conversation_id"].iloc[0]), "murmur")
