@@ -401,8 +401,6 @@ def _verdict(known: Earlier, path: Path) -> Verdict:
     return "same" if same else "replaced"
 
 
-
-
 def _odd_lines(messages: Messages) -> dict[int, list[int]]:
     """Per file, the lines of message lines whose ``message`` is no JSON object."""
     odd = np.flatnonzero(mask(pc.equal(messages.m.column("message_kind"), "other")))
