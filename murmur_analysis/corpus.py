@@ -154,16 +154,29 @@ class Corpus:
         """One row per thing that could not be read."""
         return self.frame("diagnostics")
 
-    def conversation(self, conversation_id: str, source: str | None = None) -> ConversationHandle:
+    def conversation(self, conversation_id: str | tuple[str, str], source: str | None = None) -> ConversationHandle:
         """The handle of one conversation.
 
         Args:
-            conversation_id: its id (the ``conversation_id`` column).
+            conversation_id: its id (the ``conversation_id`` column), or a ``(source,
+                conversation_id)`` pair as :meth:`conversation_ids` lists them.
             source: the source, needed only when two sources use the same id.
 
         Raises:
             UnknownConversationError: no such conversation, or the id is ambiguous.
+            TypeError: ``conversation_id`` is neither a string nor a ``(source, id)`` pair of strings.
         """
+        if isinstance(conversation_id, tuple):
+            if len(conversation_id) != 2 or not all(isinstance(v, str) for v in conversation_id):
+                raise TypeError(f"a conversation is named by its id or a (source, conversation_id) pair of strings, "
+                                f"not {conversation_id!r}")
+            if source is not None and source != conversation_id[0]:
+                raise UnknownConversationError(f"{conversation_id!r} is a {conversation_id[0]} conversation, "
+                                               f"not one of source={source!r}")
+            source, conversation_id = conversation_id
+        if not isinstance(conversation_id, str):
+            raise TypeError(f"a conversation is named by its id (a string) or a (source, conversation_id) pair, "
+                            f"not {type(conversation_id).__name__}")
         matches = [h for h in self._by_id.get(display(conversation_id), ()) if source in (None, h.source)]
         if len(matches) == 1:
             return matches[0]

@@ -362,6 +362,28 @@ def test_a_conversation_pages_its_lines_as_entries(tmp_path: Path) -> None:
     assert page.total == 2 and len(page.messages) == 1
 
 
+def test_the_explorer_says_where_a_line_of_a_response_is_counted(tmp_path: Path) -> None:
+    from murmur_analysis.ui.transcript_html import counted_on, entries_html, unreported
+
+    first = [user("u1", "go"), assistant("a1", "m1", "r1", counters(10, 5)),
+             assistant("a2", "m1", "r1", counters(10, 9), ts="2026-07-01T10:00:02.000Z")]
+    later = [{**line, "sessionId": "s-2"} for line in first[1:]]  # a resumed session's copies alone
+    synthetic = assistant("x", "0b0e7e4c-uuid", None, counters(0, 0), model="<synthetic>", isApiErrorMessage=True,
+                          session="s-3")
+    corpus = load(home(tmp_path, {"s-1.jsonl": first, "s-2.jsonl": later, "s-3.jsonl": [synthetic]}))
+    own = corpus.conversation(("claude_code", "s-1")).entries
+    assert counted_on(own) == {3: 2} and unreported(own) == set()
+    view = entries_html(list(enumerate(own, 1)), said=unreported(own), on=counted_on(own))
+    assert "in 10 · cache read 0 · out 9 tokens" in view and "tokens counted on #2, the same response" in view
+    assert "tokens not reported" not in view
+    copies = corpus.conversation("s-2").entries
+    assert counted_on(copies) == {} and unreported(copies) == set()  # counted in s-1: nothing is unreported
+    view = entries_html(list(enumerate(copies, 1)), said=unreported(copies), on=counted_on(copies))
+    assert view.count("tokens counted where this response was first written (another conversation)") == 2
+    notice = corpus.conversation("s-3").entries
+    assert not notice[0].usage.counted_elsewhere  # a runtime's notice is no response counted anywhere
+
+
 def test_a_home_whose_sessions_hold_no_line_loads_each_as_an_empty_conversation(tmp_path: Path) -> None:
     root = tmp_path / "claude"
     for name in ("a.jsonl", "b.jsonl"):

@@ -245,6 +245,21 @@ def test_a_detail_some_messages_report_is_said_per_message(tmp_path: Path) -> No
     assert view.count("time not reported") == 1 and "model not reported" not in view
 
 
+def test_a_conversation_is_found_by_the_pair_conversation_ids_lists(samples: Path) -> None:
+    corpus = ma.load(samples)
+    for pair in corpus.conversation_ids():
+        handle = corpus.conversation(pair)
+        assert (handle.source, handle.conversation_id) == pair
+    source, cid = corpus.conversation_ids()[0]
+    assert corpus.conversation((source, cid), source=source).conversation_id == cid
+    with pytest.raises(ma.UnknownConversationError, match="not one of source='nobody'"):
+        corpus.conversation((source, cid), source="nobody")
+    with pytest.raises(TypeError, match=r"a \(source, conversation_id\) pair"):
+        corpus.conversation((source, cid, "x"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        corpus.conversation(7)  # type: ignore[arg-type]
+
+
 def test_an_empty_corpus_says_so() -> None:
     corpus = ma.Corpus(FrameBuilder().finish(), {})  # what a load finding nothing would hold
     explorer = Explorer(corpus)

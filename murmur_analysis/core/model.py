@@ -79,6 +79,9 @@ class Usage:
     provider's numbers; ``provider_input_tokens``/``provider_output_tokens`` keep the raw
     numbers as reported; ``extra`` keeps counters this toolkit does not know. ``problems``
     says, in sentences, what did not add up or could not be read (no value is clamped).
+    ``counted_elsewhere`` marks an entry whose response is counted on another entry (Claude
+    Code writes one response over several lines, and a resumed session copies lines into its
+    new file): it reports no counter of its own, and it is no unreported response.
     """
 
     input_tokens: int | None = None
@@ -96,6 +99,7 @@ class Usage:
     cache_write_1h_tokens: int | None = None
     extra: Mapping[str, object] = field(default=EMPTY, repr=False)
     problems: tuple[str, ...] = ()
+    counted_elsewhere: bool = False
 
     @classmethod
     def normalize(

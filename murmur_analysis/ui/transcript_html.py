@@ -12,14 +12,14 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from ..core import model as m
 
-__all__ = ["DETAILS", "NOT_REPORTED", "entries_html", "entry_html", "entry_text", "matches", "snippet",
-           "unreported"]
+__all__ = ["DETAILS", "NOT_REPORTED", "counted_on", "entries_html", "entry_html", "entry_text", "matches",
+           "snippet", "unreported"]
 
 #: How a missing time, model or token count is shown.
 NOT_REPORTED = "not reported"
@@ -120,9 +120,29 @@ def unreported(entries: Sequence[m.Entry]) -> frozenset[str]:
     responses = [e for e in entries if e.side == "assistant"]
     if responses and not any(e.model for e in responses):
         missing.add("model")
-    if responses and not any(_counted(e.usage) for e in responses):
+    own = [e for e in responses if not _elsewhere(e)]  # a response counted on another line is not unreported
+    if own and not any(_counted(e.usage) for e in own):
         missing.add("tokens")
     return frozenset(missing)
+
+
+def _elsewhere(entry: m.Entry) -> bool:
+    return entry.usage is not None and entry.usage.counted_elsewhere
+
+
+def counted_on(entries: Sequence[m.Entry]) -> dict[int, int]:
+    """Where the tokens of entries counted on another line are: ``{number: number}``, both 1-based.
+
+    An entry whose response is counted on another entry (:attr:`~murmur_analysis.core.model.Usage.counted_elsewhere`)
+    maps to the first entry of the conversation with the same id that reports counters. One
+    counted in another conversation (a line a resumed session copied) is not listed.
+    """
+    holders: dict[str, int] = {}
+    for n, e in enumerate(entries, 1):
+        if e.id is not None and e.side == "assistant" and _counted(e.usage):
+            holders.setdefault(e.id, n)
+    return {n: holders[e.id] for n, e in enumerate(entries, 1)
+            if _elsewhere(e) and e.id is not None and e.id in holders}
 
 
 def _block_html(block: m.Block, query: str | None) -> str:
@@ -166,12 +186,16 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _tokens(usage: m.Usage | None) -> str:
+def _tokens(usage: m.Usage | None, on: int | None = None) -> str:
+    if usage is not None and usage.counted_elsewhere:
+        return (f"tokens counted on #{on}, the same response" if on is not None
+                else "tokens counted where this response was first written (another conversation)")
     parts = [f"{label} {value:,}" for label, value in _counted(usage)]
     return " · ".join(parts) + " tokens" if parts else f"tokens {NOT_REPORTED}"
 
 
-def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Collection[str] = ()) -> str:
+def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Collection[str] = (),
+               on: int | None = None) -> str:
     """One entry as a transcript block.
 
     Args:
@@ -180,6 +204,8 @@ def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Coll
         query: text to highlight, if any.
         said: :data:`DETAILS` already said to be unreported for the whole conversation
             (:func:`unreported`): the entry does not repeat "not reported" for them.
+        on: the number of the entry its response's tokens are counted on, when that is
+            another entry of the conversation (:func:`counted_on`).
 
     Returns:
         An HTML fragment, every transcript string escaped.
@@ -192,8 +218,8 @@ def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Coll
     if entry.side == "assistant":
         if "model" not in said:
             details.append(html.escape(entry.model) if entry.model else f"model {NOT_REPORTED}")
-        if "tokens" not in said:
-            details.append(_tokens(entry.usage))
+        if "tokens" not in said or _elsewhere(entry):
+            details.append(_tokens(entry.usage, on))
     elif _counted(entry.usage):
         details.append(_tokens(entry.usage))
     body = "".join(_block_html(b, query) for b in entry.blocks) or "<i>no content</i>"
@@ -208,9 +234,12 @@ def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Coll
     )
 
 
-def entries_html(entries: Sequence[tuple[int, m.Entry]], query: str | None = None, said: Collection[str] = ()) -> str:
+def entries_html(entries: Sequence[tuple[int, m.Entry]], query: str | None = None, said: Collection[str] = (),
+                 on: Mapping[int, int] | None = None) -> str:
     """Several entries, each with its 1-based number, in the order given.
 
-    ``query`` and ``said`` are as for :func:`entry_html`.
+    ``query`` and ``said`` are as for :func:`entry_html`; ``on`` is the conversation's
+    :func:`counted_on`.
     """
-    return "".join(entry_html(entry, number, query, said) for number, entry in entries)
+    on = on or {}
+    return "".join(entry_html(entry, number, query, said, on.get(number)) for number, entry in entries)

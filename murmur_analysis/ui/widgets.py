@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..algorithms.cursor import encode_cursor, window
 from ..corpus import ConversationHandle, Corpus
-from .transcript_html import DETAILS, NOT_REPORTED, entries_html, matches, snippet, unreported
+from .transcript_html import DETAILS, NOT_REPORTED, counted_on, entries_html, matches, snippet, unreported
 
 __all__ = ["EMPTY_CORPUS", "Explorer", "Match", "conversation_options", "explorer", "unreported_note"]
 
@@ -190,7 +190,7 @@ class Explorer:
         self._next: str | None = None
         self._newer: str | None = None
         self._quiet = False
-        self._missing: dict[tuple[str, str], frozenset[str]] = {}
+        self._missing: dict[tuple[str, str], tuple[frozenset[str], dict[int, int]]] = {}
         for control in (self.source, self.errors, self.since, self.until):
             control.observe(lambda _change: self._filter(), names="value")
         self.picker.observe(lambda _change: self._picked(), names="value")
@@ -264,10 +264,10 @@ class Explorer:
         self.newer.disabled = self._cursor is None
         key = (handle.source, handle.conversation_id)
         if key not in self._missing:
-            self._missing[key] = unreported(entries)
-        missing = self._missing[key]
+            self._missing[key] = (unreported(entries), counted_on(entries))
+        missing, on = self._missing[key]
         note = unreported_note(self.corpus, handle.source, handle.conversation_id, missing)
-        self.view.value = note + entries_html(shown, self._query() or None, said=missing)
+        self.view.value = note + entries_html(shown, self._query() or None, said=missing, on=on)
         # The page's label changes last, so once it names a page the page itself has been sent.
         self.status.value = (
             f"<small>messages {start + 1}–{end} of {page.total}, newest first; "

@@ -83,8 +83,10 @@ __all__ = ["FORMAT", "ClaudeCodeSource"]
 FORMAT = "claude_code"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANTHROPIC = accounting("anthropic")
-#: Nothing counted on this line: another line holds its response's usage (or it is no response).
-_COUNTED_ELSEWHERE = Usage()
+#: Nothing counted on this line: another line (of this file or of another) holds its response's usage.
+_COUNTED_ELSEWHERE = Usage(counted_elsewhere=True)
+#: Nothing counted on this line, and nothing to count: a runtime's notice (``<synthetic>``), no model response.
+_NO_RESPONSE = Usage()
 
 
 def _problems(bad: int) -> list[str]:
@@ -420,7 +422,9 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], 
     covered = covered[messages.position[covered] >= 0]
     held = np.zeros(len(messages.index), bool)
     held[np.searchsorted(messages.index, covered)] = True
-    per_message[held] = _COUNTED_ELSEWHERE
+    notices = held & mask(pc.equal(messages.m.column("model"), SYNTHETIC))
+    per_message[held & ~notices] = _COUNTED_ELSEWHERE
+    per_message[notices] = _NO_RESPONSE
     resp = counted.responses
     out: list[list[UsageRow]] = [[] for _ in range(n_files)]
     if resp.num_rows:
