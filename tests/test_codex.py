@@ -262,6 +262,40 @@ def test_compressed_rollouts_are_read_unless_the_plain_one_is_there(tmp_path: Pa
     assert by_id[CHILD] == by_id[PARENT] == 1200
     assert corpus.diagnostics[["path", "kind"]].values.tolist() == [[str(broken), "unreadable"]]
     assert "zstd" in corpus.diagnostics["detail"].iloc[0]
+    # a handle reads the compressed rollout's lines again, decompressed, as the load did
+    assert [(e.side, e.blocks) for e in corpus.conversation(CHILD).entries] == \
+        [(e.side, e.blocks) for e in corpus.conversation(PARENT).entries]
+    assert_handle_matches_tables(ma.load(alone, source="codex"), CHILD, "codex")
+
+
+def test_a_handle_reads_each_item_by_the_rules_the_tables_read_it_by(tmp_path: Path) -> None:
+    from murmur_analysis.core.model import Image, RedactedThinking, Text, ToolResult, ToolUse, Unknown
+
+    items = [
+        {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": '{"command": ["ls"]}'},
+        {"type": "function_call", "call_id": "c2", "name": "sh", "arguments": {"command": "pwd"}},  # no JSON text
+        {"type": "function_call", "call_id": "c3", "name": "sh", "arguments": "{not json"},
+        {"type": "function_call_output", "call_id": "c1",
+         "output": [{"type": "input_text", "text": "Exit code: 2"}, {"type": "input_text"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:x"},
+                                                        {"type": "input_text", "text": 5}, 7]},
+        {"type": "reasoning", "summary": [], "encrypted_content": "gAAA"},
+        {"type": "web_search_call", "n": 18446744073709551616},  # serde_json reads a u64 overflow as a double
+    ]
+    rollout(tmp_path, PARENT, [meta(PARENT), turn(), *(env("response_item", i) for i in items),
+                               env("compacted", {"message": "summary so far"}), env("compacted", {"message": 3})])
+    corpus = ma.load(tmp_path, source="codex", options=NOW)
+    blocks = [e.blocks for e in corpus.conversation(PARENT).entries]
+    assert blocks[:3] == [(ToolUse("c1", "sh", {"command": ["ls"]}),), (ToolUse("c2", "sh", {"command": "pwd"}),),
+                          (ToolUse("c3", "sh", "{not json"),)]
+    assert blocks[3] == (ToolResult("c1", (Text("Exit code: 2"), Text("")), True),)
+    assert blocks[4] == (Image("data:x"), Unknown({"type": "input_text", "text": 5}), Unknown(7))
+    assert blocks[5:] == [(RedactedThinking("gAAA"),), (Unknown({"type": "web_search_call", "n": 2.0 ** 64}),),
+                          (Text("summary so far"),), ()]
+    calls = corpus.tool_calls.set_index("call_id")
+    assert calls.loc["c2", "input"] == '{"command":"pwd"}' and calls.loc["c1", "input"] == '{"command": ["ls"]}'
+    assert calls.loc["c1", "result_text"] == "Exit code: 2\n" and bool(calls.loc["c1", "is_error"])
+    assert_handle_matches_tables(corpus, PARENT, "codex")
 
 
 def test_a_generation_one_legacy_rollout(tmp_path: Path) -> None:
@@ -522,7 +556,8 @@ def _payload() -> st.SearchStrategy[Line]:
                               optional={"summary": st.one_of(parts, _ODD), "content": st.one_of(parts, _ODD),
                                         "encrypted_content": st.one_of(st.just("gAAA"), _ODD)}),
         st.fixed_dictionaries({"type": st.sampled_from(["function_call", "custom_tool_call", "local_shell_call"])},
-                              optional={"call_id": call_id, "name": _ODD, "arguments": st.just('{"a":1}'),
+                              optional={"call_id": call_id, "name": _ODD,
+                                        "arguments": st.one_of(st.just('{"a":1}'), st.just("{oops"), _ODD),
                                         "input": _ODD, "action": st.just({"type": "exec", "command": ["ls"]})}),
         st.fixed_dictionaries({"type": st.sampled_from(["function_call_output", "custom_tool_call_output"])},
                               optional={"call_id": call_id, "output": st.one_of(
@@ -534,13 +569,16 @@ def _payload() -> st.SearchStrategy[Line]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(payloads=st.lists(_payload(), min_size=1, max_size=6))
-def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(tmp_path_factory: pytest.TempPathFactory,
-                                                                    payloads: list[Line]) -> None:
+@given(payloads=st.lists(_payload(), min_size=1, max_size=6),
+       compacted=st.lists(st.fixed_dictionaries({}, optional={"message": st.one_of(st.text(max_size=5), _ODD)}),
+                          max_size=2))
+def test_a_handle_and_the_tables_read_any_items_as_the_same_blocks(
+        tmp_path_factory: pytest.TempPathFactory, payloads: list[Line], compacted: list[Line]) -> None:
     """What a conversation handle shows is what the tables count, for well-formed and odd items alike:
     a text part whose text is no string, ``"encrypted_content": null``, a call or output without a call id,
-    a shell call (its command is its call's input, not the message's text)."""
+    a shell call (its command is its call's input, not the message's text), a compacted item."""
     home = tmp_path_factory.mktemp("home")
-    rollout(home, PARENT, [meta(PARENT), turn(), said("user", "hi"), *(env("response_item", p) for p in payloads)])
+    rollout(home, PARENT, [meta(PARENT), turn(), said("user", "hi"), *(env("response_item", p) for p in payloads),
+                           *(env("compacted", c) for c in compacted)])
     corpus = ma.load(home, source="codex", options=NOW)
     assert_handle_matches_tables(corpus, PARENT, "codex")

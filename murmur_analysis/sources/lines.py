@@ -31,10 +31,11 @@ from typing import Any
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostics
-from ..core.files import settled
+from ..core.files import open_regular, settled
 from ..core.wire import BlockRules, Dialect, block_rules
 
-__all__ = ["BLOCK_DIALECTS", "EVENTS", "LineRows", "columns_of", "line_report", "one_array", "report", "scan_lines"]
+__all__ = ["BLOCK_DIALECTS", "EVENTS", "LineRows", "columns_of", "file_bytes", "line_report", "one_array", "report",
+           "scan_lines"]
 
 #: The wire dialect whose block rules a format reads content blocks by (a format not named
 #: reads none): Claude Code's sessions hold the Messages API's blocks.
@@ -192,6 +193,17 @@ def scan_bytes(format: str, path: Path, data: bytes, first_line: int, *, text: b
 
     ints, strs = columns_of(format)
     return _rows(Path(path), _native.scan_data(format, [data], text, [first_line], _rules(format))[0], ints, strs)
+
+
+def file_bytes(path: Path) -> bytes | str:
+    """A file's bytes as :func:`scan_lines` reads them (a ``*.zst`` file decompressed), or why they cannot be had."""
+    if Path(path).name.endswith(".zst"):
+        return _decompressed(Path(path))
+    try:
+        with open_regular(path) as fh:
+            return fh.read()
+    except OSError as err:
+        return f"could not open: {err.strerror or err}"
 
 
 #: How far a compressed file may expand (times its size, plus 64 MiB) before it is refused as a bomb.

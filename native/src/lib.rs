@@ -613,6 +613,74 @@ fn scan_data(
     release_freed(out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
 }
 
+/// A value of a parsed line as Python values, as [`to_py`] makes them of a `Value` (an object's
+/// keys in the order written, a repeated key's last value).
+fn json_py(py: Python<'_>, value: &json::Json<'_>) -> PyObject {
+    use json::Json;
+    match value {
+        Json::Null => py.None(),
+        Json::Bool(b) => b.into_py(py),
+        Json::Number(n) => to_py(py, &Value::Number(n.clone())),
+        Json::Str(s) => s.into_py(py),
+        Json::Array(items) => PyList::new(py, items.iter().map(|v| json_py(py, v))).into_py(py),
+        Json::Object(entries) => {
+            let dict = PyDict::new(py);
+            for (k, v) in entries.iter() {
+                dict.set_item(k, json_py(py, v)).expect("a str key");
+            }
+            dict.into_py(py)
+        }
+    }
+}
+
+/// A Codex block as the tuple `codex_blocks` hands over.
+fn codex_part(py: Python<'_>, part: &formats::codex::Part<'_>) -> PyObject {
+    use formats::codex::Part;
+    match part {
+        Part::Text(t) => ("text", *t).into_py(py),
+        Part::Image(url) => ("image", url.map(|u| json_py(py, u))).into_py(py),
+        Part::Thinking(t) => ("thinking", *t).into_py(py),
+        Part::Redacted(data) => ("redacted_thinking", *data).into_py(py),
+        Part::Call { id, name, input } => {
+            let input = match input {
+                // JSON text as written: its value where serde_json reads one, else the text itself
+                Some(lines::Text::Str(s)) => match serde_json::from_str::<Value>(s) {
+                    Ok(value) => to_py(py, &value),
+                    Err(_) => s.as_ref().into_py(py),
+                },
+                Some(lines::Text::Json(value)) => json_py(py, value),
+                Some(lines::Text::Joined(parts)) => parts.join("\n").into_py(py),
+                None => py.None(),
+            };
+            ("tool_use", id.as_ref(), name.as_deref(), input).into_py(py)
+        }
+        Part::Output { id, texts, is_error, .. } => {
+            ("tool_result", id.as_ref(), PyList::new(py, texts.iter()), *is_error).into_py(py)
+        }
+        Part::Other { value, .. } => ("unknown", json_py(py, value)).into_py(py),
+    }
+}
+
+/// codex_blocks(lines) -> list[list[tuple] | None]: each Codex line's blocks, read by the rules
+/// the `codex` format reads its rows by (`formats/codex.rs`, [`formats::codex::line_parts`]):
+/// `("text", str)`, `("image", image_url)`, `("thinking", str)`, `("redacted_thinking", data)`,
+/// `("tool_use", call_id, name | None, input)`, `("tool_result", call_id, [text, ...], is_error)`,
+/// `("unknown", value)`. `None` for a line serde_json does not read as an object.
+#[pyfunction]
+fn codex_blocks(py: Python<'_>, lines: Vec<&[u8]>) -> Vec<Option<Vec<PyObject>>> {
+    let mut arena = bumpalo::Bump::new();
+    lines
+        .iter()
+        .map(|line| {
+            arena.reset();
+            let text = std::str::from_utf8(line).ok()?;
+            let value = json::parse(text, &arena).ok().filter(|v| matches!(v, json::Json::Object(_)))?;
+            let value = arena.alloc(value);
+            Some(formats::codex::line_parts(value, &arena).iter().map(|p| codex_part(py, p)).collect())
+        })
+        .collect()
+}
+
 /// line_columns(format) -> (ints, strs): the integer and string columns `format` declares.
 #[pyfunction]
 fn line_columns(format: &str) -> PyResult<(Vec<&'static str>, Vec<&'static str>)> {
@@ -900,6 +968,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_data, m)?)?;
     m.add_function(wrap_pyfunction!(read_files, m)?)?;
     m.add_function(wrap_pyfunction!(message_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(codex_blocks, m)?)?;
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;
     m.add_class::<Buffer>()?;

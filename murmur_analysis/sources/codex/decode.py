@@ -90,7 +90,6 @@ class Decoded:
     title: str | None
     tool_meta: dict[str, ToolMeta]
     lines: pa.Array  # the line number of each message
-    errors: pa.Array  # each message's inferred tool error flag (tool outputs)
     carry: Carry  # the state after its rows, for a read on from where they end
     reported: int = 0  # assistant messages before its first row no usage row reported on, and one of its rows does
     alone: bool = True  # whether every exit code it read is of a call or result among its own rows
@@ -489,7 +488,6 @@ def decode(rows: Sequence[LineRows], idents: Sequence[Identity], starts: Sequenc
     codes = _tool_meta(kept, events, carried)
     t = kept.rows.table
     lines = t.column("line").take(kept.take).combine_chunks()
-    errors = t.column("is_error").take(kept.take).combine_chunks()
     usage, assumed = _usage(kept, idents, models, diagnostics, carried, before)
     growth, titles = _growth(kept, carried), _titles(kept)
     after = _carried(kept, idents, models, carried, last_totals(t, kept.rows.rollout, len(rows), before),
@@ -498,6 +496,6 @@ def decode(rows: Sequence[LineRows], idents: Sequence[Identity], starts: Sequenc
     for i, cols in enumerate(columns):
         lo, k = int(kept.bounds[i]), len(cols)
         meta = {cid: ToolMeta(exit_code=code) for cid, code in codes[i].codes.items()}
-        out.append(Decoded(cols, usage[i], growth[i], titles[i], meta, lines.slice(lo, k), errors.slice(lo, k),
+        out.append(Decoded(cols, usage[i], growth[i], titles[i], meta, lines.slice(lo, k),
                            after[i][0], after[i][1], codes[i].read <= set(cols.events.call_id)))
     return out

@@ -324,9 +324,8 @@ class CodexSource(AppendOnlyLines, Source):
         cols = decoded.columns
         found: list[Entry] = []
         if with_entries and len(cols):  # a handle pages and assembles the entries' blocks
-            errors = [None if e is None else bool(e) for e in decoded.errors.to_pylist()]
             found = entries(r.found.path, decoded.lines.to_pylist(), cols.side.to_pylist(), cols.model.to_pylist(),
-                            cols.created_at.to_pylist(), errors)
+                            cols.created_at.to_pylist())
         path = str(r.found.path)
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}

@@ -24,13 +24,18 @@
 //!   output), `role`, the block kinds, `n_blocks`, `text_chars`, `text` (text blocks joined
 //!   with `\n`), `reasoning` (reasoning parts joined with `\n`), `title` (a user message's
 //!   first line, unless it is an injected context block), `call_id`, `name`, `status`.
-//! * a text part whose `text` is no string is no text: its kind is its `type`, as any other
-//!   part's; a reasoning item with no text part is redacted only if its `encrypted_content`
-//!   is a string (Codex writes `null` when there is none).
+//! * a message's blocks are its item's [`Part`]s, read here alone: the rows' kinds, texts and
+//!   tool events are made of them, and so are a conversation handle's blocks
+//!   ([`line_parts`], `_native.codex_blocks`). A text part (`input_text`, `output_text`,
+//!   `text`) is text where its `text` is a string or absent (empty); one whose `text` is
+//!   anything else is kept whole under its `type`, as any other part. A reasoning item with no
+//!   text part is redacted only if its `encrypted_content` is a string (Codex writes `null`
+//!   when there is none). A `compacted` item's block is its `message`, when it is a string.
 //! * tool calls and outputs with a `call_id` make tool events (`function_call`,
 //!   `custom_tool_call` and `local_shell_call` a call; `function_call_output` and
 //!   `custom_tool_call_output` a result); without one, the item's kind is its `type` and it
-//!   has no text characters. A result's error flag is inferred from its output
+//!   has no text characters. A call's input is its `arguments` as written (JSON text; a value
+//!   that is no string, as JSON text), a freeform `input` or a shell call's `action`. A result's error flag is inferred from its output
 //!   only: a structured shell output's `metadata.exit_code`, a freeform `Exit code: N` header
 //!   (`is_error` = N != 0, `exit_code` N), `exec command rejected by user` (an error), an
 //!   object output's `success`; else null, never assumed ok.
@@ -39,6 +44,9 @@
 //! * `event_msg/exec_command_end`: `call_id`, `exit_code`; `turn_aborted`: `reason`.
 
 use std::borrow::Cow;
+
+use bumpalo::collections::Vec as BumpVec;
+use bumpalo::Bump;
 
 use crate::json::{Json, View};
 use crate::lines::{at, int, iso_us, joined, text, Event, Format, Row, Text};
@@ -125,19 +133,15 @@ impl Format for Codex {
         STRS
     }
     fn row<'a>(&'a self, line: &'a Json<'a>, keep: bool, row: &mut Row<'a>) {
-        let (kind, payload): (Cow<'a, str>, &'a Json<'a>) = match line.field("payload") {
-            Some(payload) => {
-                row.ints[TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
-                (text(line, "type").unwrap_or(Cow::Borrowed("")), payload)
-            }
-            None => match legacy_kind(line) {
-                Some(kind) => {
-                    row.ints[LEGACY] = Some(1);
-                    (kind, line)
-                }
-                None => return, // no Codex line: its `type` stays null (the source names it)
-            },
+        let (kind, payload, legacy) = match envelope(line) {
+            Some(found) => found,
+            None => return, // no Codex line: its `type` stays null (the source names it)
         };
+        if legacy {
+            row.ints[LEGACY] = Some(1);
+        } else {
+            row.ints[TS] = text(line, "timestamp").and_then(|t| iso_us(&t));
+        }
         row.ints[HASH] = Some(item_hash(&kind, payload));
         row.strs[PTYPE] = text(payload, "type");
         match kind.as_ref() {
@@ -149,18 +153,24 @@ impl Format for Codex {
             }
             "response_item" => response_item(row, payload, keep),
             "compacted" => {
-                let message = text(payload, "message");
                 row.ints[MESSAGE] = Some(1);
                 row.strs[SIDE] = Some(Cow::Borrowed("assistant"));
-                row.kinds.push(Cow::Borrowed("text"));
-                row.ints[N_BLOCKS] = Some(1);
-                row.ints[TEXT_CHARS] = Some(message.as_deref().map_or(0, chars));
-                row.strs[TEXT] = message.filter(|_| keep);
+                let parts = compacted(payload, row.arena);
+                blocks_into(row, &parts, keep);
             }
             "event_msg" => event_msg(row, payload),
             _ => {}
         }
         row.strs[TYPE] = Some(kind);
+    }
+}
+
+/// A line's kind, its payload and whether it is a legacy line (no envelope; the payload is the
+/// line itself), or `None`: no Codex line at all.
+fn envelope<'a>(line: &'a Json<'a>) -> Option<(Cow<'a, str>, &'a Json<'a>, bool)> {
+    match line.field("payload") {
+        Some(payload) => Some((text(line, "type").unwrap_or(Cow::Borrowed("")), payload, false)),
+        None => legacy_kind(line).map(|kind| (kind, line, true)),
     }
 }
 
@@ -271,76 +281,249 @@ fn token_count<'a>(row: &mut Row<'a>, p: &'a Json<'a>) {
 fn response_item<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
     let kind = text(p, "type");
     let kind = kind.as_deref().unwrap_or("");
-    if matches!(kind, "ghost_snapshot" | "compaction" | "compaction_summary") {
-        return; // harness state and remote compaction: not conversation messages
+    if HARNESS.contains(&kind) {
+        return;
     }
     row.ints[MESSAGE] = Some(1);
     row.strs[CALL_ID] = text(p, "call_id");
     row.strs[NAME] = text(p, "name");
     row.strs[STATUS] = text(p, "status");
-    let side = match kind {
-        "message" => {
-            message(row, p, keep);
-            return;
-        }
-        "reasoning" => {
-            reasoning(row, p, keep);
-            "assistant"
-        }
-        "function_call" | "custom_tool_call" | "local_shell_call" => {
-            tool_call(row, p, kind);
-            "assistant"
-        }
-        "function_call_output" | "custom_tool_call_output" => {
-            tool_output(row, p, kind);
-            "tool"
-        }
-        "tool_search_output" => {
-            row.kinds.push(Cow::Borrowed("tool_search_output"));
-            "tool"
-        }
-        other => {
-            row.kinds.push(Cow::Owned(if other.is_empty() { "unknown".to_owned() } else { other.to_owned() }));
-            "assistant"
-        }
-    };
-    row.strs[SIDE] = Some(Cow::Borrowed(side));
-    row.ints[N_BLOCKS] = Some(row.kinds.len() as i64);
-    row.ints[TEXT_CHARS].get_or_insert(0);
-}
-
-fn message<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
-    let role = text(p, "role");
-    row.strs[SIDE] = Some(match role.as_deref() {
-        Some("developer" | "system") => Cow::Borrowed("system"),
-        Some(r) => Cow::Owned(r.to_owned()),
-        None => Cow::Borrowed("user"),
+    let role = if kind == "message" { text(p, "role") } else { None };
+    row.strs[SIDE] = Some(match kind {
+        "message" => match role.as_deref() {
+            Some("developer" | "system") => Cow::Borrowed("system"),
+            Some(r) => Cow::Owned(r.to_owned()),
+            None => Cow::Borrowed("user"),
+        },
+        "function_call_output" | "custom_tool_call_output" | "tool_search_output" => Cow::Borrowed("tool"),
+        _ => Cow::Borrowed("assistant"),
     });
-    let mut texts: Vec<&str> = Vec::new();
-    if let Some(Json::Array(blocks)) = p.field("content") {
-        for block in blocks.iter() {
-            match text(block, "type").as_deref() {
-                Some("input_text" | "output_text" | "text") if block.field("text").map_or(true, |t| t.text().is_some()) => {
-                    row.kinds.push(Cow::Borrowed("text"));
-                    texts.push(block.field("text").and_then(View::text).unwrap_or(""));
-                }
-                Some("input_image") => row.kinds.push(Cow::Borrowed("image")),
-                Some(other) => row.kinds.push(Cow::Owned(other.to_owned())),
-                None => row.kinds.push(Cow::Borrowed("unknown")),
-            }
-        }
-    } else if let Some(Json::Str(s)) = p.field("content") {
-        row.kinds.push(Cow::Borrowed("text"));
-        texts.push(s);
-    }
-    row.ints[N_BLOCKS] = Some(row.kinds.len() as i64);
-    row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
+    let parts = item(p, row.arena);
+    blocks_into(row, &parts, keep);
     if role.as_deref() == Some("user") {
-        row.strs[TITLE] = texts.first().and_then(|t| title(t));
+        row.strs[TITLE] = parts.iter().find_map(|b| match b {
+            Part::Text(t) => Some(*t),
+            _ => None,
+        }).and_then(title);
     }
     row.strs[ROLE] = role;
+}
+
+/// Response items that are harness state or a remote compaction, not conversation messages.
+const HARNESS: &[&str] = &["ghost_snapshot", "compaction", "compaction_summary"];
+/// The part types that are text, where their `text` is a string or absent (read as empty).
+const TEXTS: &[&str] = &["input_text", "output_text", "text"];
+/// The reasoning part types that are reasoning text.
+const REASONING_TEXTS: &[&str] = &["summary_text", "reasoning_text", "text"];
+
+/// One content block of a message item, as the engine reads it. A row's block kinds, texts and
+/// tool events are made of these, and so are a conversation handle's blocks ([`line_parts`]):
+/// the rules of what an item holds are written here alone.
+pub enum Part<'a> {
+    /// a text part, a string content, a compacted item's message
+    Text(&'a str),
+    /// an `input_image` part: its `image_url`
+    Image(Option<&'a Json<'a>>),
+    /// a reasoning summary or content part's text (empty where it is no string)
+    Thinking(&'a str),
+    /// a reasoning item with no text part: its `encrypted_content`
+    Redacted(&'a str),
+    /// a call with a `call_id`: its input as written (`arguments` JSON text; a freeform `input`
+    /// or a shell call's `action` as a value)
+    Call { id: Cow<'a, str>, name: Option<Cow<'a, str>>, input: Option<Text<'a>> },
+    /// an output with a `call_id`: its text parts, and what they say of how the tool ended
+    Output { id: Cow<'a, str>, texts: BumpVec<'a, &'a str>, is_error: Option<bool>, exit: Option<i64> },
+    /// anything else, kept whole under its kind (its `type`, else `unknown`)
+    Other { kind: Cow<'a, str>, value: &'a Json<'a> },
+}
+
+impl<'a> Part<'a> {
+    /// The block kind the tables list.
+    pub fn kind(&self) -> Cow<'a, str> {
+        Cow::Borrowed(match self {
+            Part::Text(_) => "text",
+            Part::Image(_) => "image",
+            Part::Thinking(_) => "thinking",
+            Part::Redacted(_) => "redacted_thinking",
+            Part::Call { .. } => "tool_use",
+            Part::Output { .. } => "tool_result",
+            Part::Other { kind, .. } => return kind.clone(),
+        })
+    }
+}
+
+/// The blocks of a line: a response item's or a compacted item's (none for any other line).
+pub fn line_parts<'a>(line: &'a Json<'a>, arena: &'a Bump) -> BumpVec<'a, Part<'a>> {
+    match envelope(line) {
+        Some((kind, p, _)) if kind == "response_item" && !HARNESS.contains(&text(p, "type").as_deref().unwrap_or("")) => {
+            item(p, arena)
+        }
+        Some((kind, p, _)) if kind == "compacted" => compacted(p, arena),
+        _ => BumpVec::new_in(arena),
+    }
+}
+
+/// A compacted item's block: its `message`, when it is a string.
+fn compacted<'a>(p: &'a Json<'a>, arena: &'a Bump) -> BumpVec<'a, Part<'a>> {
+    let mut out = BumpVec::new_in(arena);
+    if let Some(message) = p.field("message").and_then(View::text) {
+        out.push(Part::Text(message));
+    }
+    out
+}
+
+/// A part that is text: its text (empty where absent), else `None`.
+fn text_part<'a>(part: &'a Json<'a>) -> Option<&'a str> {
+    match part.field("type").and_then(View::text) {
+        Some(t) if TEXTS.contains(&t) => match part.field("text") {
+            None => Some(""),
+            Some(value) => value.text(),
+        },
+        _ => None,
+    }
+}
+
+/// The kind of a part kept whole: its `type`, else `unknown`.
+fn other<'a>(value: &'a Json<'a>) -> Part<'a> {
+    let kind = match value.field("type").and_then(View::text) {
+        Some(t) if !t.is_empty() => Cow::Borrowed(t),
+        _ => Cow::Borrowed("unknown"),
+    };
+    Part::Other { kind, value }
+}
+
+/// A response item's blocks.
+fn item<'a>(p: &'a Json<'a>, arena: &'a Bump) -> BumpVec<'a, Part<'a>> {
+    let mut out = BumpVec::new_in(arena);
+    let kind = p.field("type").and_then(View::text).unwrap_or("");
+    let id = text(p, "call_id");
+    match kind {
+        "message" => match p.field("content") {
+            Some(Json::Array(parts)) => {
+                for part in parts.iter() {
+                    out.push(match text_part(part) {
+                        Some(t) => Part::Text(t),
+                        None if part.field("type").and_then(View::text) == Some("input_image") => {
+                            Part::Image(part.field("image_url"))
+                        }
+                        None => other(part),
+                    });
+                }
+            }
+            Some(Json::Str(s)) => out.push(Part::Text(s)),
+            _ => {}
+        },
+        "reasoning" => {
+            for key in ["summary", "content"] {
+                if let Some(Json::Array(parts)) = p.field(key) {
+                    for part in parts.iter() {
+                        if part.field("type").and_then(View::text).is_some_and(|t| REASONING_TEXTS.contains(&t)) {
+                            out.push(Part::Thinking(part.field("text").and_then(View::text).unwrap_or("")));
+                        }
+                    }
+                }
+            }
+            if out.is_empty() {
+                if let Some(data) = p.field("encrypted_content").and_then(View::text) {
+                    out.push(Part::Redacted(data));
+                }
+            }
+        }
+        "function_call" | "custom_tool_call" | "local_shell_call" => out.push(match id {
+            // a call with no call id calls nothing: it is kept whole under its type
+            None => other(p),
+            Some(id) => Part::Call {
+                id,
+                name: text(p, "name").or_else(|| (kind == "local_shell_call").then_some(Cow::Borrowed("local_shell"))),
+                input: match kind {
+                    "function_call" => p.field("arguments").map(|a| match a {
+                        Json::Str(s) => Text::Str(Cow::Borrowed(*s)),
+                        value => Text::Json(value),
+                    }),
+                    "custom_tool_call" => p.field("input").map(Text::Json),
+                    _ => at(p, &["action"]).map(Text::Json),
+                },
+            },
+        }),
+        "function_call_output" | "custom_tool_call_output" => out.push(match id {
+            // an output with no call id answers nothing: it is kept whole under its type
+            None => other(p),
+            Some(id) => output(id, p, arena),
+        }),
+        _ => out.push(other(p)),
+    }
+    out
+}
+
+/// An output answering `id`: the text of its `output` (a string, text parts, or an object's
+/// `content`), and its error flag as the text says, else as an object's `success` says.
+fn output<'a>(id: Cow<'a, str>, p: &'a Json<'a>, arena: &'a Bump) -> Part<'a> {
+    let (body, success) = match p.field("output") {
+        Some(out @ Json::Object(_)) => (out.field("content"), out.field("success").and_then(Json::as_bool)),
+        other => (other, None),
+    };
+    let mut texts = BumpVec::new_in(arena);
+    match body {
+        Some(Json::Str(s)) => texts.push(*s),
+        Some(Json::Array(items)) => texts.extend(items.iter().filter_map(text_part)),
+        _ => {}
+    }
+    let (exit, inferred) = joined(texts.iter().copied()).as_deref().map_or((None, None), outcome);
+    Part::Output { id, texts, is_error: inferred.or_else(|| success.map(|ok| !ok)), exit }
+}
+
+/// A message row's block kinds, block count, text characters, texts and tool events, from its blocks.
+fn blocks_into<'a>(row: &mut Row<'a>, parts: &[Part<'a>], keep: bool) {
+    let mut texts: Vec<&'a str> = Vec::new();
+    let mut thoughts: Vec<&'a str> = Vec::new();
+    let mut n: i64 = 0;
+    for part in parts {
+        row.kinds.push(part.kind());
+        match part {
+            Part::Text(t) => {
+                texts.push(t);
+                n += chars(t);
+            }
+            Part::Thinking(t) => {
+                thoughts.push(t);
+                n += chars(t);
+            }
+            Part::Call { id, name, input } => row.events.push(Event {
+                call: true,
+                kind: 0,
+                id: id.clone(),
+                name: name.clone(),
+                is_error: None,
+                chars: None,
+                text: input.clone(),
+            }),
+            Part::Output { id, texts: body, is_error, exit } => {
+                let own = (!body.is_empty()).then(|| body.iter().map(|t| chars(t)).sum::<i64>());
+                n += own.unwrap_or(0);
+                row.ints[EXIT] = *exit;
+                row.ints[IS_ERROR] = is_error.map(i64::from);
+                row.events.push(Event {
+                    call: false,
+                    kind: 0,
+                    id: id.clone(),
+                    name: None,
+                    is_error: *is_error,
+                    chars: own,
+                    text: match body.as_slice() {
+                        [] => None,
+                        [one] => Some(Text::Str(Cow::Borrowed(*one))),
+                        many => Some(Text::Joined(many.to_vec())),
+                    },
+                });
+            }
+            Part::Image(_) | Part::Redacted(_) | Part::Other { .. } => {}
+        }
+    }
+    row.ints[N_BLOCKS] = Some(row.kinds.len() as i64);
+    row.ints[TEXT_CHARS] = Some(n);
     if keep {
         row.strs[TEXT] = joined(texts.iter().copied());
+        row.strs[REASONING] = joined(thoughts.iter().copied());
     }
 }
 
@@ -352,99 +535,6 @@ fn title(t: &str) -> Option<Cow<'static, str>> {
     }
     let line = t.lines().next().unwrap_or("");
     Some(Cow::Owned(line.chars().take(TITLE_CHARS).collect()))
-}
-
-fn reasoning<'a>(row: &mut Row<'a>, p: &'a Json<'a>, keep: bool) {
-    let mut texts: Vec<&str> = Vec::new();
-    for key in ["summary", "content"] {
-        if let Some(Json::Array(parts)) = p.field(key) {
-            for part in parts.iter() {
-                if let Some("summary_text" | "reasoning_text" | "text") = text(part, "type").as_deref() {
-                    row.kinds.push(Cow::Borrowed("thinking"));
-                    texts.push(part.field("text").and_then(View::text).unwrap_or(""));
-                }
-            }
-        }
-    }
-    if texts.is_empty() && p.field("encrypted_content").and_then(View::text).is_some() {
-        row.kinds.push(Cow::Borrowed("redacted_thinking"));
-    }
-    row.ints[TEXT_CHARS] = Some(texts.iter().map(|t| chars(t)).sum());
-    if keep {
-        row.strs[REASONING] = joined(texts.iter().copied());
-    }
-}
-
-fn tool_call<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str) {
-    // a call with no call id calls nothing: its block is what its type says
-    row.kinds.push(if row.strs[CALL_ID].is_some() { Cow::Borrowed("tool_use") } else { Cow::Owned(kind.to_owned()) });
-    // function_call: `arguments` is JSON text as written; custom: a freeform `input`, as a JSON
-    // string; a shell call: its `action`, as JSON text (keys sorted)
-    let input = match kind {
-        "function_call" => text(p, "arguments").map(Text::Str),
-        "custom_tool_call" => p.field("input").map(Text::Json),
-        _ => at(p, &["action"]).map(Text::Json),
-    };
-    let id = match row.strs[CALL_ID].clone() {
-        Some(id) => id,
-        None => return,
-    };
-    let name = row.strs[NAME].clone().or_else(|| (kind == "local_shell_call").then(|| Cow::Borrowed("local_shell")));
-    row.events.push(Event {
-        call: true,
-        kind: 0,
-        id,
-        name,
-        is_error: None,
-        chars: None,
-        text: input,
-    });
-}
-
-fn tool_output<'a>(row: &mut Row<'a>, p: &'a Json<'a>, kind: &str) {
-    // an output with no call id answers nothing: its block is what its type says, with no text
-    let id = match row.strs[CALL_ID].clone() {
-        Some(id) => id,
-        None => {
-            row.kinds.push(Cow::Owned(kind.to_owned()));
-            row.ints[TEXT_CHARS] = Some(0);
-            return;
-        }
-    };
-    row.kinds.push(Cow::Borrowed("tool_result"));
-    let (body, success) = match p.field("output") {
-        Some(Json::Object(_)) => {
-            let out = p.field("output").expect("an output");
-            (out.field("content"), out.field("success").and_then(Json::as_bool))
-        }
-        other => (other, None),
-    };
-    let body: Option<Cow<'a, str>> = match body {
-        Some(Json::Str(s)) => Some(Cow::Borrowed(s.as_ref())),
-        Some(Json::Array(items)) => {
-            let texts: Vec<&str> = items.iter()
-                .filter(|i| matches!(text(i, "type").as_deref(), Some("input_text" | "output_text" | "text")))
-                .filter_map(|i| i.field("text").and_then(View::text))
-                .collect();
-            joined(texts)
-        }
-        _ => None,
-    };
-    let (exit, inferred) = body.as_deref().map_or((None, None), outcome);
-    let is_error = inferred.or_else(|| success.map(|ok| !ok));
-    row.ints[EXIT] = exit;
-    row.ints[IS_ERROR] = is_error.map(i64::from);
-    let n = body.as_deref().map(chars);
-    row.ints[TEXT_CHARS] = Some(n.unwrap_or(0));
-    row.events.push(Event {
-        call: false,
-        kind: 0,
-        id,
-        name: None,
-        is_error,
-        chars: n,
-        text: body.map(Text::Str),
-    });
 }
 
 /// What a tool output's text says of how the tool ended: `(exit code, is_error)`.
