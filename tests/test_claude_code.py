@@ -384,6 +384,42 @@ def test_the_explorer_says_where_a_line_of_a_response_is_counted(tmp_path: Path)
     assert not notice[0].usage.counted_elsewhere  # a runtime's notice is no response counted anywhere
 
 
+def test_a_handle_reads_its_file_alone_with_the_usage_its_load_gave(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from murmur_analysis.core.diagnostics import Diagnostics
+    from murmur_analysis.core.model import sorted_entries
+    from murmur_analysis.sources.claude_code import source as source_module
+
+    first = [user("u1", "go"), assistant("a1", "m1", "r1", counters(10, 5)),
+             assistant("a2", "m1", "r1", counters(10, 9), [{"type": "thinking", "thinking": "hm"}],
+                       ts="2026-07-01T10:00:02.000Z")]
+    later = [{**line, "sessionId": "s-2"} for line in first] + [
+        user("u2", "more", ts="2026-07-02T09:00:00.000Z", session="s-2"),
+        assistant("a3", "m2", "r2", counters(20, 8), ts="2026-07-02T09:00:01.000Z", session="s-2")]
+    root = home(tmp_path, {"s-1.jsonl": first, "s-2.jsonl": later})
+    corpus = load(root)
+    read: list[int] = []
+    scan = source_module.scan_lines
+    monkeypatch.setattr(source_module, "scan_lines", lambda *a, **k: read.append(len(a[1])) or scan(*a, **k))
+    for pair in corpus.conversation_ids():
+        handle = corpus.conversation(pair)
+        alone = handle.entries
+        whole = handle._source._one(handle._key, Diagnostics("claude_code"), True)  # the whole load read again
+        assert alone == list(sorted_entries(whole.entries))
+    assert read == [1, 2, 1, 2]  # each handle read its own file alone; the whole load is two files
+    s2 = corpus.conversation("s-2").entries
+    assert [e.usage.output_tokens if e.usage else None for e in s2] == [None, None, None, None, 8]
+    assert s2[1].usage is not None and s2[1].usage.counted_elsewhere  # counted in s-1, the earlier session
+    read.clear()
+    with open(root / "projects" / "-p" / "s-1.jsonl", "a") as fh:  # the file changed since the load
+        fh.write(json.dumps(user("u3", "and then", ts="2026-07-01T10:00:03.000Z")) + "\n")
+    changed = load(root)
+    changed_handle = changed.conversation("s-1")
+    with open(root / "projects" / "-p" / "s-1.jsonl", "a") as fh:
+        fh.write(json.dumps(user("u4", "again", ts="2026-07-01T10:00:04.000Z")) + "\n")
+    assert len(changed_handle.entries) == 5 and read == [2, 2]  # read with its whole load again, as it is now
+
+
 def test_a_home_whose_sessions_hold_no_line_loads_each_as_an_empty_conversation(tmp_path: Path) -> None:
     root = tmp_path / "claude"
     for name in ("a.jsonl", "b.jsonl"):

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import ClassVar
@@ -159,6 +159,7 @@ class ClaudeCodeSource(Source):
         self._epochs: dict[str, JSON] = {}  # by root: what every conversation's rows of it were read as of
         self._grown: dict[str, tuple[SessionFile, Grown]] = {}  # by path: a file found grown, as checked
         self._identities: dict[str, Identity | None] = {}  # by path: each file's identity, as the digest took it
+        self._held: dict[str, _Held] = {}  # by path: what the last whole load gave a file's messages (reopen)
 
     @classmethod
     def default_homes(cls) -> list[Path]:
@@ -241,8 +242,32 @@ class ClaudeCodeSource(Source):
         return first
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
-        """The conversation of one file again, read with the load it was found in (its usage depends on it)."""
+        """The conversation of one file again, for its handle: its entries, with the usage its load gave them.
+
+        A message's usage depends on every file of the load (which copy of a response counts),
+        so the load keeps what it gave each file's messages (:class:`_Held`): while the file is
+        as the load read it, only that file is read again. Else the whole load is.
+        """
+        assert isinstance(key, tuple) and len(key) == 2
+        held = self._held.get(str(key[0]))
+        if held is not None and held.identity is not None and held.identity == file_identity(Path(key[0])):
+            alone = self._alone(key, held)
+            if alone is not None:
+                return alone
         return self._one(key, diagnostics, True)
+
+    def _alone(self, key: tuple[str, str], held: _Held) -> Conversation | None:
+        """The entries of the file of ``key`` read alone, their usage as its load gave it (``None``: it changed)."""
+        path = Path(key[0])
+        (rows,) = scan_lines(FORMAT, [path], text=False)  # the blocks are read from the file as the entries are
+        w = Whole.of([rows])
+        messages = Messages.of(w)
+        a, b = messages.span(0)
+        if rows.error is not None or b - a != held.messages:
+            return None
+        columns = EntryParts.build(w, messages, False, np.zeros(w.table.num_rows, bool)).of(0, held.usage)
+        view = entries(path, messages.m.column("line").slice(a, b - a), columns, held.usage)
+        return Conversation(self.name, held.conversation_id, view, key=key, path=str(path))
 
     def _one(self, key: Hashable, diagnostics: Diagnostics, text: bool) -> Conversation:
         assert isinstance(key, tuple) and len(key) == 2
@@ -375,6 +400,8 @@ class ClaudeCodeSource(Source):
                                                             "no content", line)
             own = usages[i]
             columns = parts.of(i, own)
+            if before is None:
+                self._held[str(f.path)] = _Held(self._identities.get(str(f.path)), cid, len(columns), own)
             walk = walked(columns, before)
             paired = walk.pairing()
             a, b = messages.span(i)
@@ -391,6 +418,23 @@ class ClaudeCodeSource(Source):
             yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
                                summary=summary, parent_conversation_id=parent, parent_call_id=call,
                                resume=point), walk
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What a whole load gave one file's messages, for a handle to read that file alone again.
+
+    Attributes:
+        identity: the file's identity as the load's digest took it.
+        conversation_id: its conversation.
+        messages: how many messages the load read in it.
+        usage: each message's usage as the load counted it (``None``: none of them carries any).
+    """
+
+    identity: Identity | None
+    conversation_id: str
+    messages: int
+    usage: list[Usage | None] | None
 
 
 def _verdict(known: Earlier, path: Path) -> Verdict:
