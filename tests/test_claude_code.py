@@ -384,6 +384,14 @@ def test_the_explorer_says_where_a_line_of_a_response_is_counted(tmp_path: Path)
     assert not notice[0].usage.counted_elsewhere  # a runtime's notice is no response counted anywhere
 
 
+def _tables(conv: Any) -> dict[str, Any]:
+    from murmur_analysis.tables.frames import FrameBuilder
+
+    builder = FrameBuilder()
+    builder.add(conv)
+    return {name: table.to_pylist() for name, table in builder.finish().items()}
+
+
 def test_a_handle_reads_its_file_alone_with_the_usage_its_load_gave(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from murmur_analysis.core.diagnostics import Diagnostics
@@ -404,9 +412,11 @@ def test_a_handle_reads_its_file_alone_with_the_usage_its_load_gave(tmp_path: Pa
     for pair in corpus.conversation_ids():
         handle = corpus.conversation(pair)
         alone = handle.entries
+        again = handle._source.reopen(handle._key, Diagnostics("claude_code"))  # its rows too, as Dask reads them
         whole = handle._source._one(handle._key, Diagnostics("claude_code"), True)  # the whole load read again
         assert alone == list(sorted_entries(whole.entries))
-    assert read == [1, 2, 1, 2]  # each handle read its own file alone; the whole load is two files
+        assert _tables(again) == _tables(whole)
+    assert read == [1, 1, 2, 1, 1, 2]  # a handle reads its own file alone; the whole load is two files
     s2 = corpus.conversation("s-2").entries
     assert [e.usage.output_tokens if e.usage else None for e in s2] == [None, None, None, None, 8]
     assert s2[1].usage is not None and s2[1].usage.counted_elsewhere  # counted in s-1, the earlier session

@@ -242,32 +242,23 @@ class ClaudeCodeSource(Source):
         return first
 
     def reopen(self, key: Hashable, diagnostics: Diagnostics) -> Conversation:
-        """The conversation of one file again, for its handle: its entries, with the usage its load gave them.
+        """The conversation of one file again, as its load read it.
 
-        A message's usage depends on every file of the load (which copy of a response counts),
-        so the load keeps what it gave each file's messages (:class:`_Held`): while the file is
-        as the load read it, only that file is read again. Else the whole load is.
+        What its rows take from the other files of its load (which copy of a response counts,
+        the call that spawned a subagent) was kept by that load (:class:`_Held`): while the file
+        is as the load read it, only that file is read again. Else the whole load is.
         """
         assert isinstance(key, tuple) and len(key) == 2
-        held = self._held.get(str(key[0]))
-        if held is not None and held.identity is not None and held.identity == file_identity(Path(key[0])):
-            alone = self._alone(key, held)
-            if alone is not None:
-                return alone
+        file, root = key
+        held = self._held.get(str(file))
+        if held is not None and held.identity is not None and held.identity == file_identity(Path(file)):
+            rows = scan_lines(FORMAT, [held.file.path], text=True)
+            reported = Diagnostics(self.name)
+            if rows[0].error is None and Messages.of(Whole.of(rows)).span(0)[1] == held.messages:
+                ((conv, _),) = self._conversations([held.file], rows, Path(root), reported, True, alone=held)
+                diagnostics.extend(reported.rows)
+                return replace(conv, key=key)
         return self._one(key, diagnostics, True)
-
-    def _alone(self, key: tuple[str, str], held: _Held) -> Conversation | None:
-        """The entries of the file of ``key`` read alone, their usage as its load gave it (``None``: it changed)."""
-        path = Path(key[0])
-        (rows,) = scan_lines(FORMAT, [path], text=False)  # the blocks are read from the file as the entries are
-        w = Whole.of([rows])
-        messages = Messages.of(w)
-        a, b = messages.span(0)
-        if rows.error is not None or b - a != held.messages:
-            return None
-        columns = EntryParts.build(w, messages, False, np.zeros(w.table.num_rows, bool)).of(0, held.usage)
-        view = entries(path, messages.m.column("line").slice(a, b - a), columns, held.usage)
-        return Conversation(self.name, held.conversation_id, view, key=key, path=str(path))
 
     def _one(self, key: Hashable, diagnostics: Diagnostics, text: bool) -> Conversation:
         assert isinstance(key, tuple) and len(key) == 2
@@ -369,26 +360,32 @@ class ClaudeCodeSource(Source):
 
     def _conversations(self, files: list[SessionFile], rows: list[LineRows], root: Path, diagnostics: Diagnostics,
                        text: bool, lost: np.ndarray | None = None, before: ResumePoint | None = None,
-                       ) -> Iterator[tuple[Conversation, Pairer]]:
+                       alone: _Held | None = None) -> Iterator[tuple[Conversation, Pairer]]:
         """Each file's conversation from its rows, with the pairing walk that paired it.
 
         ``before``: the rows are the lines a file grew by since that point (``files`` is that
         one file), their pairing walk going on from its state, and ``lost`` their rewind marks
-        as a read of the whole file decides them.
+        as a read of the whole file decides them. ``alone``: ``files`` is one file read alone,
+        and what depends on the other files of its load is what that load gave it.
         """
         w = Whole.of(rows)
         messages = Messages.of(w)
-        counted = count_responses(w, _ranks(w))
         sessions = _sessions(files, w)
-        spawns = spawning_calls(files, w, sessions)
-        usage_rows, usages = _usage(counted, messages)
+        spawns: dict[tuple[str | None, str], str] = {}
+        if alone is None:
+            spawns = spawning_calls(files, w, sessions)
+            usage_rows, usages = _usage(count_responses(w, _ranks(w)), messages)
+        else:
+            usage_rows, usages = [list(alone.usage_rows)], [alone.usage]
         parts = EntryParts.build(w, messages, text, abandoned(w) if lost is None else lost)
         growth, names = compactions(messages, text), titles(w, messages)
         odd = _odd_lines(messages)
         start = before if before is not None else ResumePoint()
         for i, f in enumerate(files):
             session = sessions[i]
-            if f.agent is None:
+            if alone is not None:
+                cid, parent, call = alone.conversation_id, alone.parent, alone.call
+            elif f.agent is None:
                 cid, parent, call = f.name, None, None
             else:
                 cid = f"{session}/{f.name}" if session else f.name
@@ -400,8 +397,9 @@ class ClaudeCodeSource(Source):
                                                             "no content", line)
             own = usages[i]
             columns = parts.of(i, own)
-            if before is None:
-                self._held[str(f.path)] = _Held(self._identities.get(str(f.path)), cid, len(columns), own)
+            if before is None and alone is None:
+                self._held[str(f.path)] = _Held(f, self._identities.get(str(f.path)), cid, len(columns),
+                                                tuple(usage_rows[i]), own, parent, call)
             walk = walked(columns, before)
             paired = walk.pairing()
             a, b = messages.span(i)
@@ -422,19 +420,27 @@ class ClaudeCodeSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class _Held:
-    """What a whole load gave one file's messages, for a handle to read that file alone again.
+    """What a whole load gave one file's conversation from the other files, to read that file alone again.
 
     Attributes:
-        identity: the file's identity as the load's digest took it.
-        conversation_id: its conversation.
+        file: the file.
+        identity: its identity as the load's digest took it.
+        conversation_id: its conversation (a flat subagent file's names its session).
         messages: how many messages the load read in it.
+        usage_rows: its usage rows: the responses the load counted in it.
         usage: each message's usage as the load counted it (``None``: none of them carries any).
+        parent: the conversation that spawned it (a subagent's session).
+        call: the call that spawned it.
     """
 
+    file: SessionFile
     identity: Identity | None
     conversation_id: str
     messages: int
+    usage_rows: tuple[UsageRow, ...]
     usage: list[Usage | None] | None
+    parent: str | None
+    call: str | None
 
 
 def _verdict(known: Earlier, path: Path) -> Verdict:
