@@ -54,9 +54,18 @@ class ConversationHandle:
     def entries(self) -> list[Entry]:
         """The conversation's entries, oldest first (decoded again once, then kept)."""
         if self._entries is None:
-            conv = self._source.reopen(self._key, Diagnostics(self.source))
-            self._entries = list(sorted_entries(conv.entries))
+            self._entries = self.read_entries()
         return self._entries
+
+    def read_entries(self) -> list[Entry]:
+        """The conversation's entries, oldest first: the ones kept, else decoded again and not kept.
+
+        What a pass over many conversations reads (the explorer's search), so that it holds
+        none of them once it has moved on.
+        """
+        if self._entries is not None:
+            return self._entries
+        return list(sorted_entries(self._source.reopen(self._key, Diagnostics(self.source)).entries))
 
     def read_messages(self, cursor: str | None = None, limit: int = 100) -> Page:
         """A page of this conversation, newest first, exactly as murmur pages a record.

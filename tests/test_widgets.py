@@ -121,6 +121,16 @@ def test_search_spans_every_conversation_and_opens_the_one_found_at_that_message
     assert explorer.older.disabled and "messages 1–4 of 30" in explorer.status.value
 
 
+def test_a_search_keeps_no_conversation_it_only_read(tmp_path: Path) -> None:
+    _two_bots(tmp_path)
+    corpus = ma.load(tmp_path / "conversations")
+    explorer = Explorer(corpus)  # it opens the newest conversation, bot/new
+    explorer.find("zebra")
+    kept = {cid for _, cid in corpus.conversation_ids() if corpus.conversation(cid)._entries is not None}
+    assert kept == {"bot/new"}  # the other two were read, matched against and let go
+    assert corpus.conversation("bot/old").read_entries() == corpus.conversation("bot/old").entries
+
+
 def test_the_has_errors_filter_lists_conversations_with_failed_tool_calls(tmp_path: Path) -> None:
     _two_bots(tmp_path)
     explorer = Explorer(ma.load(tmp_path / "conversations"))

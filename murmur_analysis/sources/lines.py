@@ -169,14 +169,16 @@ def scan_lines(
     packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
     plain = sorted(set(range(len(paths))) - set(packed))
     scanned: list[dict[str, Any] | None] = [None] * len(paths)
-    for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
-                                              [starts[i] for i in plain], text, rules), strict=True):
-        scanned[i] = s
+    if plain:  # each call of the engine starts its own threads: none is made for nothing
+        for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
+                                                  [starts[i] for i in plain], text, rules), strict=True):
+            scanned[i] = s
     datas = [_decompressed(Path(paths[i])) for i in packed]
     readable = [(i, d) for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
-    for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text, None, rules),
-                         strict=True):
-        scanned[i] = s
+    if readable:
+        for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text, None, rules),
+                             strict=True):
+            scanned[i] = s
     for i, d in zip(packed, datas, strict=True):
         if isinstance(d, str):
             scanned[i] = _native.scan_data(format, [b""], text, None, rules)[0] | {"error": d}

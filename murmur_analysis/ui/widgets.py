@@ -286,7 +286,7 @@ class Explorer:
         """
         found: list[Match] = []
         for _label, (source, cid) in self.picker.options:
-            entries = self.corpus.conversation(cid, source=source).entries
+            entries = self.corpus.conversation(cid, source=source).read_entries()  # not kept: only a match opens
             for n in range(len(entries) - 1, -1, -1):
                 if matches(entries[n], query):
                     if len(found) == _SEARCH_LIMIT:

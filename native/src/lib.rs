@@ -56,15 +56,21 @@ extern "C" {
 /// what they freed in each thread's arena, and the tables built next allocate through
 /// pyarrow's own allocator (jemalloc), which cannot reuse it. Left there, it stays resident
 /// under every table built after the scan: about 120 MiB at the peak of loading a 1.2 GB record.
-/// Trimming takes a few milliseconds.
-fn release_freed<T>(out: T) -> T {
+/// Trimming takes a few milliseconds, so a scan of less than [`TRIMMED`] bytes (one session
+/// file a conversation handle reads again) leaves it to the allocator.
+fn release_freed<T>(read: u64, out: T) -> T {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
-    unsafe {
-        malloc_trim(0);
+    if read >= TRIMMED {
+        // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+        unsafe {
+            malloc_trim(0);
+        }
     }
     out
 }
+
+/// The bytes a scan reads from which what it freed is returned to the system.
+const TRIMMED: u64 = 64 << 20;
 
 fn to_py(py: Python<'_>, value: &Value) -> PyObject {
     match value {
@@ -517,7 +523,7 @@ fn scan_records(
     for (count, cols) in runs {
         groups.push(group_dict(py, cols, left.by_ref().take(count).collect())?.into_py(py));
     }
-    Ok(release_freed(groups))
+    Ok(release_freed(u64::MAX, groups))
 }
 
 fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Rows) -> PyResult<&'py PyDict> {
@@ -585,7 +591,8 @@ fn scan_lines(
             paths.par_iter().zip(&starts).map(|(p, &(at, n))| lines::read(format, p, at, n, text, lines::BLOCK)).collect()
         })
     });
-    release_freed(out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
+    let read = out.iter().zip(&starts).map(|(r, &(at, _))| r.size.saturating_sub(at)).sum();
+    release_freed(read, out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
 }
 
 /// scan_data(format, datas, text, first_lines=None, rules=None) -> list[dict]: like
@@ -610,7 +617,8 @@ fn scan_data(
     let out: Vec<lines::Rows> = py.allow_threads(|| {
         in_pool(|| datas.par_iter().zip(&firsts).map(|(d, &n)| lines::read_bytes(format, d, n, text)).collect())
     });
-    release_freed(out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
+    let read = datas.iter().map(|d| d.len() as u64).sum();
+    release_freed(read, out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
 }
 
 /// A value of a parsed line as Python values, as [`to_py`] makes them of a `Value` (an object's

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 
 from ...core.files import open_regular
@@ -35,6 +36,14 @@ def _blocks(line: dict[str, Any]) -> tuple[Any, ...]:
     return blocks_from_wire(content, BLOCK_DIALECTS["claude_code"]) if isinstance(content, list) else ()
 
 
+def _parsed(line: bytes) -> Any:
+    """A line the engine read, as Python values: by orjson, else (an integer past 64 bits) by ``json``."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
 def entries(path: Path, lines: pa.Array, columns: EntryColumns,
             usages: Sequence[Usage | None] | None) -> Iterator[Entry]:
     """The entries of the message lines ``lines`` (1-based) of ``path``, one per line, in order.
@@ -50,7 +59,7 @@ def entries(path: Path, lines: pa.Array, columns: EntryColumns,
     times: list[datetime | None] = columns.created_at.to_pylist()
     for i, n in enumerate(lines.to_pylist()):
         try:
-            line = json.loads(raw[n - 1])
+            line = _parsed(raw[n - 1])
         except (IndexError, ValueError):
             continue
         yield Entry(position=i, side=sides[i], blocks=_blocks(line), id=ids[i], model=models[i],
