@@ -417,6 +417,11 @@ def test_a_handle_reads_its_file_alone_with_the_usage_its_load_gave(tmp_path: Pa
         assert alone == list(sorted_entries(whole.entries))
         assert _tables(again) == _tables(whole)
     assert read == [1, 1, 2, 1, 1, 2]  # a handle reads its own file alone; the whole load is two files
+    read.clear()
+    fresh = ClaudeCodeSource(settle_seconds=0.0)  # as a Dask task gets it: nothing read yet
+    for pair in corpus.conversation_ids():
+        fresh.reopen(corpus.conversation(pair)._key, Diagnostics("claude_code"))
+    assert read == [2, 1]  # the first reads its whole load, which keeps what any file of it needs
     s2 = corpus.conversation("s-2").entries
     assert [e.usage.output_tokens if e.usage else None for e in s2] == [None, None, None, None, 8]
     assert s2[1].usage is not None and s2[1].usage.counted_elsewhere  # counted in s-1, the earlier session

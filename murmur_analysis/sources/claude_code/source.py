@@ -381,15 +381,15 @@ class ClaudeCodeSource(Source):
         growth, names = compactions(messages, text), titles(w, messages)
         odd = _odd_lines(messages)
         start = before if before is not None else ResumePoint()
+        named = [(alone.conversation_id, alone.parent, alone.call)] if alone is not None else [
+            _named(f, session, spawns) for f, session in zip(files, sessions, strict=True)]
+        if before is None and alone is None:  # kept for every file at once, for a handle of any of them
+            for i, (f, (cid, parent, call)) in enumerate(zip(files, named, strict=True)):
+                a, b = messages.span(i)
+                self._held[str(f.path)] = _Held(f, self._identities.get(str(f.path)), cid, b - a,
+                                                tuple(usage_rows[i]), usages[i], parent, call)
         for i, f in enumerate(files):
-            session = sessions[i]
-            if alone is not None:
-                cid, parent, call = alone.conversation_id, alone.parent, alone.call
-            elif f.agent is None:
-                cid, parent, call = f.name, None, None
-            else:
-                cid = f"{session}/{f.name}" if session else f.name
-                parent, call = session, f.spawned_by or spawns.get((session, f.agent))
+            cid, parent, call = named[i]
             # reported as its conversation is handed over, so that the rows are its own (kept with its rows)
             report(rows[i], diagnostics, self.settle_seconds)
             for line in odd.get(i, ()):
@@ -397,9 +397,6 @@ class ClaudeCodeSource(Source):
                                                             "no content", line)
             own = usages[i]
             columns = parts.of(i, own)
-            if before is None and alone is None:
-                self._held[str(f.path)] = _Held(f, self._identities.get(str(f.path)), cid, len(columns),
-                                                tuple(usage_rows[i]), own, parent, call)
             walk = walked(columns, before)
             paired = walk.pairing()
             a, b = messages.span(i)
@@ -416,6 +413,14 @@ class ClaudeCodeSource(Source):
             yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
                                summary=summary, parent_conversation_id=parent, parent_call_id=call,
                                resume=point), walk
+
+
+def _named(f: SessionFile, session: str | None,
+           spawns: dict[tuple[str | None, str], str]) -> tuple[str, str | None, str | None]:
+    """A file's conversation id, the conversation that spawned it and the call that did (a subagent's)."""
+    if f.agent is None:
+        return f.name, None, None
+    return (f"{session}/{f.name}" if session else f.name), session, f.spawned_by or spawns.get((session, f.agent))
 
 
 @dataclass(frozen=True, slots=True)
