@@ -159,7 +159,8 @@ class ClaudeCodeSource(Source):
         self._epochs: dict[str, JSON] = {}  # by root: what every conversation's rows of it were read as of
         self._grown: dict[str, tuple[SessionFile, Grown]] = {}  # by path: a file found grown, as checked
         self._identities: dict[str, Identity | None] = {}  # by path: each file's identity, as the digest took it
-        self._held: dict[str, _Held] = {}  # by path: what the last whole load gave a file's messages (reopen)
+        # by conversation key (file, root): what the last whole load of the root gave the file (reopen)
+        self._held: dict[tuple[str, str], _Held] = {}
 
     @classmethod
     def default_homes(cls) -> list[Path]:
@@ -250,7 +251,7 @@ class ClaudeCodeSource(Source):
         """
         assert isinstance(key, tuple) and len(key) == 2
         file, root = key
-        held = self._held.get(str(file))
+        held = self._held.get((str(file), str(root)))
         if held is not None and held.identity is not None and held.identity == file_identity(Path(file)):
             rows = scan_lines(FORMAT, [held.file.path], text=True)
             reported = Diagnostics(self.name)
@@ -386,7 +387,7 @@ class ClaudeCodeSource(Source):
         if before is None and alone is None:  # kept for every file at once, for a handle of any of them
             for i, (f, (cid, parent, call)) in enumerate(zip(files, named, strict=True)):
                 a, b = messages.span(i)
-                self._held[str(f.path)] = _Held(f, self._identities.get(str(f.path)), cid, b - a,
+                self._held[(str(f.path), str(root))] = _Held(f, self._identities.get(str(f.path)), cid, b - a,
                                                 tuple(usage_rows[i]), usages[i], parent, call)
         for i, f in enumerate(files):
             cid, parent, call = named[i]
