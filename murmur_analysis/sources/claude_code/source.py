@@ -43,6 +43,12 @@ Any other change (a file rewritten, added or gone, a line shared with another fi
 whole load again. A flat ``agent-<id>.jsonl`` is named by the session its lines name, so a load
 holding one is always read. A file's unreadable lines are reported as its conversation is handed
 over, so they are kept with its rows.
+
+**Reading one conversation again** (a handle's entries, a ``load_dask`` task:
+:meth:`ClaudeCodeSource.reopen`). A whole load keeps, for every file, what its rows took from
+the other files (each message's usage as counted over the load, its usage rows, the call that
+spawned it), so a file that is as the load read it is read again alone; any other is read with
+its whole load again.
 """
 
 from __future__ import annotations
