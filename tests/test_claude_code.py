@@ -173,6 +173,12 @@ def test_synthetic_lines_are_messages_but_no_responses(tmp_path: Path) -> None:
     assert (m.role, m.origin, m.text) == ("assistant", "api_error", "API Error: x")
     assert corpus.messages.model.isna().all()
     assert corpus.conversations.iloc[0].unreported_responses == 0
+    from murmur_analysis.ui.transcript_html import entry_html, unreported
+
+    entries = corpus.conversation("s-1").entries  # the explorer says what it is, not what it lacks
+    assert entries[1].origin == "api_error" and unreported(entries) == set()
+    view = entry_html(entries[1], 2, said=unreported(entries))
+    assert "the runtime's error notice, no model response" in view and "not reported" not in view
 
 
 def test_a_subagent_is_its_own_conversation_linked_to_the_spawning_call(tmp_path: Path) -> None:
@@ -350,6 +356,12 @@ def test_a_rewinds_abandoned_branch_is_kept_marked_and_counted_once(tmp_path: Pa
     corpus = load(home(tmp_path, {"s-1.jsonl": lines}))
     assert corpus.messages.status.fillna("-").tolist() == ["-", "-", "abandoned", "abandoned", "-", "-", "-", "-"]
     assert corpus.usage.output_tokens.tolist() == [1, 2, 3]
+    from murmur_analysis.ui.transcript_html import entry_html
+
+    entries = corpus.conversation("s-1").entries  # the handle shows what the table marks
+    assert [e.status for e in entries] == [None, None, "abandoned", "abandoned", None, None, None, None]
+    assert "abandoned: on a branch the conversation was rewound from" in entry_html(entries[3], 4)
+    assert "abandoned" not in entry_html(entries[5], 6)
 
 
 def test_a_conversation_pages_its_lines_as_entries(tmp_path: Path) -> None:

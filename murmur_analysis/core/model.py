@@ -36,6 +36,8 @@ from .values import int64_held
 from .wire import blocks_to_wire
 
 __all__ = [
+    "ABANDONED_STATUS",
+    "API_ERROR_ORIGIN",
     "Block",
     "Document",
     "Entry",
@@ -54,6 +56,13 @@ __all__ = [
     "Usage",
     "sorted_entries",
 ]
+
+
+#: The origin of a message a runtime wrote in the model's place (Claude Code's ``<synthetic>`` and
+#: ``isApiErrorMessage`` lines): an assistant message that no model answered.
+API_ERROR_ORIGIN = "api_error"
+#: The status of a message on a branch the user rewound away from (Claude Code): kept, not live.
+ABANDONED_STATUS = "abandoned"
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,7 @@ def unreported(entries: Sequence[m.Entry]) -> frozenset[str]:
     missing = set()
     if all(e.created_at is None for e in entries):
         missing.add("time")
-    responses = [e for e in entries if e.side == "assistant"]
+    responses = [e for e in entries if e.side == "assistant" and e.origin != m.API_ERROR_ORIGIN]
     if responses and not any(e.model for e in responses):
         missing.add("model")
     own = [e for e in responses if not _elsewhere(e)]  # a response counted on another line is not unreported
@@ -215,7 +215,11 @@ def entry_html(entry: m.Entry, number: int, query: str | None = None, said: Coll
     details = [f"#{number}"]
     if "time" not in said:
         details.append(_when(entry.created_at))
-    if entry.side == "assistant":
+    if entry.status == m.ABANDONED_STATUS:
+        details.append("abandoned: on a branch the conversation was rewound from")
+    if entry.side == "assistant" and entry.origin == m.API_ERROR_ORIGIN:  # no model answered: nothing is missing
+        details.append("the runtime's error notice, no model response")
+    elif entry.side == "assistant":
         if "model" not in said:
             details.append(html.escape(entry.model) if entry.model else f"model {NOT_REPORTED}")
         if "tokens" not in said or _elsewhere(entry):

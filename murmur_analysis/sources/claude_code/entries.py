@@ -48,7 +48,8 @@ def entries(path: Path, lines: pa.Array, columns: EntryColumns,
             usages: Sequence[Usage | None] | None) -> Iterator[Entry]:
     """The entries of the message lines ``lines`` (1-based) of ``path``, one per line, in order.
 
-    Their id, side, model and time are ``columns``'; nothing is read until the entries are.
+    Their id, side, origin, model, time and status are ``columns``'; nothing is read until the
+    entries are.
     """
     try:
         with open_regular(path) as fh:
@@ -56,11 +57,12 @@ def entries(path: Path, lines: pa.Array, columns: EntryColumns,
     except OSError:
         return
     ids, sides, models = columns.id.to_pylist(), columns.side.to_pylist(), columns.model.to_pylist()
+    origins, statuses = columns.origin.to_pylist(), columns.status.to_pylist()
     times: list[datetime | None] = columns.created_at.to_pylist()
     for i, n in enumerate(lines.to_pylist()):
         try:
             line = _parsed(raw[n - 1])
         except (IndexError, ValueError):
             continue
-        yield Entry(position=i, side=sides[i], blocks=_blocks(line), id=ids[i], model=models[i],
-                    created_at=times[i], usage=usages[i] if usages else None, raw=line)
+        yield Entry(position=i, side=sides[i], blocks=_blocks(line), id=ids[i], origin=origins[i], model=models[i],
+                    created_at=times[i], usage=usages[i] if usages else None, raw=line, status=statuses[i])

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolKind
-from ...core.model import Usage
+from ...core.model import ABANDONED_STATUS, API_ERROR_ORIGIN, Usage
 from ..lines import one_array
 from .layout import SessionFile
 from .usage import SYNTHETIC
@@ -40,7 +40,7 @@ def _origin(m: pa.Table) -> pa.Array:
     """Who wrote each message line: ``meta`` (harness), ``compact_summary``, ``api_error``, else null."""
     null = pa.nulls(m.num_rows, _STR)
     error = pa.array(true(m.column("is_api_error")) | mask(pc.equal(m.column("model"), SYNTHETIC)))
-    out = pc.if_else(error, pa.scalar("api_error"), null)
+    out = pc.if_else(error, pa.scalar(API_ERROR_ORIGIN), null)
     out = pc.if_else(pa.array(true(m.column("is_compact_summary"))), pa.scalar("compact_summary"), out)
     return pc.if_else(pa.array(true(m.column("is_meta"))), pa.scalar("meta"), out)
 
@@ -152,7 +152,7 @@ class EntryParts:
             "created_at": one_array(m.column("ts_us")).cast(_TIMESTAMP),
             "n_blocks": one_array(pc.fill_null(m.column("n_blocks"), 0)).cast(pa.int32()),
             "text_chars": one_array(pc.fill_null(m.column("text_chars"), 0)),
-            "status": pc.if_else(pa.array(lost[messages.index], pa.bool_()), pa.scalar("abandoned"), nulls),
+            "status": pc.if_else(pa.array(lost[messages.index], pa.bool_()), pa.scalar(ABANDONED_STATUS), nulls),
             "error": nulls,
             "source_id": nulls,
             "block_kinds": (w.kinds.take(pa.array(messages.index, _I64)).combine_chunks() if n
