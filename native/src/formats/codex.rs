@@ -35,7 +35,8 @@
 //!   `custom_tool_call` and `local_shell_call` a call; `function_call_output` and
 //!   `custom_tool_call_output` a result); without one, the item's kind is its `type` and it
 //!   has no text characters. A call's input is its `arguments` as written (JSON text; a value
-//!   that is no string, as JSON text), a freeform `input` or a shell call's `action`. A result's error flag is inferred from its output
+//!   that is no string, as JSON text), a freeform `input` or a shell call's `action`. A
+//!   result's error flag is inferred from its output
 //!   only: a structured shell output's `metadata.exit_code`, a freeform `Exit code: N` header
 //!   (`is_error` = N != 0, `exit_code` N), `exec command rejected by user` (an error), an
 //!   object output's `success`; else null, never assumed ok.
