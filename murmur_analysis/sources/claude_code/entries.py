@@ -18,11 +18,10 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from ...core.files import open_regular
 from ...core.handoff import EntryColumns
 from ...core.model import Entry, Text, Usage
 from ...core.wire import blocks_from_wire
-from ..lines import BLOCK_DIALECTS
+from ..lines import BLOCK_DIALECTS, file_bytes
 
 __all__ = ["entries"]
 
@@ -51,11 +50,10 @@ def entries(path: Path, lines: pa.Array, columns: EntryColumns,
     Their id, side, origin, model, time and status are ``columns``'; nothing is read until the
     entries are.
     """
-    try:
-        with open_regular(path) as fh:
-            raw = fh.read().split(b"\n")
-    except OSError:
+    data = file_bytes(path)
+    if isinstance(data, str):  # gone since the load: no entries
         return
+    raw = data.split(b"\n")
     ids, sides, models = columns.id.to_pylist(), columns.side.to_pylist(), columns.model.to_pylist()
     origins, statuses = columns.origin.to_pylist(), columns.status.to_pylist()
     times: list[datetime | None] = columns.created_at.to_pylist()
