@@ -150,6 +150,11 @@ def index_lines(
     data: bytes, limit: int, base: int, first: bool
 ) -> tuple[bytes, bytes, list[tuple[int, bool]], tuple[int, int] | None, int, int, bool]: ...
 
+# A group of files a line-delimited format read, joined as records are (a ScannedGroup's layout):
+# ``files``; ``row_starts`` and ``event_starts``; ``line``; the format's columns (``line_columns``:
+# IntColumn, then StrColumn, or a list of each file's StrColumn where they are too large to join);
+# ``kinds_offsets``, ``kinds``; the ``ev_`` columns; per file ``lines``, ``end``, ``size``,
+# ``diagnostics`` and ``error``.
 def scan_lines(
     format: str, paths: list[bytes], starts: list[tuple[int, int]], text: bool, rules: BlockRules | None = None
 ) -> list[dict[str, Any]]: ...

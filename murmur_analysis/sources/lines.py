@@ -5,9 +5,12 @@ it fills and what one line puts into them. :func:`scan_lines` reads many files o
 once, on every core, from where each should start (a byte offset and its line number, so a file
 that only grew is read on from where an earlier read stopped), and gives each file's rows as a
 :class:`LineRows`: its declared columns as one Arrow table, its block kinds, its tool events
-and what it reported. The buffers the engine built become Arrow arrays without a copy. A file
-named ``*.zst`` is zstd-compressed: it is decompressed in memory and read whole (a read of it
-never goes on from a point). murmur's records are a format of the same engine, handed over
+and what it reported. The engine hands the files' columns back joined, as it does murmur's
+records (:class:`~murmur_analysis.engine.groups.Group`): each column becomes an Arrow array once
+for all the files, not once per file (texts too large to join without copying most of what was
+read stay each file's own), and each file's rows are slices of them; :func:`joined` gives the
+files' rows end to end, as the engine joined them. A file named ``*.zst`` is zstd-compressed: it
+is decompressed in memory and read whole (a read of it never goes on from a point). murmur's records are a format of the same engine, handed over
 many records joined at once, with their tool pairing: :func:`~.murmur.record.scan_records`.
 A format that reads content blocks reads them by its wire dialect's rules
 (:data:`BLOCK_DIALECTS`, :func:`~murmur_analysis.core.wire.block_rules`), the rules its
@@ -24,18 +27,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular, settled
 from ..core.wire import BlockRules, Dialect, block_rules
+from ..engine.groups import Group
 
-__all__ = ["BLOCK_DIALECTS", "EVENTS", "LineRows", "columns_of", "file_bytes", "line_report", "one_array", "report",
-           "scan_lines"]
+__all__ = ["BLOCK_DIALECTS", "EVENTS", "Joined", "LineRows", "columns_of", "file_bytes", "joined", "line_report",
+           "one_array", "report", "scan_lines"]
 
 #: The wire dialect whose block rules a format reads content blocks by (a format not named
 #: reads none): Claude Code's sessions hold the Messages API's blocks.
@@ -51,6 +56,7 @@ NOT_OBJECT, PARTIAL_LINE, BAD_UTF8, BAD_UTF8_PARTIAL = 1, 2, 3, 4
 
 _STR = pa.string()
 _I64 = pa.int64()
+_KINDS = pa.list_(_STR)
 
 #: The tool events' columns: ``row`` is the index of the row (in :attr:`LineRows.table`) whose
 #: line holds the event; ``kind`` 0 is a client tool, 1 a server tool; ``input_text`` is a call's
@@ -60,6 +66,25 @@ EVENTS = pa.schema([
     ("row", _I64), ("call", pa.bool_()), ("kind", pa.uint8()), ("call_id", _STR), ("name", _STR),
     ("is_error", pa.bool_()), ("chars", _I64), ("input_bytes", _I64), ("input_text", _STR), ("result_text", _STR),
 ])
+
+
+@dataclass(frozen=True)
+class Joined:
+    """The rows of several files end to end, as one table.
+
+    Attributes:
+        table: every file's rows in turn.
+        kinds: their block kinds.
+        events: their tool events, ``row`` an index into :attr:`table`.
+        starts: file ``i``'s rows are ``starts[i]:starts[i + 1]`` (one more value than files).
+        event_starts: file ``i``'s events are ``event_starts[i]:event_starts[i + 1]``.
+    """
+
+    table: pa.Table
+    kinds: pa.ChunkedArray
+    events: pa.Table
+    starts: np.ndarray
+    event_starts: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,8 @@ class LineRows:
         size: the file's size when it was read.
         reported: ``(line, code)`` of every line that was not read.
         error: why the file could not be opened or read, or ``None``.
+        scanned_with: the files scanned with it, joined (its rows are a slice of theirs), and its
+            place among them; :func:`joined` takes them as they are.
     """
 
     path: Path
@@ -87,6 +114,7 @@ class LineRows:
     size: int
     reported: tuple[tuple[int, int], ...]
     error: str | None
+    scanned_with: tuple[Joined, int] | None = field(default=None, compare=False, repr=False)
 
 
 def one_array(column: pa.ChunkedArray) -> pa.Array:
@@ -106,40 +134,63 @@ def columns_of(format: str) -> tuple[list[str], list[str]]:
     return list(ints), list(strs)
 
 
-def _strings(scanned: dict[str, Any], key: str, n: int) -> pa.Array:
-    valid, offsets, data = scanned[key]
-    return pa.Array.from_buffers(_STR, n, [pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)])
+def _starts(counts: Sequence[int]) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.asarray(counts, np.int64))]).astype(np.int64)
 
 
-def _ints(scanned: dict[str, Any], key: str, n: int) -> pa.Array:
-    valid, values = scanned[key]
-    return pa.Array.from_buffers(_I64, n, [pa.py_buffer(valid), pa.py_buffer(values)])
+def joined(rows: Sequence[LineRows]) -> Joined:
+    """The files' rows end to end (the engine's buffers are kept, not copied).
+
+    Files the engine scanned together, all of them in order, are the rows it joined, as they are.
+    """
+    first = rows[0].scanned_with if rows else None
+    if first is not None and len(rows) == len(first[0].starts) - 1 and all(
+            r.scanned_with is not None and r.scanned_with[0] is first[0] and r.scanned_with[1] == i
+            for i, r in enumerate(rows)):
+        return first[0]
+    starts = _starts([r.table.num_rows for r in rows])
+    counts = [r.events.num_rows for r in rows]
+    events = pa.concat_tables([r.events for r in rows]) if rows else EVENTS.empty_table()
+    at = events.column("row").to_numpy() + np.repeat(starts[:-1], counts)
+    kinds = pa.chunked_array([r.kinds for r in rows], _KINDS)
+    return Joined(pa.concat_tables([r.table for r in rows]), kinds, events.set_column(0, "row", pa.array(at, _I64)),
+                  starts, _starts(counts))
 
 
-def _rows(path: Path, scanned: dict[str, Any], ints: list[str], strs: list[str]) -> LineRows:
-    n, e = scanned["rows"], scanned["events"]
-    columns = {"line": pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(scanned["line"])])}
-    columns.update({name: _ints(scanned, name, n) for name in ints})
-    columns.update({name: _strings(scanned, name, n) for name in strs})
-    offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(scanned["kinds_offsets"])])
-    kinds = _strings(scanned, "kinds", offsets[-1].as_py() if n else 0)
-    events = pa.table([
-        pa.Array.from_buffers(_I64, e, [None, pa.py_buffer(scanned["ev_row"])]),
-        pa.Array.from_buffers(pa.uint8(), e, [None, pa.py_buffer(scanned["ev_call"])]).cast(pa.bool_()),
-        pa.Array.from_buffers(pa.uint8(), e, [None, pa.py_buffer(scanned["ev_kind"])]),
-        _strings(scanned, "ev_id", e),
-        _strings(scanned, "ev_name", e),
-        _ints(scanned, "ev_error", e).cast(pa.bool_()),
-        _ints(scanned, "ev_chars", e),
-        _ints(scanned, "ev_bytes", e),
-        _strings(scanned, "ev_input_text", e),
-        _strings(scanned, "ev_result_text", e),
-    ], schema=EVENTS)
-    return LineRows(
-        path=path, table=pa.table(columns), kinds=pa.ListArray.from_arrays(offsets, kinds), events=events,
-        lines=scanned["lines"], end=scanned["end"], size=scanned["size"],
-        reported=tuple(scanned["diagnostics"]), error=scanned["error"],
-    )
+#: The engine's columns of a line-delimited scan that have no nulls, and their types.
+_PLAIN = {"line": _I64, "ev_row": _I64, "ev_call": pa.uint8(), "ev_kind": pa.uint8()}
+_EVENT_KEYS = ["ev_row", "ev_call", "ev_kind", "ev_id", "ev_name", "ev_error", "ev_chars", "ev_bytes",
+               "ev_input_text", "ev_result_text"]
+
+
+def _group_rows(paths: Sequence[Path], raw: dict[str, Any], ints: list[str], strs: list[str]) -> list[LineRows]:
+    """The files of one group the engine joined, each a :class:`LineRows` of slices of the group's columns."""
+    group = Group(raw, "files", _PLAIN, dict.fromkeys([*ints, "ev_error", "ev_chars", "ev_bytes"], _I64))
+    names = ["line", *ints, *strs]
+    table = pa.table([group.whole(k) for k in names], names=names)
+    events = pa.table([group.whole(k) for k in _EVENT_KEYS], names=EVENTS.names).cast(EVENTS)
+    row_starts, event_starts = group.starts["rows"], group.starts["events"]
+    at = events.column("row").to_numpy() + np.repeat(row_starts[:-1], np.diff(event_starts))
+    kinds = group.joined("kinds")
+    whole = Joined(table, pa.chunked_array([kinds]), events.set_column(0, "row", pa.array(at, _I64)), row_starts,
+                   event_starts)
+    out = []
+    for i, path in enumerate(paths):
+        a, b = int(row_starts[i]), int(row_starts[i + 1])
+        e, f = int(event_starts[i]), int(event_starts[i + 1])
+        out.append(LineRows(
+            path=path, table=table.slice(a, b - a), kinds=kinds.slice(a, b - a), events=events.slice(e, f - e),
+            lines=raw["lines"][i], end=raw["end"][i], size=raw["size"][i], reported=tuple(raw["diagnostics"][i]),
+            error=raw["error"][i], scanned_with=(whole, i)))
+    return out
+
+
+def _scanned(paths: Sequence[Path], groups: list[dict[str, Any]], ints: list[str], strs: list[str]) -> list[LineRows]:
+    """The files of ``groups`` (the engine's, in order), one :class:`LineRows` each."""
+    out: list[LineRows] = []
+    for raw in groups:
+        out += _group_rows(paths[len(out):len(out) + raw["files"]], raw, ints, strs)
+    return out
 
 
 def scan_lines(
@@ -168,21 +219,23 @@ def scan_lines(
     rules = _rules(format)
     packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
     plain = sorted(set(range(len(paths))) - set(packed))
-    scanned: list[dict[str, Any] | None] = [None] * len(paths)
+    scanned: list[LineRows | None] = [None] * len(paths)
     if plain:  # each call of the engine starts its own threads: none is made for nothing
-        for i, s in zip(plain, _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain],
-                                                  [starts[i] for i in plain], text, rules), strict=True):
-            scanned[i] = s
+        groups = _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain], [starts[i] for i in plain], text,
+                                    rules)
+        for i, r in zip(plain, _scanned([Path(paths[i]) for i in plain], groups, ints, strs), strict=True):
+            scanned[i] = r
     datas = [_decompressed(Path(paths[i])) for i in packed]
-    readable = [(i, d) for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
+    readable = [i for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
     if readable:
-        for (i, _), s in zip(readable, _native.scan_data(format, [d for _, d in readable], text, None, rules),
-                             strict=True):
-            scanned[i] = s
+        groups = _native.scan_data(format, [d for d in datas if isinstance(d, bytes)], text, None, rules)
+        for i, r in zip(readable, _scanned([Path(paths[i]) for i in readable], groups, ints, strs), strict=True):
+            scanned[i] = r
     for i, d in zip(packed, datas, strict=True):
         if isinstance(d, str):
-            scanned[i] = _native.scan_data(format, [b""], text, None, rules)[0] | {"error": d}
-    return [_rows(Path(p), s, ints, strs) for p, s in zip(paths, scanned, strict=True) if s is not None]
+            (empty,) = _scanned([Path(paths[i])], _native.scan_data(format, [b""], text, None, rules), ints, strs)
+            scanned[i] = replace(empty, error=d)
+    return [r for r in scanned if r is not None]
 
 
 def scan_bytes(format: str, path: Path, data: bytes, first_line: int, *, text: bool = True) -> LineRows:
@@ -194,7 +247,8 @@ def scan_bytes(format: str, path: Path, data: bytes, first_line: int, *, text: b
     from ..engine import _native
 
     ints, strs = columns_of(format)
-    return _rows(Path(path), _native.scan_data(format, [data], text, [first_line], _rules(format))[0], ints, strs)
+    (rows,) = _scanned([Path(path)], _native.scan_data(format, [data], text, [first_line], _rules(format)), ints, strs)
+    return rows
 
 
 def file_bytes(path: Path) -> bytes | str:

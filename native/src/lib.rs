@@ -526,36 +526,73 @@ fn scan_records(
     Ok(release_freed(u64::MAX, groups))
 }
 
-fn rows_dict<'py>(py: Python<'py>, format: &dyn lines::Format, mut r: lines::Rows) -> PyResult<&'py PyDict> {
+/// What a file read by a line-delimited format leaves beside its columns.
+struct FileLeft {
+    rows: usize,
+    events: usize,
+    lines: i64,
+    diags: Vec<(i64, u8)>,
+    end: u64,
+    size: u64,
+    error: Option<String>,
+}
+
+/// A file's rows (read by a line-delimited format) as the columns Python reads them by
+/// (`ScannedLines` in `_native.pyi`), and what else it leaves.
+fn file_columns(format: &dyn lines::Format, mut r: lines::Rows) -> (Named, FileLeft) {
     use std::mem::take;
-    let d = PyDict::new(py);
-    d.set_item("rows", r.rows())?;
-    d.set_item("lines", r.lines)?;
-    d.set_item("line", take(&mut r.line_no).into_buffer(py)?)?;
-    for (name, col) in format.ints().iter().zip(take(&mut r.ints)) {
-        d.set_item(*name, Col::Ints(col).into_py(py)?)?;
+    let left = FileLeft {
+        rows: r.rows(),
+        events: r.ev_row.len(),
+        lines: r.lines,
+        diags: take(&mut r.diags),
+        end: r.end,
+        size: r.size,
+        error: r.error.take(),
+    };
+    let mut out: Named = vec![("line".to_owned(), Col::I64(take(&mut r.line_no)))];
+    out.extend(format.ints().iter().zip(take(&mut r.ints)).map(|(name, col)| ((*name).to_owned(), Col::Ints(col))));
+    out.extend(format.strs().iter().zip(take(&mut r.strs)).map(|(name, col)| ((*name).to_owned(), Col::Strs(col))));
+    out.extend([
+        ("kinds_offsets", Col::Offsets(take(&mut r.kinds_offsets))),
+        ("kinds", Col::Values(take(&mut r.kinds))),
+        ("ev_row", Col::I64(take(&mut r.ev_row))),
+        ("ev_call", Col::U8(take(&mut r.ev_call))),
+        ("ev_kind", Col::U8(take(&mut r.ev_kind))),
+        ("ev_id", Col::Strs(take(&mut r.ev_id))),
+        ("ev_name", Col::Strs(take(&mut r.ev_name))),
+        ("ev_error", Col::Ints(take(&mut r.ev_error))),
+        ("ev_chars", Col::Ints(take(&mut r.ev_chars))),
+        ("ev_bytes", Col::Ints(take(&mut r.ev_bytes))),
+        ("ev_input_text", Col::Strs(take(&mut r.ev_input_text))),
+        ("ev_result_text", Col::Strs(take(&mut r.ev_result_text))),
+    ].map(|(k, col)| (k.to_owned(), col)));
+    (out, left)
+}
+
+/// Files read by a line-delimited format, joined into groups as records are ([`handoff::join`]):
+/// one dict per group (`ScannedLines` in `_native.pyi`), in file order.
+fn line_groups(py: Python<'_>, files: Vec<(Named, FileLeft)>) -> PyResult<Vec<PyObject>> {
+    let (named, left): (Vec<Named>, Vec<FileLeft>) = files.into_iter().unzip();
+    let runs = py.allow_threads(|| in_pool(|| handoff::join(named, handoff::PART_BYTES)));
+    let mut left = left.into_iter();
+    let mut groups = Vec::with_capacity(runs.len());
+    for (count, cols) in runs {
+        let files: Vec<FileLeft> = left.by_ref().take(count).collect();
+        let d = PyDict::new(py);
+        d.set_item("files", files.len())?;
+        d.set_item("row_starts", starts_of(files.iter().map(|f| f.rows)).into_buffer(py)?)?;
+        d.set_item("event_starts", starts_of(files.iter().map(|f| f.events)).into_buffer(py)?)?;
+        columns_into(py, d, cols)?;
+        d.set_item("lines", files.iter().map(|f| f.lines).collect::<Vec<_>>())?;
+        d.set_item("end", files.iter().map(|f| f.end).collect::<Vec<_>>())?;
+        d.set_item("size", files.iter().map(|f| f.size).collect::<Vec<_>>())?;
+        let (diags, errors): (Vec<_>, Vec<_>) = files.into_iter().map(|f| (f.diags, f.error)).unzip();
+        d.set_item("diagnostics", diags)?;
+        d.set_item("error", errors)?;
+        groups.push(d.into_py(py));
     }
-    for (name, col) in format.strs().iter().zip(take(&mut r.strs)) {
-        d.set_item(*name, Col::Strs(col).into_py(py)?)?;
-    }
-    d.set_item("kinds_offsets", take(&mut r.kinds_offsets).into_buffer(py)?)?;
-    d.set_item("kinds", Col::Strs(take(&mut r.kinds)).into_py(py)?)?;
-    d.set_item("events", r.ev_row.len())?;
-    d.set_item("ev_row", take(&mut r.ev_row).into_buffer(py)?)?;
-    d.set_item("ev_call", take(&mut r.ev_call).into_buffer(py)?)?;
-    d.set_item("ev_kind", take(&mut r.ev_kind).into_buffer(py)?)?;
-    d.set_item("ev_id", Col::Strs(take(&mut r.ev_id)).into_py(py)?)?;
-    d.set_item("ev_name", Col::Strs(take(&mut r.ev_name)).into_py(py)?)?;
-    d.set_item("ev_error", Col::Ints(take(&mut r.ev_error)).into_py(py)?)?;
-    d.set_item("ev_chars", Col::Ints(take(&mut r.ev_chars)).into_py(py)?)?;
-    d.set_item("ev_bytes", Col::Ints(take(&mut r.ev_bytes)).into_py(py)?)?;
-    d.set_item("ev_input_text", Col::Strs(take(&mut r.ev_input_text)).into_py(py)?)?;
-    d.set_item("ev_result_text", Col::Strs(take(&mut r.ev_result_text)).into_py(py)?)?;
-    d.set_item("diagnostics", take(&mut r.diags))?;
-    d.set_item("end", r.end)?;
-    d.set_item("size", r.size)?;
-    d.set_item("error", r.error.take())?;
-    Ok(d)
+    Ok(groups)
 }
 
 /// The format named `name`, reading content blocks by `rules` where it reads any.
@@ -565,8 +602,9 @@ fn line_format(name: &str, rules: Option<SpecArgs>, text: bool) -> PyResult<Box<
 
 /// scan_lines(format, paths, starts, text, rules=None) -> list[dict]: every file of a
 /// line-delimited `format` read from its `(byte offset, line number)` start into the format's
-/// declared columns, all files and all cores at once with the GIL released; one dict of Arrow
-/// buffers per path, in order. `text` false leaves the text columns null (a lean read).
+/// declared columns, all files and all cores at once with the GIL released; the files' columns
+/// joined into groups of consecutive files (one group unless a group's strings would pass 32-bit
+/// offsets), each a dict of Arrow buffers. `text` false leaves the text columns null (a lean read).
 /// `rules`: the block rules of a format that reads content blocks (`wire.block_rules`).
 #[pyfunction(rules = "None")]
 #[pyo3(text_signature = "(format, paths, starts, text, rules=None)")]
@@ -586,17 +624,21 @@ fn scan_lines(
     }
     let paths: Vec<std::path::PathBuf> =
         paths.iter().map(|b| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(b))).collect();
-    let out: Vec<lines::Rows> = py.allow_threads(|| {
+    let out: Vec<(Named, FileLeft)> = py.allow_threads(|| {
         in_pool(|| {
-            paths.par_iter().zip(&starts).map(|(p, &(at, n))| lines::read(format, p, at, n, text, lines::BLOCK)).collect()
+            paths
+                .par_iter()
+                .zip(&starts)
+                .map(|(p, &(at, n))| file_columns(format, lines::read(format, p, at, n, text, lines::BLOCK)))
+                .collect()
         })
     });
-    let read = out.iter().zip(&starts).map(|(r, &(at, _))| r.size.saturating_sub(at)).sum();
-    release_freed(read, out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
+    let read = out.iter().zip(&starts).map(|((_, f), &(at, _))| f.size.saturating_sub(at)).sum();
+    Ok(release_freed(read, line_groups(py, out)?))
 }
 
 /// scan_data(format, datas, text, first_lines=None, rules=None) -> list[dict]: like
-/// `scan_lines`, of whole lines already in memory (a decompressed file, a range of a file), each
+/// `scan_lines` (groups of the datas' columns), of whole lines already in memory (a decompressed file, a range of a file), each
 /// numbered from its `first_lines` entry (default 1).
 #[pyfunction(first_lines = "None", rules = "None")]
 #[pyo3(text_signature = "(format, datas, text, first_lines=None, rules=None)")]
@@ -614,11 +656,13 @@ fn scan_data(
     if firsts.len() != datas.len() {
         return Err(PyValueError::new_err("first_lines must give one line number per data"));
     }
-    let out: Vec<lines::Rows> = py.allow_threads(|| {
-        in_pool(|| datas.par_iter().zip(&firsts).map(|(d, &n)| lines::read_bytes(format, d, n, text)).collect())
+    let out: Vec<(Named, FileLeft)> = py.allow_threads(|| {
+        in_pool(|| {
+            datas.par_iter().zip(&firsts).map(|(d, &n)| file_columns(format, lines::read_bytes(format, d, n, text))).collect()
+        })
     });
     let read = datas.iter().map(|d| d.len() as u64).sum();
-    release_freed(read, out.into_iter().map(|r| rows_dict(py, format, r).map(|d| d.into_py(py))).collect())
+    Ok(release_freed(read, line_groups(py, out)?))
 }
 
 /// A value of a parsed line as Python values, as [`to_py`] makes them of a `Value` (an object's

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..lines import EVENTS, LineRows
+from ..lines import LineRows, joined
 
 __all__ = ["Whole", "firsts", "lasts", "mask", "true"]
 
@@ -72,17 +72,9 @@ class Whole:
 
     @classmethod
     def of(cls, rows: Sequence[LineRows]) -> Whole:
-        """The files' rows, end to end (the engine's buffers are kept, not copied)."""
-        sizes = np.array([r.table.num_rows for r in rows], np.int64)
-        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        counts = np.array([r.events.num_rows for r in rows], np.int64)
-        event_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        table = pa.concat_tables([r.table for r in rows])
-        events = pa.concat_tables([r.events for r in rows]) if rows else EVENTS.empty_table()
-        at = events.column("row").to_numpy() + np.repeat(starts[:-1], counts)
-        events = events.set_column(0, "row", pa.array(at, _I64))
-        kinds = pa.chunked_array([r.kinds for r in rows], pa.list_(pa.string()))
-        return cls(table, starts, kinds, events, event_starts)
+        """The files' rows, end to end (the engine's buffers are kept, not copied: :func:`~..lines.joined`)."""
+        j = joined(rows)
+        return cls(j.table, j.starts, j.kinds, j.events, j.event_starts)
 
     @property
     def files(self) -> int:

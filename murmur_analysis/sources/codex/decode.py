@@ -43,7 +43,7 @@ from ...core.diagnostics import Diagnostics
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolMeta, UsageRow
 from ...core.model import Usage
 from ...core.providers import ProviderSource, accounting
-from ..lines import LineRows, one_array
+from ..lines import LineRows, joined, one_array
 from ..murmur.entries import title_of
 from .carry import Carry
 from .usage import COUNTERS, Totals, deltas, last_totals
@@ -153,18 +153,12 @@ class Rows:
 
     @classmethod
     def of(cls, rows: Sequence[LineRows]) -> Rows:
-        """The rollouts' scanned rows, joined without a copy."""
-        counts = [r.table.num_rows for r in rows]
-        offsets = _bounds(counts)
-        rollout = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+        """The rollouts' scanned rows, joined without a copy (:func:`~..lines.joined`)."""
+        j = joined(rows)
+        offsets = j.starts
+        rollout = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(offsets))
         local = np.arange(int(offsets[-1]), dtype=np.int64) - offsets[rollout]
-        events = pa.concat_tables([r.events for r in rows])
-        shift = np.repeat(offsets[:-1], [r.events.num_rows for r in rows])
-        moved = np.asarray(events.column("row").to_numpy(), dtype=np.int64) + shift
-        events = events.set_column(0, "row", pa.array(moved, _I64))
-        kinds = pa.chunked_array([r.kinds for r in rows], type=rows[0].kinds.type)
-        return cls(pa.concat_tables([r.table for r in rows]), kinds, events, offsets, rollout, local,
-                   tuple(r.path for r in rows))
+        return cls(j.table, j.kinds, j.events, offsets, rollout, local, tuple(r.path for r in rows))
 
 
 def identities(rows: Sequence[LineRows]) -> list[Identity]:

@@ -2,7 +2,8 @@
 
 :func:`~.record.scan_records` scans many records at once, and the engine hands them back
 joined: one group's Arrow buffers (validity bitmaps, offsets, values) hold every record's rows
-one after the other. A :class:`ScanGroup` wraps each buffer into an Arrow array once, without
+one after the other. A :class:`ScanGroup` (a :class:`~murmur_analysis.engine.groups.Group`, as
+the line-delimited formats' groups are) wraps each buffer into an Arrow array once, without
 copying it through Python objects; each record is a :class:`RecordScan` whose columns are
 slices of the group's (no copy either), so the work per record is a few slices and what the
 frame builder joins again is one array (:func:`~murmur_analysis.tables.batch.adjacent`). The
@@ -20,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents
+from ...engine.groups import Group
 
 if TYPE_CHECKING:
     from ...engine._native import PairState, ScannedGroup
@@ -39,68 +41,16 @@ _FIXED = {"created_ms": _I64, "created_us": _TIMESTAMP, "ev_error": _I64, "ev_ch
 _PAIRED_KEYS = [f"pair_{name}" for name in PAIRED.names]
 
 
-def _span(key: str) -> str:
-    """Which rows a column has: the records' message ``rows``, their tool ``events`` or their ``pairs``."""
-    return "events" if key.startswith("ev_") else "pairs" if key.startswith("pair_") else "rows"
-
-
-def _strings(n: int, bufs: tuple[Any, Any, Any]) -> pa.Array:
-    return pa.Array.from_buffers(_STR, n, [pa.py_buffer(b) for b in bufs])
-
-
-class ScanGroup:
-    """Records scanned together, each column of theirs an Arrow array made once (see the module doc).
-
-    A column of strings too large to join without copying most of what was read (the texts)
-    comes as its records' parts instead, and each record's part is an array of its own.
-    """
+class ScanGroup(Group):
+    """Records scanned together, each column of theirs an Arrow array made once (see the module doc)."""
 
     def __init__(self, raw: ScannedGroup) -> None:
-        self.raw = raw
-        self.starts = {name: np.frombuffer(memoryview(raw[f"{name[:-1]}_starts"]), np.int64)  # type: ignore[literal-required]
-                       for name in ("rows", "events", "pairs")}
-        self._arrays: dict[str, pa.Array] = {}
-        self._parts: dict[str, list[pa.Array]] = {}
-
-    def _joined(self, key: str) -> pa.Array:
-        """Every record's values of the joined column ``key``, one after the other."""
-        found = self._arrays.get(key)
-        if found is None:
-            n = int(self.starts[_span(key)][-1])
-            bufs: Any = self.raw[key]  # type: ignore[literal-required]
-            if key == "kinds":  # each row's list of block kinds
-                offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(self.raw["kinds_offsets"])])
-                found = pa.ListArray.from_arrays(offsets, _strings(offsets[-1].as_py(), bufs))
-            elif key in _PLAIN:
-                found = pa.Array.from_buffers(_PLAIN[key], n, [None, pa.py_buffer(bufs)])
-            else:
-                found = pa.Array.from_buffers(_FIXED.get(key, _STR), n, [pa.py_buffer(b) for b in bufs])
-            self._arrays[key] = found
-        return found
-
-    def column(self, key: str, i: int) -> pa.Array:
-        """Record ``i``'s values of the scan's column ``key``: a slice of the joined column, or its part."""
-        bufs: Any = self.raw[key]  # type: ignore[literal-required]
-        starts = self.starts[_span(key)]
-        a, b = int(starts[i]), int(starts[i + 1])
-        if not isinstance(bufs, list):
-            return self._joined(key).slice(a, b - a)
-        parts = self._parts.get(key)
-        if parts is None:
-            parts = self._parts[key] = [_strings(int(m - k), p) for k, m, p in zip(starts[:-1], starts[1:], bufs,
-                                                                                    strict=True)]
-        return parts[i]
-
-    def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:
-        """A column of every record's rows the toolkit derives once for the group (``make()``), kept."""
-        found = self._arrays.get(key)
-        if found is None:
-            found = self._arrays[key] = make()
-        return found
+        super().__init__(raw, "records", _PLAIN, _FIXED)
+        self.raw: ScannedGroup = raw
 
     def records(self) -> list[RecordScan]:
         """Each record of the group, in the order scanned."""
-        return [RecordScan(self, i) for i in range(self.raw["records"])]
+        return [RecordScan(self, i) for i in range(self.size)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,101 @@
+"""A group of the engine's joined output, each column wrapped into an Arrow array once.
+
+A scan of many inputs (records, session files) hands back their columns joined: one group's
+Arrow buffers (validity bitmaps, offsets, values) hold every input's rows one after the other,
+``<span>_starts`` saying where each input's rows of a span (``rows``, ``events``, ``pairs``)
+begin. :class:`Group` wraps each buffer into an Arrow array once, without copying it through
+Python objects; an input's columns are slices of the group's (no copy either). A column of
+strings too large to join without copying most of what was read (the texts) comes as its
+inputs' parts instead, and each input's part is an array of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["Group"]
+
+_STR = pa.string()
+#: The spans a group may give starts for, and the prefix of the columns of each (the rest: ``rows``).
+_SPANS = {"events": "ev_", "pairs": "pair_"}
+
+
+def _strings(n: int, bufs: Any) -> pa.Array:
+    return pa.Array.from_buffers(_STR, n, [pa.py_buffer(b) for b in bufs])
+
+
+class Group:
+    """Inputs scanned together (see the module doc).
+
+    Args:
+        raw: the engine's dict of one group.
+        count: the key of how many inputs it holds.
+        plain: columns without nulls (one values buffer), and their types.
+        fixed: nullable columns of fixed width (a validity bitmap and values), and their types;
+            every other column is strings, and ``kinds`` (with ``kinds_offsets``) each row's
+            list of block kinds.
+    """
+
+    def __init__(self, raw: Mapping[str, Any], count: str, plain: Mapping[str, pa.DataType],
+                 fixed: Mapping[str, pa.DataType]) -> None:
+        self.raw = raw
+        self.size: int = raw[count]
+        self.starts = {span: np.frombuffer(memoryview(raw[f"{span[:-1]}_starts"]), np.int64)
+                       for span in ("rows", *_SPANS) if f"{span[:-1]}_starts" in raw}
+        self._plain, self._fixed = plain, fixed
+        self._arrays: dict[str, pa.Array] = {}
+        self._kept_parts: dict[str, list[pa.Array]] = {}
+
+    def span(self, key: str) -> str:
+        """Which rows column ``key`` has: the inputs' ``rows``, their ``events`` or their ``pairs``."""
+        return next((span for span, prefix in _SPANS.items() if key.startswith(prefix)), "rows")
+
+    def joined(self, key: str) -> pa.Array:
+        """Every input's values of the joined column ``key``, one after the other."""
+        found = self._arrays.get(key)
+        if found is None:
+            n = int(self.starts[self.span(key)][-1])
+            bufs: Any = self.raw[key]
+            if key == "kinds":
+                offsets = pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(self.raw["kinds_offsets"])])
+                found = pa.ListArray.from_arrays(offsets, _strings(offsets[-1].as_py(), bufs))
+            elif key in self._plain:
+                found = pa.Array.from_buffers(self._plain[key], n, [None, pa.py_buffer(bufs)])
+            else:
+                found = pa.Array.from_buffers(self._fixed.get(key, _STR), n, [pa.py_buffer(b) for b in bufs])
+            self._arrays[key] = found
+        return found
+
+    def _parts(self, key: str) -> list[pa.Array]:
+        """Each input's values of column ``key``, which the engine left as its inputs' parts."""
+        found = self._kept_parts.get(key)
+        if found is None:
+            starts = self.starts[self.span(key)]
+            found = [_strings(int(m - k), p) for k, m, p in zip(starts[:-1], starts[1:], self.raw[key], strict=True)]
+            self._kept_parts[key] = found
+        return found
+
+    def whole(self, key: str) -> pa.ChunkedArray:
+        """Every input's values of column ``key``: the joined column, or its parts as chunks."""
+        if isinstance(self.raw[key], list):
+            return pa.chunked_array(self._parts(key), self._fixed.get(key, _STR))
+        return pa.chunked_array([self.joined(key)])
+
+    def column(self, key: str, i: int) -> pa.Array:
+        """Input ``i``'s values of column ``key``: a slice of the joined column, or its part."""
+        if isinstance(self.raw[key], list):
+            return self._parts(key)[i]
+        starts = self.starts[self.span(key)]
+        a, b = int(starts[i]), int(starts[i + 1])
+        return self.joined(key).slice(a, b - a)
+
+    def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:
+        """A column of every input's rows derived once for the group (``make()``), kept."""
+        found = self._arrays.get(key)
+        if found is None:
+            found = self._arrays[key] = make()
+        return found
