@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from murmur_analysis.core.diagnostics import Diagnostics
-from murmur_analysis.sources.lines import columns_of, report, scan_lines
+from murmur_analysis.sources.lines import LineRows, columns_of, joined, report, scan_lines
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -111,3 +112,62 @@ def test_reading_on_from_each_end_equals_one_whole_read(
             assert not data[got.end:size].endswith(b"\n")
     full = list(zip(whole.table.column("line").to_pylist(), whole.table.column("uuid").to_pylist(), strict=True))
     assert seen == full
+
+
+def _call(i: int, k: int) -> bytes:
+    content = [{"type": "text", "text": f"call {k}"},
+               {"type": "tool_use", "id": f"t{k}", "name": "Read", "input": {"k": k}}]
+    return json.dumps({"type": "assistant", "uuid": f"a{i}", "message": {"role": "assistant", "id": f"m{i}",
+                                                                         "content": content}}).encode()
+
+
+def _result(i: int, k: int, text: str) -> bytes:
+    return json.dumps({"type": "user", "uuid": f"r{i}", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": f"t{k}", "content": text}]}}).encode()
+
+
+def _same_rows(a: LineRows, b: LineRows) -> None:
+    assert a.table.equals(b.table) and a.kinds.equals(b.kinds) and a.events.equals(b.events)
+    assert (a.lines, a.end, a.size, a.reported, a.error) == (b.lines, b.end, b.size, b.reported, b.error)
+
+
+files = st.lists(st.lists(st.one_of(
+    st.builds(_call, st.integers(0, 9), st.integers(0, 5)),
+    st.builds(_result, st.integers(0, 9), st.integers(0, 5), st.text(max_size=20)),
+    st.builds(_obj, st.integers(0, 9)),
+    st.sampled_from([b"", b"[1]", b"{\"type\": ", b"\xff"]),
+), max_size=8), max_size=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(files=files)
+def test_files_scanned_together_read_as_each_scanned_alone(
+    tmp_path_factory: pytest.TempPathFactory, files: list[list[bytes]]
+) -> None:
+    """The engine joins the files of one scan; each file's rows are still its own, and joined end to end."""
+    tmp = tmp_path_factory.mktemp("together")
+    paths = [_write(tmp / f"{i}.jsonl", b"\n".join(lines) + b"\n") for i, lines in enumerate(files)]
+    together = scan_lines("claude_code", paths)
+    assert [r.path for r in together] == paths
+    for path, got in zip(paths, together, strict=True):
+        _same_rows(got, scan_lines("claude_code", [path])[0])
+    if not together:
+        return
+    whole = joined(together)
+    alone = joined([replace(r, scanned_with=None) for r in together])  # end to end, file by file
+    assert whole.table.equals(alone.table) and whole.kinds.equals(alone.kinds) and whole.events.equals(alone.events)
+    assert whole.starts.tolist() == alone.starts.tolist() and whole.event_starts.tolist() == alone.event_starts.tolist()
+
+
+def test_texts_too_large_to_join_stay_each_files_own(tmp_path: Path) -> None:
+    """Past 8 MiB of a text column, each file keeps its texts as an array of its own: the rows read the same."""
+    big = "x" * (3 << 20)
+    paths = [_write(tmp_path / f"{i}.jsonl", b"\n".join([_call(i, i), _result(i, i, big), _obj(i)]) + b"\n")
+             for i in range(4)]
+    together = scan_lines("claude_code", paths)
+    whole = joined(together)
+    assert whole.events.column("result_text").num_chunks == len(paths)  # the parts, not joined
+    assert whole.table.column("uuid").num_chunks == 1  # the small columns, joined
+    for path, got in zip(paths, together, strict=True):
+        _same_rows(got, scan_lines("claude_code", [path])[0])
+        assert got.events.column("result_text").to_pylist() == [None, big]
