@@ -10,8 +10,9 @@ records (:class:`~murmur_analysis.engine.groups.Group`): each column becomes an 
 for all the files, not once per file (texts too large to join without copying most of what was
 read stay each file's own), and each file's rows are slices of them; :func:`joined` gives the
 files' rows end to end, as the engine joined them. A file named ``*.zst`` is zstd-compressed: it
-is decompressed in memory and read whole (a read of it never goes on from a point). murmur's records are a format of the same engine, handed over
-many records joined at once, with their tool pairing: :func:`~.murmur.record.scan_records`.
+is decompressed in memory and read whole (a read of it never goes on from a point). murmur's
+records are a format of the same engine, handed over many records joined at once, with their
+tool pairing: :func:`~.murmur.record.scan_records`.
 A format that reads content blocks reads them by its wire dialect's rules
 (:data:`BLOCK_DIALECTS`, :func:`~murmur_analysis.core.wire.block_rules`), the rules its
 conversation handles decode them by.

@@ -130,7 +130,8 @@ class TableBuilder:
 
     def _flush(self) -> None:
         if self._items:
-            arrays = [arrow_array(self._column(c), c.type) for c in self.columns]
+            keys = self._given_keys()
+            arrays = [arrow_array(self._column(c, keys), c.type) for c in self.columns]
             n = len(self._items)
             self._items, self._given = [], []
         elif self._rows:
@@ -143,16 +144,22 @@ class TableBuilder:
         self._batches.append(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
         self._batched_rows += n
 
-    def _column(self, c: Column) -> list[object]:
-        """Column ``c`` of the rows given as input, computed by its declaration."""
+    def _given_keys(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The columns every row given as input was given a value of, and those any row was."""
+        kinds = set(map(frozenset, self._given))  # a few kinds of key sets, however many rows
+        return frozenset.intersection(*kinds), frozenset.union(*kinds)
+
+    def _column(self, c: Column, keys: tuple[frozenset[str], frozenset[str]]) -> list[object]:
+        """Column ``c`` of the rows given as input, computed by its declaration (``keys``: :meth:`_given_keys`)."""
         items, given = self._items, self._given
         if c.text and not self.text:
             return [None] * len(items)
         if c.value is not None:
             return list(map(c.value, items))
-        if all(c.name in g for g in given):
+        every, some = keys
+        if c.name in every:
             return [g[c.name] for g in given]
-        if not any(c.name in g for g in given):
+        if c.name not in some:
             return list(map(attrgetter(c.name), items))
         return [g[c.name] if c.name in g else getattr(i, c.name) for i, g in zip(items, given, strict=True)]
 

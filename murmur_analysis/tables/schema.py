@@ -99,13 +99,9 @@ def _entry_usage(name: str) -> Callable[[EntryColumns], Sequence[int | None] | N
 
 
 def _row_usage(name: str) -> Callable[[UsageRow], int | None]:
-    """The ``Usage`` field ``name`` of a usage row."""
-    get = attrgetter(name)
-
-    def value(row: UsageRow) -> int | None:
-        n: int | None = get(row.usage)
-        return n
-    return value
+    """The ``Usage`` field ``name`` of a usage row (read in C: a dotted ``attrgetter``)."""
+    get: Callable[[UsageRow], int | None] = attrgetter(f"usage.{name}")
+    return get
 
 
 def _paired(name: str, typ: pa.DataType, doc: str, text: bool = False,
