@@ -31,7 +31,7 @@ from typing import Literal
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostic, Diagnostics
-from ..core.handoff import Conversation, ResumePoint
+from ..core.handoff import Conversation
 from ..core.identity import changed_since
 from ..core.pricing import Pricer, price_tables
 from ..core.values import JSON
@@ -132,7 +132,7 @@ class ExportRun:
         unit = self.previous.units.get(unit_id(conv)) if self.current is not None else None
         if not unit:
             return None
-        return Earlier(unit.get("fingerprint"), ResumePoint.from_doc(unit.get("resume")))
+        return Earlier(unit.get("fingerprint"), unit.get("resume"))
 
     def _decide(self, src: Source, conv: Conversation) -> _Decided:
         unit = unit_id(conv)

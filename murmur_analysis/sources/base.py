@@ -19,6 +19,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,12 +38,17 @@ class Earlier:
 
     Attributes:
         fingerprint: the source's :meth:`Source.fingerprint` of it then, as JSON values.
-        point: where that read stopped (:class:`~murmur_analysis.core.handoff.ResumePoint`,
-            tied to the file), if the source left one.
+        resume: where that read stopped, as recorded (:meth:`ResumePoint.to_doc
+            <murmur_analysis.core.handoff.ResumePoint.to_doc>`), if the source left a point.
     """
 
     fingerprint: JSON
-    point: ResumePoint | None
+    resume: JSON = None
+
+    @cached_property
+    def point(self) -> ResumePoint | None:
+        """Where that read stopped, tied to the file (read from :attr:`resume` when first asked for)."""
+        return ResumePoint.from_doc(self.resume)
 
 
 @dataclass(frozen=True)

@@ -223,18 +223,24 @@ class ClaudeCodeSource(Source):
                 and all(e == first for e in epochs)):
             return fresh
         grown: list[Grown] = []
-        kept: dict[int, Kept] = {}
+        same: list[int] = []
         for i, (f, k) in enumerate(zip(files, known, strict=True)):
             assert k is not None
-            verdict = _verdict(k, f.path)
+            verdict = _verdict(k, f.path, self._identities.get(str(f.path)))
             if verdict == "grew" and k.point is not None:
                 grown.append(Grown(i, k.point.lines, 0, 0))
             elif verdict != "same":
                 return fresh
-            elif k.point is not None and (held := Kept.from_doc(k.point.carry.get("kept"))) is not None:
-                kept[i] = held
+            else:
+                same.append(i)
         if not grown:
             return first
+        kept: dict[int, Kept] = {}
+        for i in same:  # what each unchanged file's last read kept, read only now that a file grew
+            k = known[i]
+            point = k.point if k is not None else None
+            if point is not None and (held := Kept.from_doc(point.carry.get("kept"))) is not None:
+                kept[i] = held
         scanned = [i for i in range(len(files)) if i not in kept]  # the grown, and any whose last read kept nothing
         lean = scan_lines(FORMAT, [files[i].path for i in scanned], text=False)
         if any(r.error is not None for r in lean):
@@ -455,14 +461,22 @@ class _Held:
     call: str | None
 
 
-def _verdict(known: Earlier, path: Path) -> Verdict:
-    """Whether the file at ``path`` is the one an earlier read read (``same``), it grown, or another."""
-    if known.point is not None and known.point.at is not None:
-        return verdict(known.point, path)
+def _verdict(known: Earlier, path: Path, identity: Identity | None) -> Verdict:
+    """Whether the file at ``path`` is the one an earlier read read (``same``), it grown, or another.
+
+    ``identity``: the file's identity as this load's digest took it. Equal to the identity the
+    earlier read's fingerprint holds, it is that file, unchanged (the rule of
+    :mod:`~murmur_analysis.core.identity`), and the file is not opened again; else the earlier
+    read's resume point tells growth from replacement.
+    """
     fp = known.fingerprint
     own = fp[0] if isinstance(fp, list) and fp else None
-    same = isinstance(own, list) and len(own) == 1 and isinstance(own[0], list) and own[0][1:] == [file_identity(path)]
-    return "same" if same else "replaced"
+    if (identity is not None and isinstance(own, list) and len(own) == 1 and isinstance(own[0], list)
+            and own[0][1:] == [identity]):
+        return "same"
+    if known.point is not None and known.point.at is not None:
+        return verdict(known.point, path)
+    return "replaced"
 
 
 def _odd_lines(messages: Messages) -> dict[int, list[int]]:
