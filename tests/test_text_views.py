@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,17 +32,21 @@ def _picks(draw: st.DrawFn) -> tuple[pa.Array, pa.Array, int]:
     texts = pa.array(values, pa.string()).slice(offset)
     n = len(texts)
     index = draw(st.lists(st.one_of(st.none(), st.integers(0, n - 1)) if n else st.none(), max_size=12))
-    return texts, pa.array(index, pa.int64()), offset
+    cut = draw(st.integers(0, len(index)))  # the index a slice too, its validity bits offset
+    return texts, pa.array([None] * cut + index, pa.int64()).slice(cut), offset
 
 
 @given(_picks())
 def test_viewed_equals_take(case: tuple[pa.Array, pa.Array, int]) -> None:
     texts, index, _ = case
-    got = viewed(texts, index)
-    got.validate(full=True)
-    assert got.type == pa.string()
-    assert got.to_pylist() == texts.take(index).to_pylist()
-    assert got.null_count == texts.take(index).null_count
+    # the index as Arrow (null: no text) and as the pairing walk hands it, NumPy (-1: no text)
+    numpy_index = np.array([-1 if i is None else i for i in index.to_pylist()], np.int64)
+    for given_index in (index, numpy_index):
+        got = viewed(texts, given_index)
+        got.validate(full=True)
+        assert got.type == pa.string()
+        assert got.to_pylist() == texts.take(index).to_pylist()
+        assert got.null_count == texts.take(index).null_count
 
 
 def test_viewed_shares_the_bytes_when_picks_ascend_over_empty_gaps() -> None:

@@ -289,10 +289,12 @@ class _Texts:
             results = texts if result_texts is None else result_texts
             self._inputs.append(texts)
             self._results.append(results)
-            missing = texts.is_null().to_numpy(zero_copy_only=False)
+            missing = _nulls(texts)
             if result_texts is not None:
-                missing = missing & result_texts.is_null().to_numpy(zero_copy_only=False)
-            found: list[int | None] = pa.array(at, mask=missing).to_pylist()
+                missing = missing & _nulls(result_texts)
+            picked = at.astype(object)
+            picked[missing] = None
+            found: list[int | None] = picked.tolist()
         else:
             self._loose.extend(texts)
             found = [None if t is None else i for i, t in zip(at.tolist(), texts, strict=True)]
@@ -306,44 +308,80 @@ class _Texts:
             self._results.append(loose)
             self._loose = []
 
-    def at(self, index: pa.Array, results: bool) -> pa.Array:
-        """The texts at ``index`` (null where it is null), of the results' side or the calls'."""
+    def at(self, index: pa.Array | np.ndarray, results: bool) -> pa.Array:
+        """The texts at ``index`` (null where it is null, or -1 in NumPy), of the results' side or the calls'."""
         self._settle()
         pieces = self._results if results else self._inputs
         if len(pieces) == 1:
             return viewed(pieces[0], index)
         if not pieces:
             return pa.nulls(len(index), pa.string())
-        return pa.chunked_array(pieces, pa.string()).take(index).combine_chunks()
+        return pa.chunked_array(pieces, pa.string()).take(_arrow_index(index)).combine_chunks()
 
 
-def viewed(texts: pa.Array, index: pa.Array) -> pa.Array:
+def _bits(bitmap: pa.Buffer, offset: int, n: int) -> np.ndarray:
+    """An Arrow validity bitmap's ``n`` flags from bit ``offset``, as booleans."""
+    return np.unpackbits(np.frombuffer(bitmap, np.uint8), bitorder="little")[offset:offset + n].astype(bool)
+
+
+def _nulls(values: pa.Array) -> np.ndarray:
+    """Where an Arrow array is null, as booleans (read from its validity bitmap)."""
+    if not values.null_count:
+        return np.zeros(len(values), bool)
+    validity = values.buffers()[0]
+    if validity is None:  # an array of the null type: every value null
+        return np.ones(len(values), bool)
+    return ~_bits(validity, values.offset, len(values))
+
+
+def _numpy_index(index: pa.Array | np.ndarray) -> np.ndarray:
+    """An index as int64 NumPy values, -1 where it is null (an int64 array read from its buffers)."""
+    if isinstance(index, np.ndarray):
+        return index.astype(np.int64, copy=False)
+    if index.type != pa.int64():
+        return np.asarray(index.fill_null(-1).to_numpy(zero_copy_only=False), np.int64)
+    n = len(index)
+    validity, values = index.buffers()
+    out = np.frombuffer(values, np.int64, n, index.offset * 8) if n else np.zeros(0, np.int64)
+    return np.where(_bits(validity, index.offset, n), out, -1) if index.null_count else out
+
+
+def _arrow_index(index: pa.Array | np.ndarray) -> pa.Array:
+    """An index as an int64 Arrow array, null where a NumPy index holds -1."""
+    if isinstance(index, pa.Array):
+        return index
+    return pa.array(index, pa.int64(), mask=index < 0)
+
+
+def viewed(texts: pa.Array, index: pa.Array | np.ndarray) -> pa.Array:
     """``texts.take(index)``, as a view of ``texts``' own bytes when the picks allow one, else a copy.
 
     They do when each text picked begins where the one picked before it ends: the texts picked
     ascend with only empty texts between them (as the other side's are in a buffer of one
     side's texts). Then each row's text is where it already is, and only the offsets are new.
-    A null row is an empty, null slot.
+    A null row is an empty, null slot. ``index`` may be a NumPy array, -1 where a row is null.
     """
     n = len(index)
-    if n == 0 or not pa.types.is_string(texts.type) or texts.buffers()[2] is None:
-        return texts.take(index)
-    idx = index.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    buffers = texts.buffers()
+    if n == 0 or not pa.types.is_string(texts.type) or buffers[2] is None:
+        return texts.take(_arrow_index(index))
+    idx = _numpy_index(index)
     picked = idx >= 0
     picks = idx[picked]
     if len(picks) == 0:
         return pa.nulls(n, pa.string())
-    offsets = np.frombuffer(texts.buffers()[1], np.int32, len(texts) + 1, texts.offset * 4)
+    offsets = np.frombuffer(buffers[1], np.int32, len(texts) + 1, texts.offset * 4)
     if (offsets[picks[1:]] != offsets[picks[:-1] + 1]).any():
-        return texts.take(index)
+        return texts.take(_arrow_index(index))
     # each row ends where its text ends, or where the last text picked before it does
     last = np.maximum.accumulate(np.where(picked, np.arange(n), -1))
     ends = np.where(last >= 0, offsets[idx[np.maximum(last, 0)] + 1], offsets[picks[0]])
     bounds = np.concatenate([offsets[picks[:1]], ends]).astype(np.int32)
     valid = picked.copy()
-    valid[picked] = texts.is_valid().to_numpy(zero_copy_only=False)[picks]
+    if texts.null_count:
+        valid[picked] = _bits(buffers[0], texts.offset, len(texts))[picks]
     mask = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(pa.string(), n, [mask, pa.py_buffer(bounds), texts.buffers()[2]],
+    return pa.Array.from_buffers(pa.string(), n, [mask, pa.py_buffer(bounds), buffers[2]],
                                  null_count=int(n - valid.sum()))
 
 
@@ -486,11 +524,13 @@ class Pairer:
         n = done["rows"]
         columns = []
         for f in PAIRED:
-            buffers = [pa.py_buffer(b) for b in done[f.name]]
             if f.name in ("input_text", "result_text"):  # the texts' indexes, taken from the texts kept
-                columns.append(self._texts.at(pa.Array.from_buffers(pa.int64(), n, buffers), f.name == "result_text"))
+                validity, values = (np.frombuffer(b, np.uint8) for b in done[f.name])
+                index = np.frombuffer(values, np.int64, n) if n else np.zeros(0, np.int64)
+                index = np.where(np.unpackbits(validity, bitorder="little")[:n].astype(bool), index, -1)
+                columns.append(self._texts.at(index, f.name == "result_text"))
             else:
-                columns.append(pa.Array.from_buffers(f.type, n, buffers))
+                columns.append(pa.Array.from_buffers(f.type, n, [pa.py_buffer(b) for b in done[f.name]]))
         return Pairing(pa.RecordBatch.from_arrays(columns, schema=PAIRED), *self.summary())
 
     def save(self) -> _native.PairState:
