@@ -109,15 +109,20 @@ def response_usages(responses: pa.Table) -> list[Usage]:
     for bit, name in enumerate(COUNTERS):
         bad |= true(responses.column(f"bad_{name}")).astype(np.int64) << bit
     tiers, speeds = responses.column("service_tier").to_pylist(), responses.column("speed").to_pylist()
+    normalize, rule = Usage.normalize, _ANTHROPIC
     out = []
-    for i, (u_in, u_out, u_read, u_write, u_5m, u_1h) in enumerate(zip(*counters, strict=True)):
-        extra = {k: v for k, v in (("service_tier", tiers[i]), ("speed", speeds[i])) if isinstance(v, str)}
-        out.append(Usage.normalize(
+    for u_in, u_out, u_read, u_write, u_5m, u_1h, has_split, flags, tier, speed in zip(
+            *counters, split, bad.tolist(), tiers, speeds, strict=True):
+        extra = {}
+        if isinstance(tier, str):
+            extra["service_tier"] = tier
+        if isinstance(speed, str):
+            extra["speed"] = speed
+        out.append(normalize(
             input_tokens=u_in, output_tokens=u_out, cache_read_tokens=u_read, cache_write_tokens=u_write,
-            cache_write_5m_tokens=u_5m if split[i] else None, cache_write_1h_tokens=u_1h if split[i] else None,
-            cache_in_input=_ANTHROPIC.cache_in_input, reasoning_in_output=_ANTHROPIC.reasoning_in_output,
-            cache_write_slice=_ANTHROPIC.cache_write_slice, extra=extra,
-            problems=_problems(int(bad[i])) if bad[i] else (),
+            cache_write_5m_tokens=u_5m if has_split else None, cache_write_1h_tokens=u_1h if has_split else None,
+            cache_in_input=rule.cache_in_input, reasoning_in_output=rule.reasoning_in_output,
+            cache_write_slice=rule.cache_write_slice, extra=extra, problems=_problems(flags) if flags else (),
         ))
     return out
 
