@@ -46,13 +46,24 @@ class Group:
         self.size: int = raw[count]
         self.starts = {span: np.frombuffer(memoryview(raw[f"{span[:-1]}_starts"]), np.int64)
                        for span in ("rows", *_SPANS) if f"{span[:-1]}_starts" in raw}
+        self._bounds = {span: starts.tolist() for span, starts in self.starts.items()}  # as Python ints
         self._plain, self._fixed = plain, fixed
         self._arrays: dict[str, pa.Array] = {}
         self._kept_parts: dict[str, list[pa.Array]] = {}
+        self._spans: dict[str, str] = {}
 
     def span(self, key: str) -> str:
         """Which rows column ``key`` has: the inputs' ``rows``, their ``events`` or their ``pairs``."""
-        return next((span for span, prefix in _SPANS.items() if key.startswith(prefix)), "rows")
+        found = self._spans.get(key)
+        if found is None:
+            found = self._spans[key] = next((span for span, prefix in _SPANS.items() if key.startswith(prefix)),
+                                            "rows")
+        return found
+
+    def range(self, span: str, i: int) -> tuple[int, int]:
+        """Where input ``i``'s rows of ``span`` are among the group's: ``(start, end)``."""
+        bounds = self._bounds[span]
+        return bounds[i], bounds[i + 1]
 
     def joined(self, key: str) -> pa.Array:
         """Every input's values of the joined column ``key``, one after the other."""
@@ -87,10 +98,12 @@ class Group:
 
     def column(self, key: str, i: int) -> pa.Array:
         """Input ``i``'s values of column ``key``: a slice of the joined column, or its part."""
-        if isinstance(self.raw[key], list):
-            return self._parts(key)[i]
-        starts = self.starts[self.span(key)]
-        a, b = int(starts[i]), int(starts[i + 1])
+        parts = self._kept_parts.get(key)
+        if parts is None and isinstance(self.raw[key], list):
+            parts = self._parts(key)
+        if parts is not None:
+            return parts[i]
+        a, b = self.range(self.span(key), i)
         return self.joined(key).slice(a, b - a)
 
     def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:

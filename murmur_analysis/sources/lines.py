@@ -177,8 +177,7 @@ def _group_rows(paths: Sequence[Path], raw: dict[str, Any], ints: list[str], str
                    event_starts)
     out = []
     for i, path in enumerate(paths):
-        a, b = int(row_starts[i]), int(row_starts[i + 1])
-        e, f = int(event_starts[i]), int(event_starts[i + 1])
+        (a, b), (e, f) = group.range("rows", i), group.range("events", i)
         out.append(LineRows(
             path=path, table=table.slice(a, b - a), kinds=kinds.slice(a, b - a), events=events.slice(e, f - e),
             lines=raw["lines"][i], end=raw["end"][i], size=raw["size"][i], reported=tuple(raw["diagnostics"][i]),

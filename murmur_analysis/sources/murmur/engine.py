@@ -69,8 +69,7 @@ class RecordScan:
     line_shift: int = 0
 
     def _range(self, span: str) -> tuple[int, int]:
-        starts = self.group.starts[span]
-        return int(starts[self.index]), int(starts[self.index + 1])
+        return self.group.range(span, self.index)
 
     def _count(self, span: str) -> int:
         a, b = self._range(span)
