@@ -89,3 +89,22 @@ def test_ctrl_c_during_a_load_exits_130_without_a_traceback(tmp_path: Path) -> N
     _quiet(said)
     assert proc.returncode == EXIT_INTERRUPTED, said
     assert said.rstrip().endswith("murmur-analysis: interrupted") and out == b""  # stopped before any output
+
+
+@pytest.mark.parametrize("run_as", [["-m", "probe"], ["probe.py"]])
+def test_ctrl_c_inside_code_made_from_a_string_still_exits_130(tmp_path: Path, run_as: list[str]) -> None:
+    """A Ctrl-C that lands while a dataclass or named tuple is being made (``exec`` of a string,
+    say during a lazy import) leaves CPython's mark of an unhandled interrupt: the command clears
+    it once handled, else ``python -m`` would die by SIGINT (status -2) instead of exiting 130."""
+    (tmp_path / "probe.py").write_text(
+        "import sys\n"
+        "from murmur_analysis.ui import cli\n"
+        "def interrupted(argv):\n"
+        "    exec('raise KeyboardInterrupt')\n"
+        "cli._run = interrupted\n"
+        "if __name__ == '__main__':\n"
+        "    sys.exit(cli.main([]))\n")
+    done = subprocess.run([sys.executable, *run_as], cwd=tmp_path, capture_output=True, text=True, env=_env(),
+                          timeout=120)
+    _quiet(done.stderr)
+    assert (done.returncode, done.stderr) == (EXIT_INTERRUPTED, "murmur-analysis: interrupted\n")

@@ -549,12 +549,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             sys.stdout.flush()  # a reader gone away shows here, while it can still be handled
     except KeyboardInterrupt:
+        _interrupt_handled()
         with contextlib.suppress(OSError):
             print("murmur-analysis: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
+
+
+def _interrupt_handled() -> None:
+    """Clear CPython's mark of a Ctrl-C nobody handled: this one was, and the exit status says so.
+
+    CPython marks a ``KeyboardInterrupt`` that ends code it runs from a string (``exec`` of a
+    string, as every dataclass and named tuple is made while a module is imported), whoever
+    catches it later. Run as ``python -m``, a process so marked kills itself with SIGINT at exit
+    instead of exiting with the status it was given. Running code from a string again clears
+    the mark (CPython resets it before every such run).
+    """
+    exec("pass", {})  # a constant, run for its effect on the mark
 
 
 def console() -> NoReturn:
