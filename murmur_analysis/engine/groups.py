@@ -17,9 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["Group"]
+__all__ = ["EVENT_FIXED", "EVENT_PLAIN", "Group"]
 
 _STR = pa.string()
+_I64 = pa.int64()
+#: The tool event columns every format hands over (``event_columns`` in ``native/src/lib.rs``):
+#: those without nulls, and the nullable ones of fixed width (``ev_id`` and ``ev_name`` are strings).
+EVENT_PLAIN: dict[str, pa.DataType] = {"ev_row": _I64, "ev_call": pa.uint8()}
+EVENT_FIXED: dict[str, pa.DataType] = {"ev_error": _I64, "ev_chars": _I64, "ev_bytes": _I64}
 #: The spans a group may give starts for, and the prefix of the columns of each (the rest: ``rows``).
 _SPANS = {"events": "ev_", "pairs": "pair_"}
 

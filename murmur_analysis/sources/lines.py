@@ -38,7 +38,7 @@ import pyarrow as pa
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular, settled
 from ..core.wire import BlockRules, Dialect, block_rules
-from ..engine.groups import Group
+from ..engine.groups import EVENT_FIXED, EVENT_PLAIN, Group
 
 __all__ = ["BLOCK_DIALECTS", "EVENTS", "Joined", "LineRows", "columns_of", "file_bytes", "joined", "line_report",
            "one_array", "report", "scan_lines"]
@@ -159,14 +159,14 @@ def joined(rows: Sequence[LineRows]) -> Joined:
 
 
 #: The engine's columns of a line-delimited scan that have no nulls, and their types.
-_PLAIN = {"line": _I64, "ev_row": _I64, "ev_call": pa.uint8(), "ev_kind": pa.uint8()}
+_PLAIN = {"line": _I64, **EVENT_PLAIN, "ev_kind": pa.uint8()}
 _EVENT_KEYS = ["ev_row", "ev_call", "ev_kind", "ev_id", "ev_name", "ev_error", "ev_chars", "ev_bytes",
                "ev_input_text", "ev_result_text"]
 
 
 def _group_rows(paths: Sequence[Path], raw: dict[str, Any], ints: list[str], strs: list[str]) -> list[LineRows]:
     """The files of one group the engine joined, each a :class:`LineRows` of slices of the group's columns."""
-    group = Group(raw, "files", _PLAIN, dict.fromkeys([*ints, "ev_error", "ev_chars", "ev_bytes"], _I64))
+    group = Group(raw, "files", _PLAIN, {**dict.fromkeys(ints, _I64), **EVENT_FIXED})
     names = ["line", *ints, *strs]
     table = pa.table([group.whole(k) for k in names], names=names)
     events = pa.table([group.whole(k) for k in _EVENT_KEYS], names=EVENTS.names).cast(EVENTS)

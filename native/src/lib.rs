@@ -385,6 +385,17 @@ fn record_columns(mut r: lines::Rows) -> (Named, Left) {
         ("kinds", Col::Values(take(&mut r.kinds))),
         ("text", text),
         ("reasoning_text", reasoning),
+        ("ev_text_at", Col::I64(walked.text_at)),
+    ].map(|(k, col)| (k.to_owned(), col)));
+    out.extend(event_columns(&mut r));
+    (out, left)
+}
+
+/// The tool event columns every format hands over (`ev_row`, `ev_call`, `ev_id`, `ev_name`,
+/// `ev_error`, `ev_chars`, `ev_bytes`), moved out of `r`.
+fn event_columns(r: &mut lines::Rows) -> Named {
+    use std::mem::take;
+    [
         ("ev_row", Col::I64(take(&mut r.ev_row))),
         ("ev_call", Col::U8(take(&mut r.ev_call))),
         ("ev_id", Col::Strs(take(&mut r.ev_id))),
@@ -392,9 +403,10 @@ fn record_columns(mut r: lines::Rows) -> (Named, Left) {
         ("ev_error", Col::Ints(take(&mut r.ev_error))),
         ("ev_chars", Col::Ints(take(&mut r.ev_chars))),
         ("ev_bytes", Col::Ints(take(&mut r.ev_bytes))),
-        ("ev_text_at", Col::I64(walked.text_at)),
-    ].map(|(k, col)| (k.to_owned(), col)));
-    (out, left)
+    ]
+    .into_iter()
+    .map(|(k, col)| (k.to_owned(), col))
+    .collect()
 }
 
 /// Pairing rows as the PAIRED columns, each named `prefix` + its name: the one conversion of
@@ -556,17 +568,11 @@ fn file_columns(format: &dyn lines::Format, mut r: lines::Rows) -> (Named, FileL
     out.extend([
         ("kinds_offsets", Col::Offsets(take(&mut r.kinds_offsets))),
         ("kinds", Col::Values(take(&mut r.kinds))),
-        ("ev_row", Col::I64(take(&mut r.ev_row))),
-        ("ev_call", Col::U8(take(&mut r.ev_call))),
         ("ev_kind", Col::U8(take(&mut r.ev_kind))),
-        ("ev_id", Col::Strs(take(&mut r.ev_id))),
-        ("ev_name", Col::Strs(take(&mut r.ev_name))),
-        ("ev_error", Col::Ints(take(&mut r.ev_error))),
-        ("ev_chars", Col::Ints(take(&mut r.ev_chars))),
-        ("ev_bytes", Col::Ints(take(&mut r.ev_bytes))),
         ("ev_input_text", Col::Strs(take(&mut r.ev_input_text))),
         ("ev_result_text", Col::Strs(take(&mut r.ev_result_text))),
     ].map(|(k, col)| (k.to_owned(), col)));
+    out.extend(event_columns(&mut r));
     (out, left)
 }
 
@@ -638,8 +644,8 @@ fn scan_lines(
 }
 
 /// scan_data(format, datas, text, first_lines=None, rules=None) -> list[dict]: like
-/// `scan_lines` (groups of the datas' columns), of whole lines already in memory (a decompressed file, a range of a file), each
-/// numbered from its `first_lines` entry (default 1).
+/// `scan_lines` (groups of the datas' columns), of whole lines already in memory (a
+/// decompressed file, a range of a file), each numbered from its `first_lines` entry (default 1).
 #[pyfunction(first_lines = "None", rules = "None")]
 #[pyo3(text_signature = "(format, datas, text, first_lines=None, rules=None)")]
 fn scan_data(

@@ -228,7 +228,7 @@ class ClaudeCodeSource(Source):
                 and all(e == first for e in epochs)):
             return fresh
         grown: list[Grown] = []
-        same: list[int] = []
+        same: list[tuple[int, Earlier]] = []
         for i, (f, k) in enumerate(zip(files, known, strict=True)):
             assert k is not None
             verdict = _verdict(k, f.path, self._identities.get(str(f.path)))
@@ -237,14 +237,12 @@ class ClaudeCodeSource(Source):
             elif verdict != "same":
                 return fresh
             else:
-                same.append(i)
+                same.append((i, k))
         if not grown:
             return first
         kept: dict[int, Kept] = {}
-        for i in same:  # what each unchanged file's last read kept, read only now that a file grew
-            k = known[i]
-            point = k.point if k is not None else None
-            if point is not None and (held := Kept.from_doc(point.carry.get("kept"))) is not None:
+        for i, k in same:  # what each unchanged file's last read kept, read only now that a file grew
+            if k.point is not None and (held := Kept.from_doc(k.point.carry.get("kept"))) is not None:
                 kept[i] = held
         scanned = [i for i in range(len(files)) if i not in kept]  # the grown, and any whose last read kept nothing
         lean = scan_lines(FORMAT, [files[i].path for i in scanned], text=False)

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents
-from ...engine.groups import Group
+from ...engine.groups import EVENT_FIXED, EVENT_PLAIN, Group
 
 if TYPE_CHECKING:
     from ...engine._native import PairState, ScannedGroup
@@ -32,12 +32,10 @@ _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 #: Columns without nulls, and their types.
-_PLAIN = {"line": _I64, "n_blocks": pa.int32(), "text_chars": _I64, "ev_row": _I64, "ev_call": pa.uint8(),
-          "ev_text_at": _I64}
+_PLAIN = {"line": _I64, "n_blocks": pa.int32(), "text_chars": _I64, **EVENT_PLAIN, "ev_text_at": _I64}
 #: Nullable columns of fixed width (a validity bitmap and values), and their types; the rest are strings.
-_FIXED = {"created_ms": _I64, "created_us": _TIMESTAMP, "ev_error": _I64, "ev_chars": _I64, "ev_bytes": _I64,
-          "pair_called_seq": _I64, "pair_result_seq": _I64, "pair_is_error": pa.bool_(), "pair_result_chars": _I64,
-          "pair_input_bytes": _I64}
+_FIXED = {"created_ms": _I64, "created_us": _TIMESTAMP, **EVENT_FIXED, "pair_called_seq": _I64,
+          "pair_result_seq": _I64, "pair_is_error": pa.bool_(), "pair_result_chars": _I64, "pair_input_bytes": _I64}
 _PAIRED_KEYS = [f"pair_{name}" for name in PAIRED.names]
 
 
