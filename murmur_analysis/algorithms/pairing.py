@@ -250,9 +250,15 @@ class MessageRuns:
         return self.index
 
     def of_sides(self, sides: pa.Array) -> np.ndarray:
-        """The message index of each of the next entries, given their sides (a string column)."""
-        step = self.next
-        return np.fromiter((step(side) for side in sides.to_pylist()), dtype=np.int64, count=len(sides))
+        """The message index of each of the next entries, given their sides (a string column, no nulls).
+
+        The engine's walk of the rule (``message_runs``) over the column, going on from this state.
+        """
+        values = sides.to_pylist()
+        index = np.array(_native.message_runs(values, self.index, self.side), np.int64)
+        if values:
+            self.index, self.side = int(index[-1]), values[-1]
+        return index
 
 
 #: The pairing columns of :meth:`Pairer.finish_columns` (the :class:`ToolCall` fields).

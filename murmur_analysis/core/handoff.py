@@ -265,6 +265,23 @@ class EntryColumns:
     def __len__(self) -> int:
         return len(self.position)
 
+    def usage_filled(self) -> list[Usage] | None:
+        """Each entry's usage, a usage of no counters where an entry has none (``None``: no entry has any).
+
+        Made once per chunk and kept on it, so the token columns each take their field of one
+        list (in C), and it goes when the chunk goes.
+        """
+        if self.usage is None:
+            return None
+        found: list[Usage] | None = self.__dict__.get("_usage_filled")
+        if found is None:
+            found = self.__dict__["_usage_filled"] = [u or _NO_USAGE for u in self.usage]
+        return found
+
+
+#: The usage of an entry with none, where a column needs one for every entry.
+_NO_USAGE = Usage()
+
 
 def repeated(value: str, n: int) -> pa.Array:
     """A string column holding ``value`` ``n`` times, built from buffers (no Python list)."""

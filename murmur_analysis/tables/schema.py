@@ -34,7 +34,6 @@ from typing_extensions import TypeVar
 from ..core.diagnostics import Diagnostic
 from ..core.files import display, raw_name
 from ..core.handoff import EntryColumns, GrowthRow, OrphanRow, StepRow, UsageRow
-from ..core.model import Usage
 from .rows import CallColumns, ConversationRow
 
 __all__ = ["SCHEMA_VERSION", "SOURCE_TABLES", "TABLES", "Column", "built_schema", "declared", "markdown", "schema"]
@@ -91,38 +90,13 @@ def _tokens(value: Callable[[str], Callable[[_In], object]]) -> tuple[Column[_In
     ))
 
 
-class _EntryUsages:
-    """The usage of a chunk's entries with a usage of no counters where an entry has none.
-
-    The last chunk's is kept, so the token columns of one chunk read its usage list once and
-    each takes its field in C (``map`` of an ``attrgetter``). The pair is replaced as one
-    value, so threads building tables at once never take another chunk's. What it keeps is
-    one chunk's usage objects at most (a batch of messages), until the next chunk's.
-    """
-
-    def __init__(self) -> None:
-        self._last: tuple[Sequence[Usage | None] | None, list[Usage]] = (None, [])
-
-    def filled(self, usage: Sequence[Usage | None]) -> list[Usage]:
-        """``usage``, each ``None`` a usage of no counters."""
-        of, filled = self._last
-        if of is not usage:
-            filled = [u or _NO_USAGE for u in usage]
-            self._last = (usage, filled)
-        return filled
-
-
-_NO_USAGE = Usage()
-_ENTRY_USAGES = _EntryUsages()
-
-
 def _entry_usage(name: str) -> Callable[[EntryColumns], Sequence[int | None] | None]:
     """The ``Usage`` field ``name`` of each entry of a chunk (null where an entry has no usage)."""
     get = attrgetter(name)
 
     def value(chunk: EntryColumns) -> Sequence[int | None] | None:
-        usage = chunk.usage
-        return None if usage is None else list(map(get, _ENTRY_USAGES.filled(usage)))
+        usage = chunk.usage_filled()
+        return None if usage is None else list(map(get, usage))
     return value
 
 
