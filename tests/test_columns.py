@@ -111,3 +111,36 @@ def test_the_table_builder_keeps_rows_in_the_order_given_however_they_are_given(
     table = builder.finish()
     assert table.schema == schema.schema("orphans")
     assert table.to_pylist() == expected
+
+
+def test_a_chunks_token_columns_read_its_usage_with_none_as_no_counters_and_keep_nothing_past_it() -> None:
+    import sys
+    from dataclasses import replace
+
+    from murmur_analysis.core.handoff import ToolEvents
+    from murmur_analysis.core.model import Usage
+
+    def chunk(usage: list[Usage | None] | None) -> EntryColumns:
+        n = 3
+        ints, strs = pa.array([0, 1, 2], pa.int64()), pa.array(["a", "b", "c"])
+        return EntryColumns(position=ints, id=strs, side=pa.array(["user", "assistant", "assistant"]), origin=strs,
+                            model=strs, created_at=pa.nulls(n, pa.timestamp("us", "UTC")),
+                            n_blocks=pa.array([1] * n, pa.int32()), text_chars=ints, status=strs, error=strs,
+                            source_id=strs, block_kinds=pa.array([["text"]] * n, pa.list_(pa.string())), text=strs,
+                            reasoning_text=strs, usage=usage, events=ToolEvents())
+
+    spent = Usage.normalize(input_tokens=5, output_tokens=7, cache_in_input=False, reasoning_in_output=False)
+    alone = sys.getrefcount(spent)
+    c = chunk([None, spent, None])
+    builder = TableBuilder("messages")
+    builder.add_columns(c, 3, {"source": "s", "conversation_id": "c"})
+    table = builder.finish()
+    assert table.column("output_tokens").to_pylist() == [None, 7, None]
+    assert table.column("input_tokens").to_pylist() == [None, 5, None]
+    filled = c.usage_filled()
+    assert filled is c.usage_filled() and filled is not None and filled[1] is spent and filled[0] == Usage()
+    assert replace(c).usage_filled() is not filled  # a copy makes its own
+    assert chunk(None).usage_filled() is None
+    # once the chunk goes, nothing the build made holds its usage
+    del c, filled
+    assert sys.getrefcount(spent) == alone
