@@ -120,3 +120,62 @@ def test_a_scans_texts_reach_the_pairing_rows_in_place(tmp_path: Path) -> None:
     calls_table = ma.load(tmp_path, source="claude_code").tables["tool_calls"]
     assert calls_table.column("input").to_pylist() == paired.column("input_text").to_pylist()
     assert calls_table.column("result_text").to_pylist() == ["out 1", "out 2", "out 3"]
+
+
+_conversation = st.lists(st.tuples(st.booleans(), st.sampled_from(["a", "b", "c"])), max_size=8)
+
+
+def _walks(conversations: list[list[tuple[bool, str]]], shared: str) -> list[Pairer]:
+    """A walk per conversation, fed its events; texts as each one's slice of one array per side (``one``), as
+    lists (``lists``), or the calls' so and the results' an array of each conversation's own (``mixed``, as
+    a load's texts past a size stay each file's)."""
+    flat = [(k, i, call, cid) for k, events in enumerate(conversations) for i, (call, cid) in enumerate(events)]
+    inputs = pa.array([f"in {k}.{i}" if call else None for k, i, call, _ in flat], pa.string())
+    results = pa.array([None if call else f"out {k}.{i}" for k, i, call, _ in flat], pa.string())
+    walks, at = [], 0
+    for events in conversations:
+        n = len(events)
+        calls = [call for call, _ in events]
+        if shared != "lists":
+            texts: list[str | None] | pa.Array = inputs.slice(at, n)
+            result_texts: pa.Array | None = results.slice(at, n)
+            if shared == "mixed":
+                result_texts = pa.array(result_texts.to_pylist(), pa.string())
+        else:
+            texts = [a if c else b for a, b, c in zip(inputs.slice(at, n).to_pylist(),
+                                                      results.slice(at, n).to_pylist(), calls, strict=True)]
+            result_texts = None
+        walk = Pairer(keep_inputs=False)
+        walk.feed_columns(list(range(n)), list(range(n)), ToolEvents(
+            row=list(range(n)), call=calls, kind=["client"] * n, call_id=[cid for _, cid in events],
+            name=["Bash" if c else None for c in calls], is_error=[None if c else False for c in calls],
+            chars=[None if c else 3 for c in calls], input_bytes=[2 if c else None for c in calls],
+            texts=texts, result_texts=result_texts))
+        walks.append(walk)
+        at += n
+    return walks
+
+
+@given(st.lists(_conversation, max_size=5), st.sampled_from(["one", "lists", "mixed"]))
+def test_walks_paired_together_pair_as_each_alone(conversations: list[list[tuple[bool, str]]], shared: str) -> None:
+    alone = [w.pairing() for w in _walks(conversations, shared)]
+    walks = _walks(conversations, shared)
+    together = Pairer.pairings(walks)
+    assert len(together) == len(alone)
+    for one, other, walk in zip(together, alone, walks, strict=True):
+        one.rows.validate(full=True)
+        assert one.rows.to_pylist() == other.rows.to_pylist()
+        assert (one.made, one.errors, one.dropped) == (other.made, other.errors, other.dropped)
+        assert walk.exact and walk.answered == []
+
+
+def test_walks_paired_together_view_their_load_s_texts_where_they_lie() -> None:
+    conversations = [[(True, "a"), (False, "a")], [], [(True, "b"), (True, "c"), (False, "c"), (False, "b")]]
+    walks = _walks(conversations, "one")
+    parent = walks[0]._texts.side(False)[0]  # the calls' side: the first conversation's slice of the one array
+    rows = [p.rows for p in Pairer.pairings(walks)]
+    assert [r.column("input_text").to_pylist() for r in rows] == [["in 0.0"], [], ["in 2.0", "in 2.1"]]
+    assert [r.column("result_text").to_pylist() for r in rows] == [["out 0.1"], [], ["out 2.3", "out 2.2"]]
+    # every conversation's call rows view the one array's bytes; the results answered out of order are copied
+    assert {r.column("input_text").buffers()[2].address for r in rows if r.num_rows} == {
+        parent.buffers()[2].address}

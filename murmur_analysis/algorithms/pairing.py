@@ -314,6 +314,11 @@ class _Texts:
             self._results.append(loose)
             self._loose = []
 
+    def side(self, results: bool) -> list[pa.Array]:
+        """The pieces of texts kept of the results' side or the calls'."""
+        self._settle()
+        return self._results if results else self._inputs
+
     def at(self, index: pa.Array | np.ndarray, results: bool) -> pa.Array:
         """The texts at ``index`` (null where it is null, or -1 in NumPy), of the results' side or the calls'."""
         self._settle()
@@ -323,6 +328,31 @@ class _Texts:
         if not pieces:
             return pa.nulls(len(index), pa.string())
         return pa.chunked_array(pieces, pa.string()).take(_arrow_index(index)).combine_chunks()
+
+
+def _texts_at(walks: Sequence[Pairer], starts: Sequence[int], index: np.ndarray,
+              results: bool) -> pa.Array | list[pa.Array]:
+    """The texts of every walk's rows (``starts``: where each walk's begin), ``index`` each walk's own (-1: none).
+
+    One array when every walk's texts of this side are one piece of one array (or there is one
+    walk), else each walk's own texts (a list, one array per walk).
+    """
+    if len(walks) == 1:
+        return walks[0]._texts.at(index, results)
+    pieces = [w._texts.side(results) for w in walks]
+    held = [p[0] for p in pieces if p]
+    if not (held and all(len(p) <= 1 for p in pieces) and len({_addresses(p) for p in held}) == 1):
+        return [w._texts.at(index[a:b], results) for w, a, b in zip(walks, starts[:-1], starts[1:], strict=True)]
+    base = min(p.offset for p in held)
+    shift = np.repeat([p[0].offset - base if p else 0 for p in pieces], np.diff(starts))
+    whole = pa.Array.from_buffers(pa.string(), max(p.offset + len(p) for p in held) - base, held[0].buffers(),
+                                  offset=base)
+    return viewed(whole, np.where(index >= 0, index + shift, -1))
+
+
+def _addresses(texts: pa.Array) -> tuple[int | None, ...]:
+    """Which buffers an array views."""
+    return tuple(None if b is None else b.address for b in texts.buffers())
 
 
 def _bits(bitmap: pa.Buffer, offset: int, n: int) -> np.ndarray:
@@ -524,20 +554,41 @@ class Pairer:
 
         The columns come from the engine as Arrow buffers, with no Python object per row.
         """
-        done = self._walk.finish_arrow()
-        self._summary = PairSummary(*done["summary"])
-        self.answered, self.exact = done["answered"], done["exact"]
-        n = done["rows"]
-        columns = []
+        (one,) = Pairer.pairings([self])
+        return one
+
+    @staticmethod
+    def pairings(walks: Sequence[Pairer]) -> list[Pairing]:
+        """:meth:`pairing` of every walk, made at once: their rows one set of columns, each walk's a slice.
+
+        Each walk's texts are taken as its own are; where every walk's of a side are one piece
+        of one array (each conversation's slice of a load's column), they are taken once from
+        that array, so that rows picking them in order view them where they lie.
+        """
+        if not walks:
+            return []
+        done = _native.Pairer.finish_arrow_many([w._walk for w in walks])
+        starts: list[int] = done["row_starts"]
+        for w, summary, answered, exact in zip(walks, done["summary"], done["answered"], done["exact"], strict=True):
+            w._summary = PairSummary(*summary)
+            w.answered, w.exact = answered, exact
+        n = starts[-1]
+        columns: list[pa.Array | list[pa.Array]] = []
         for f in PAIRED:
             if f.name in ("input_text", "result_text"):  # the texts' indexes, taken from the texts kept
                 validity, values = (np.frombuffer(b, np.uint8) for b in done[f.name])
                 index = np.frombuffer(values, np.int64, n) if n else np.zeros(0, np.int64)
                 index = np.where(np.unpackbits(validity, bitorder="little")[:n].astype(bool), index, -1)
-                columns.append(self._texts.at(index, f.name == "result_text"))
+                columns.append(_texts_at(walks, starts, index, f.name == "result_text"))
             else:
                 columns.append(pa.Array.from_buffers(f.type, n, [pa.py_buffer(b) for b in done[f.name]]))
-        return Pairing(pa.RecordBatch.from_arrays(columns, schema=PAIRED), *self.summary())
+        spans = list(zip(walks, starts[:-1], starts[1:], strict=True))
+        if all(isinstance(c, pa.Array) for c in columns):
+            rows = pa.RecordBatch.from_arrays(columns, schema=PAIRED)
+            return [Pairing(rows.slice(a, b - a) if len(walks) > 1 else rows, *w.summary()) for w, a, b in spans]
+        return [Pairing(pa.RecordBatch.from_arrays(
+            [c[k] if isinstance(c, list) else c.slice(a, b - a) for c in columns], schema=PAIRED), *w.summary())
+            for k, (w, a, b) in enumerate(spans)]
 
     def save(self) -> _native.PairState:
         """After :meth:`finish_columns`: what a walk of the entries after these needs (``state=``).

@@ -975,25 +975,25 @@ impl PyPairer {
     /// `kind`, `called_seq`, `result_seq`, `status`, `is_error`, `result_chars`, `input_bytes`,
     /// and `input_text`, `result_text` as the texts' indexes) as Arrow buffers (no Python object
     /// per row), the number of `rows`, and `summary`, `answered` and `exact`.
-    fn finish_arrow(&mut self, py: Python<'_>) -> PyResult<PyObject> {
-        self.live()?;
-        self.inner.finish();
-        let summary = self.inner.summary();
-        let (own, answers) = (&self.inner.rows, &self.inner.answers);
-        let d = PyDict::new(py);
-        // the rows, then one row per result answering a call of the rows before a resumed walk
-        let all = || (0..own.len()).map(move |i| (own, i)).chain((0..answers.len()).map(move |i| (answers, i)));
-        let (mut input_text, mut result_text) = (Ints::default(), Ints::default());
-        for (rows, i) in all() {
-            input_text.push(rows.input_text[i]);
-            result_text.push(rows.result_text[i]);
-        }
-        columns_into(py, d, paired_columns("", all(), Col::Ints(input_text), Col::Ints(result_text)))?;
-        d.set_item("rows", own.len() + answers.len())?;
+    fn finish_arrow(slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<PyObject> {
+        let d = finish_walks(py, vec![slf])?;
+        let first = |key: &str| -> PyResult<PyObject> {
+            Ok(d.get_item(key).expect("set").downcast::<PyList>()?.get_item(0)?.into_py(py))
+        };
+        let (summary, answered, exact) = (first("summary")?, first("answered")?, first("exact")?);
+        d.set_item("rows", d.get_item("row_starts").expect("set").downcast::<PyList>()?.get_item(1)?)?;
         d.set_item("summary", summary)?;
-        d.set_item("answered", &self.inner.answered)?;
-        d.set_item("exact", self.inner.exact())?;
+        d.set_item("answered", answered)?;
+        d.set_item("exact", exact)?;
         Ok(d.into_py(py))
+    }
+
+    /// finish_arrow_many(walks) -> dict: `finish_arrow` of every walk at once, their rows one
+    /// after the other in one set of PAIRED columns (`row_starts`: where each walk's begin, and
+    /// the end), and per walk its `summary`, `answered` and `exact` (lists).
+    #[staticmethod]
+    fn finish_arrow_many(py: Python<'_>, walks: Vec<PyRefMut<'_, Self>>) -> PyResult<PyObject> {
+        Ok(finish_walks(py, walks)?.into_py(py))
     }
 
     /// save(index, side) -> PairState: after `finish`, what a walk of the entries after these
@@ -1007,6 +1007,34 @@ impl PyPairer {
         self.saved = true;
         Ok(PyPairState { inner: Some(self.inner.save(pair::MessageRuns { index, side })) })
     }
+}
+
+/// Close every walk's last run; their rows (each walk's own, then its answers) as one set of
+/// PAIRED columns with the texts' indexes, `row_starts`, and per walk `summary`, `answered`, `exact`.
+fn finish_walks<'py>(py: Python<'py>, mut walks: Vec<PyRefMut<'_, PyPairer>>) -> PyResult<&'py PyDict> {
+    for walk in walks.iter_mut() {
+        walk.live()?;
+        walk.inner.finish();
+    }
+    let walks: Vec<&PyPairer> = walks.iter().map(|w| &**w).collect();
+    let all = || {
+        walks.iter().flat_map(|w| {
+            let (own, answers) = (&w.inner.rows, &w.inner.answers);
+            (0..own.len()).map(move |i| (own, i)).chain((0..answers.len()).map(move |i| (answers, i)))
+        })
+    };
+    let (mut input_text, mut result_text) = (Ints::default(), Ints::default());
+    for (rows, i) in all() {
+        input_text.push(rows.input_text[i]);
+        result_text.push(rows.result_text[i]);
+    }
+    let d = PyDict::new(py);
+    columns_into(py, d, paired_columns("", all(), Col::Ints(input_text), Col::Ints(result_text)))?;
+    d.set_item("row_starts", starts_of(walks.iter().map(|w| w.inner.rows.len() + w.inner.answers.len())))?;
+    d.set_item("summary", walks.iter().map(|w| w.inner.summary()).collect::<Vec<_>>())?;
+    d.set_item("answered", walks.iter().map(|w| w.inner.answered.clone()).collect::<Vec<_>>())?;
+    d.set_item("exact", walks.iter().map(|w| w.inner.exact()).collect::<Vec<_>>())?;
+    Ok(d)
 }
 
 #[pymodule]

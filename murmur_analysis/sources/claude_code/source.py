@@ -404,6 +404,9 @@ class ClaudeCodeSource(Source):
                 a, b = messages.span(i)
                 self._held[(str(f.path), str(root))] = _Held(f, self._identities.get(str(f.path)), cid, b - a,
                                                 tuple(usage_rows[i]), usages[i], parent, call)
+        every = [parts.of(i, usages[i]) for i in range(len(files))]
+        walks = [walked(columns, before) for columns in every]
+        pairings = Pairer.pairings(walks)  # every file's at once
         for i, f in enumerate(files):
             cid, parent, call = named[i]
             # reported as its conversation is handed over, so that the rows are its own (kept with its rows)
@@ -411,10 +414,7 @@ class ClaudeCodeSource(Source):
             for line in odd.get(i, ()):
                 diagnostics.report(f.path, "not_a_message", "its message is not a JSON object; read as a message with "
                                                             "no content", line)
-            own = usages[i]
-            columns = parts.of(i, own)
-            walk = walked(columns, before)
-            paired = walk.pairing()
+            own, columns, walk, paired = usages[i], every[i], walks[i], pairings[i]
             a, b = messages.span(i)
             held: Kept | None = Kept.of(rows[i].table)
             if before is not None:  # the file's keys are all of its lines': the earlier ones' too, or none kept

@@ -316,11 +316,15 @@ class CodexSource(AppendOnlyLines, Source):
         found = [Diagnostics(self.name) for _ in rollouts]
         strips = [self._strip(r, p, d) for r, p, d in zip(rollouts, parents, found, strict=True)]
         decoded = decode([r.rows for r in rollouts], [r.ident for r in rollouts], [s.end for s in strips], text, found)
-        return [(self._conversation(r, p, s, d, with_entries), f)
-                for r, p, s, d, f in zip(rollouts, parents, strips, decoded, found, strict=True)]
+        # The pairing walks run here, not in the frame builder: their states are where a read on goes on from.
+        walks = [walked(d.columns, None) for d in decoded]
+        paired = Pairer.pairings(walks)  # every rollout's at once
+        return [(self._conversation(r, p, s, d, w, pairing, with_entries), f)
+                for r, p, s, d, w, pairing, f in zip(rollouts, parents, strips, decoded, walks, paired, found,
+                                                      strict=True)]
 
-    def _conversation(self, r: _Rollout, parent: _Rollout | None, strip: Strip, decoded: Decoded,
-                      with_entries: bool) -> Conversation:
+    def _conversation(self, r: _Rollout, parent: _Rollout | None, strip: Strip, decoded: Decoded, walk: Pairer,
+                      paired: Pairing, with_entries: bool) -> Conversation:
         cols = decoded.columns
         found: list[Entry] = []
         if with_entries and len(cols):  # a handle pages and assembles the entries' blocks
@@ -329,9 +333,6 @@ class CodexSource(AppendOnlyLines, Source):
         path = str(r.found.path)
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
-        # The pairing walk runs here, not in the frame builder: its state is where a read on goes on from.
-        walk = walked(decoded.columns, None)
-        paired = walk.pairing()
         # a fork is read on once its own lines follow the copied prefix (the prefix is then whole)
         copied = r.ident.parent is not None and strip.end >= r.rows.table.num_rows
         plain = not copied and r.rows.error is None and not path.endswith(".zst")
