@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import numpy as np
 import pytest
 from test_export import _ordered, assert_same
 
@@ -263,3 +264,24 @@ def test_what_is_kept_of_a_file_reads_back_or_is_none() -> None:
     for doc in (None, {}, {"keys": 3}, {"keys": "not base64!"}, {"keys": "AAAA"}, {"keys": "", "first": "x"},
                 {"keys": "", "first": True}):
         assert Kept.from_doc(doc) is None
+
+
+def test_what_is_kept_of_every_file_of_a_load_at_once_is_what_each_alone_keeps() -> None:
+    from murmur_analysis.sources.claude_code.readon import Kept
+    from murmur_analysis.sources.claude_code.whole import Whole
+    from murmur_analysis.sources.lines import scan_lines
+
+    paths = sorted(SAMPLE.rglob("*.jsonl"))
+    rows = scan_lines("claude_code", paths, text=False)
+    w = Whole.of(rows)
+    together = Kept.each(w.table, w.starts)
+    assert len(together) == len(paths) > 3
+    for kept, one in zip(together, rows, strict=True):
+        alone = Kept.of(one.table)
+        named = [k for c in ("uuid_key", "msg_key") for k in one.table.column(c).to_pylist() if k is not None]
+        assert kept.keys.tolist() == alone.keys.tolist() == sorted(set(named))
+        assert kept.first == alone.first == min((t for t in one.table.column("ts_us").to_pylist() if t is not None),
+                                                default=None)
+    # a file whose lines name no key and carry no time keeps nothing
+    (empty,) = Kept.each(w.table.slice(0, 0), np.array([0, 0], np.int64))
+    assert empty.keys.tolist() == [] and empty.first is None

@@ -84,9 +84,37 @@ class Kept:
     @classmethod
     def of(cls, table: pa.Table) -> Kept:
         """What is kept of a file's rows (the engine's ``uuid_key``, ``msg_key``, ``ts_us``)."""
-        found = [pc.drop_null(table.column(c)).to_numpy() for c in ("uuid_key", "msg_key")]
-        low = pc.min(table.column("ts_us")).as_py()
-        return cls(np.unique(np.concatenate(found).astype(np.int64)), None if low is None else int(low))
+        (kept,) = cls.each(table, np.array([0, table.num_rows], np.int64))
+        return kept
+
+    @classmethod
+    def each(cls, table: pa.Table, starts: np.ndarray) -> list[Kept]:
+        """What is kept of each file of a load, file ``i``'s rows being ``table``'s ``starts[i]:starts[i + 1]``.
+
+        Every file's keys at once: the (file, key) pairs of the load sorted together and made
+        unique, then cut at the files' bounds.
+        """
+        files = len(starts) - 1
+        owner = np.repeat(np.arange(files, dtype=np.int64), np.diff(starts))
+        owners, keys = [], []
+        for name in ("uuid_key", "msg_key"):
+            column = table.column(name)
+            named = mask(pc.is_valid(column))
+            keys.append(pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64)[named])
+            owners.append(owner[named])
+        owned, key = np.concatenate(owners), np.concatenate(keys)
+        order = np.lexsort((key, owned))
+        owned, key = owned[order], key[order]
+        fresh = np.ones(len(key), bool)
+        fresh[1:] = (key[1:] != key[:-1]) | (owned[1:] != owned[:-1])
+        owned, key = owned[fresh], key[fresh]
+        bounds = np.searchsorted(owned, np.arange(files + 1))
+        ts = table.column("ts_us")
+        timed = mask(pc.is_valid(ts))
+        low = np.full(files, np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(low, owner[timed], pc.fill_null(ts, 0).to_numpy(zero_copy_only=False)[timed])
+        has = np.bincount(owner[timed], minlength=files) > 0
+        return [cls(key[bounds[i]:bounds[i + 1]], int(low[i]) if has[i] else None) for i in range(files)]
 
     def joined(self, other: Kept) -> Kept:
         """This and ``other`` (the lines a file grew by) together."""

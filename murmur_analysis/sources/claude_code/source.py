@@ -407,6 +407,7 @@ class ClaudeCodeSource(Source):
         every = [parts.of(i, usages[i]) for i in range(len(files))]
         walks = [walked(columns, before) for columns in every]
         pairings = Pairer.pairings(walks)  # every file's at once
+        kept = Kept.each(w.table, w.starts)
         for i, f in enumerate(files):
             cid, parent, call = named[i]
             # reported as its conversation is handed over, so that the rows are its own (kept with its rows)
@@ -416,7 +417,7 @@ class ClaudeCodeSource(Source):
                                                             "no content", line)
             own, columns, walk, paired = usages[i], every[i], walks[i], pairings[i]
             a, b = messages.span(i)
-            held: Kept | None = Kept.of(rows[i].table)
+            held: Kept | None = kept[i]
             if before is not None:  # the file's keys are all of its lines': the earlier ones' too, or none kept
                 earlier = Kept.from_doc(before.carry.get("kept"))
                 held = earlier.joined(held) if earlier is not None and held is not None else None
