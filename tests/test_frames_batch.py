@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from murmur_analysis.core.blocks import Text, Thinking, ToolResult, ToolUse
-from murmur_analysis.core.handoff import Conversation, GrowthColumns, GrowthRow, Summary, ToolMeta, UsageRow
+from murmur_analysis.core.handoff import (
+    Conversation,
+    GrowthColumns,
+    GrowthRow,
+    Summary,
+    ToolMeta,
+    UsageColumns,
+    UsageRow,
+)
 from murmur_analysis.core.model import Entry, Usage
 from murmur_analysis.tables import frames
 from murmur_analysis.tables.chunks import PairedChunks, entry_chunks
@@ -39,6 +47,21 @@ entry_specs = st.tuples(
 )
 
 
+def as_columns(rows: tuple[UsageRow, ...]) -> UsageColumns:
+    """Usage rows as the columns a source may hand instead (every field of every row kept)."""
+    def field(name: str, typ: pa.DataType) -> pa.Array:
+        return pa.array([getattr(r, name) for r in rows], typ)
+
+    return UsageColumns([r.usage for r in rows], message_id=field("message_id", pa.string()),
+                        seq=field("seq", pa.int64()), model=field("model", pa.string()),
+                        provider=field("provider", pa.string()),
+                        created_at=field("created_at", pa.timestamp("us", tz="UTC")),
+                        attempt=field("attempt", pa.int32()), sealed=field("sealed", pa.bool_()),
+                        found_in=field("found_in", pa.string()), accounting=field("accounting", pa.string()),
+                        provider_source=field("provider_source", pa.string()),
+                        session_id=field("session_id", pa.string()))
+
+
 @st.composite
 def conversations(draw: st.DrawFn, source: str, cid: str) -> Conversation:
     """One conversation of varied shape: entries or column chunks, a known pairing or a walk, a summary or none."""
@@ -51,11 +74,13 @@ def conversations(draw: st.DrawFn, source: str, cid: str) -> Conversation:
                              usage=usage if side == "assistant" else None))
     text = True  # a columnar source fills its text columns; the builder leaves them null when text is off
     seqs = sorted({e.position for e in entries})
-    usage_rows = None
+    usage_rows: tuple[UsageRow, ...] | UsageColumns | None = None
     if draw(st.booleans()):  # usage the runtime recorded outside the entries, naming some of them
         usage_rows = tuple(UsageRow(Usage(input_total_tokens=draw(st.integers(0, 100)), output_tokens=1), seq=seq,
                                     model="m") for seq in draw(st.lists(st.sampled_from(seqs), max_size=3))
                            ) if seqs else ()
+        if draw(st.booleans()):  # the same as columns, as a source that counts responses as columns hands them
+            usage_rows = as_columns(usage_rows)
     growth: tuple[GrowthRow, ...] | GrowthColumns | None = None
     shape = draw(st.sampled_from(["derived", "compactions", "rows", "columns"]))
     if shape == "compactions" and seqs:
@@ -135,3 +160,42 @@ def test_entries_are_found_by_conversation_and_position_as_a_first_match(
     expected = [None if p is None else first.get((c, p)) for c, p in asked]
     assert index.find(conversations, where).to_pylist() == expected
     assert index.holds(conversations, where).tolist() == [e is not None for e in expected]
+
+
+counters = st.one_of(st.none(), st.integers(0, 2**40))
+usage_rows = st.lists(st.builds(
+    UsageRow,
+    st.builds(Usage.normalize, input_tokens=counters, output_tokens=counters, cache_read_tokens=counters,
+              cache_write_tokens=counters, reasoning_tokens=counters, cache_in_input=st.booleans(),
+              reasoning_in_output=st.booleans(), context_window=counters),
+    message_id=st.one_of(st.none(), st.text(max_size=4)), seq=st.one_of(st.none(), st.integers(-3, 9)),
+    model=st.one_of(st.none(), st.sampled_from(["claude-sonnet-4-5", "gpt-5"])),
+    provider=st.one_of(st.none(), st.just("anthropic")),
+    created_at=st.one_of(st.none(), st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2030, 1, 1),
+                                                 timezones=st.just(UTC))),
+    attempt=st.one_of(st.none(), st.integers(1, 3)), sealed=st.one_of(st.none(), st.booleans()),
+    found_in=st.sampled_from(["entry", "trace", "response"]), accounting=st.sampled_from(["anthropic", "openai"]),
+    provider_source=st.one_of(st.none(), st.just("runtime")), session_id=st.one_of(st.none(), st.just("s1"))),
+    max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(usage_rows, st.booleans()), min_size=1, max_size=4), st.sampled_from([1, 4, 65_536]))
+def test_usage_handed_as_columns_is_the_usage_handed_as_rows(given_usage: list[tuple[list[UsageRow], bool]],
+                                                             batch_rows: int) -> None:
+    def built(columns: list[bool]) -> dict[str, pa.Table]:
+        builder = FrameBuilder()
+        for k, ((rows, _), as_cols) in enumerate(zip(given_usage, columns, strict=True)):
+            usage = as_columns(tuple(rows)) if as_cols else tuple(rows)
+            builder.add(Conversation("s", f"c{k}", [], summary=Summary(usage=usage)))
+        return builder.finish()
+
+    with mock.patch.object(frames, "BATCH_ROWS", batch_rows):  # written together at any count
+        as_rows = built([False] * len(given_usage))
+        mixed = built([as_cols for _, as_cols in given_usage])
+    for name in ("usage", "conversations", "diagnostics"):
+        assert mixed[name].to_pylist() == as_rows[name].to_pylist(), name
+    assert as_rows["usage"].num_rows == sum(len(rows) for rows, _ in given_usage)
+    # the rows a source hands as columns are its rows again
+    for rows, _ in given_usage:
+        assert as_columns(tuple(rows)).rows() == rows

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
@@ -58,6 +59,8 @@ __all__ = [
     "ToolEvents",
     "ToolKind",
     "ToolMeta",
+    "UsageColumns",
+    "UsageCounters",
     "UsageRow",
     "repeated",
 ]
@@ -94,6 +97,106 @@ class UsageRow:
     accounting: Family | None = None
     provider_source: ProviderSource | None = None
     session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCounters:
+    """The counters of usage rows given as columns: each :class:`Usage` field read as a list (``None``: not reported).
+
+    What a ``usage`` column declared by its row's counter (``usage.<field>``) reads from
+    :class:`UsageColumns`.
+    """
+
+    usages: Sequence[Usage]
+
+    def __getattr__(self, name: str) -> list[object]:
+        if name.startswith("_") or name not in _USAGE_FIELDS:
+            raise AttributeError(name)
+        return list(map(attrgetter(name), self.usages))
+
+
+_USAGE_FIELDS = frozenset(Usage.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageColumns:
+    """Usage rows as columns: :class:`UsageRow`'s fields, one Arrow array each, and each row's :class:`Usage`.
+
+    What a source that counts responses as columns hands over (:attr:`Summary.usage`), so that
+    no object is made per row beside the counters; the ``usage`` table reads it as it reads rows,
+    by the same declarations (a field by its name, a counter as ``usage.<field>``).
+    """
+
+    usages: Sequence[Usage]
+    message_id: pa.Array
+    seq: pa.Array
+    model: pa.Array
+    provider: pa.Array
+    created_at: pa.Array
+    attempt: pa.Array
+    sealed: pa.Array
+    found_in: pa.Array
+    accounting: pa.Array
+    provider_source: pa.Array
+    session_id: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.usages)
+
+    @classmethod
+    def of(cls, usages: Sequence[Usage], *, message_id: pa.Array | None = None, seq: pa.Array | None = None,
+           model: pa.Array | None = None, created_us: pa.Array | None = None, session_id: pa.Array | None = None,
+           provider: str | pa.Array | None = None, found_in: FoundIn = "entry", accounting: Family | None = None,
+           provider_source: ProviderSource | pa.Array | None = None) -> UsageColumns:
+        """Rows of ``usages``, each array argument one value per row (``None``: null on every row).
+
+        ``created_us`` is microseconds since the epoch (int64); a text given as a string is every row's.
+        """
+        n = len(usages)
+
+        def text(value: str | pa.Array | None) -> pa.Array:
+            if isinstance(value, pa.Array):
+                return value
+            return pa.nulls(n, pa.string()) if value is None else repeated(value, n)
+
+        return cls(usages, message_id=pa.nulls(n, pa.string()) if message_id is None else message_id,
+                   seq=pa.nulls(n, pa.int64()) if seq is None else seq,
+                   model=pa.nulls(n, pa.string()) if model is None else model,
+                   provider=text(provider),
+                   created_at=(pa.nulls(n, pa.int64()) if created_us is None else created_us).cast(_UTC_US),
+                   attempt=pa.nulls(n, pa.int32()), sealed=pa.nulls(n, pa.bool_()), found_in=text(found_in),
+                   accounting=text(accounting), provider_source=text(provider_source),
+                   session_id=pa.nulls(n, pa.string()) if session_id is None else session_id)
+
+    @property
+    def usage(self) -> UsageCounters:
+        """The rows' counters, read by field."""
+        return UsageCounters(self.usages)
+
+    def slice(self, start: int, stop: int) -> UsageColumns:
+        """Rows ``start:stop`` (the arrays viewed, not copied)."""
+        arrays = {name: getattr(self, name).slice(start, stop - start) for name in _USAGE_ARRAYS}
+        return UsageColumns(self.usages[start:stop], **arrays)
+
+    @classmethod
+    def joined(cls, pieces: Sequence[UsageColumns]) -> UsageColumns:
+        """The rows of ``pieces``, one after the other."""
+        if len(pieces) == 1:
+            return pieces[0]
+        usages = [u for piece in pieces for u in piece.usages]
+        arrays = {name: pa.concat_arrays([getattr(p, name) for p in pieces]) for name in _USAGE_ARRAYS}
+        return cls(usages, **arrays)
+
+    def rows(self) -> list[UsageRow]:
+        """The rows, one :class:`UsageRow` each."""
+        columns = [getattr(self, name).to_pylist() for name in _USAGE_ARRAYS]
+        return [UsageRow(u, *values) for u, *values in zip(self.usages, *columns, strict=True)]
+
+
+_UTC_US = pa.timestamp("us", tz="UTC")
+#: :class:`UsageColumns`' arrays, in :class:`UsageRow`'s order.
+_USAGE_ARRAYS = ("message_id", "seq", "model", "provider", "created_at", "attempt", "sealed", "found_in",
+                 "accounting", "provider_source", "session_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,8 +558,9 @@ class Summary:
     """What a source learns about a conversation by reading it.
 
     Attributes:
-        usage: usage rows the runtime recorded outside the entries. ``None`` means "take the
-            usage on the entries"; a tuple replaces it (so nothing is counted twice).
+        usage: usage rows the runtime recorded outside the entries, or the same as columns.
+            ``None`` means "take the usage on the entries"; rows given replace it (so nothing is
+            counted twice).
         growth: growth rows, or the same as columns; ``None`` means one row per entry, derived
             by the frame builder. Rows holding only ``compaction`` events add them to the
             derived rows.
@@ -475,7 +579,7 @@ class Summary:
             readable at all (its diagnostics row says why): it adds no row to any table.
     """
 
-    usage: tuple[UsageRow, ...] | None = None
+    usage: tuple[UsageRow, ...] | UsageColumns | None = None
     growth: tuple[GrowthRow, ...] | GrowthColumns | None = None
     title: str | None = None
     paired: Pairing | None = None

@@ -9,7 +9,7 @@ rows, so memory stays bounded and no schema is inferred.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +97,35 @@ class TableBuilder:
             given: each key column the input does not carry: one value for every row, or an
                 array of one value per row (the rows of a batch of conversations).
         """
+        self._add_computed(n, given, lambda c: c.value(item) if c.value is not None else getattr(item, c.name))
+
+    def add_row_columns(self, item: Any, n: int, given: Mapping[str, str | pa.Array]) -> None:
+        """Add ``n`` rows of a table whose input is rows, given instead as columns (each field an array).
+
+        A column with no rule is the field of its name. A rule that reads a field (an
+        ``attrgetter``, such as ``usage.input_tokens``) reads it from the columns at once; any
+        other rule is applied to each row, the rows made for it once (``item.rows()``).
+
+        Args:
+            item: the rows as columns (:class:`~murmur_analysis.core.handoff.UsageColumns`).
+            n: how many rows.
+            given: the key columns, as for :meth:`add_columns`.
+        """
+        made: list[Any] = []
+
+        def compute(c: Column[Any]) -> Any:
+            if c.value is None:
+                return getattr(item, c.name)
+            if isinstance(c.value, attrgetter):
+                return c.value(item)
+            if not made:
+                made.extend(item.rows())
+            return list(map(c.value, made))
+
+        self._add_computed(n, given, compute)
+
+    def _add_computed(self, n: int, given: Mapping[str, str | pa.Array], compute: Callable[[Column[Any]], Any]) -> None:
+        """Add ``n`` rows, each column's values ``compute(column)`` (the key columns ``given``)."""
         arrays: list[pa.Array] = []
         for c in self.columns:
             if c.text and not self.text:
@@ -106,7 +135,7 @@ class TableBuilder:
                 key = given[c.name]
                 arrays.append(key if isinstance(key, pa.Array) else repeated(key, n))
                 continue
-            values = c.value(item) if c.value is not None else getattr(item, c.name)
+            values = compute(c)
             if values is None:
                 arrays.append(pa.nulls(n, c.type))
             elif isinstance(values, pa.Array | pa.ChunkedArray):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pyarrow as pa
 
 from ..core.diagnostics import Diagnostic
@@ -28,6 +29,7 @@ from ..core.handoff import (
     Summary,
     TableRows,
     ToolEvents,
+    UsageColumns,
     UsageRow,
 )
 from ..core.model import Usage
@@ -90,10 +92,14 @@ class FrameBuilder:
         self.builders = {name: TableBuilder(name, text=text) for name in TABLES}
         self._held: list[Held] = []
         self._held_rows = dict.fromkeys(BUILT, 0)
+        # usage given as columns, by conversation (with its source and id), written together
+        self._usage_held: list[tuple[UsageColumns, str, str]] = []
+        self._usage_held_rows = 0
 
     def rows(self) -> dict[str, int]:
         """Rows added so far to each table, those of the conversations held for the next batch included."""
-        return {name: b.num_rows + self._held_rows.get(name, 0) for name, b in self.builders.items()}
+        held = dict(self._held_rows, usage=self._usage_held_rows)
+        return {name: b.num_rows + held.get(name, 0) for name, b in self.builders.items()}
 
     def add(self, conv: Conversation) -> None:
         """Add one conversation's rows to every table.
@@ -145,9 +151,9 @@ class FrameBuilder:
         elif summary.growth is not None:
             held.growth_rows = summary.growth
         # Read after the walk: a streaming source hands over its summary when its stream ends.
-        rows = [r for u in usage for r in u.rows()] if summary.usage is None else list(summary.usage)
-        tokens, unreported = self._usage(given, conv.path, rows)
-        held.linked = [r.seq for r in rows if r.seq is not None]
+        given_usage = summary.usage
+        rows = [r for u in usage for r in u.rows()] if given_usage is None else given_usage
+        tokens, unreported, held.linked = self._usage(given, conv.path, rows)
         orphan_rows = None if summary.assembly_orphans is None else list(summary.assembly_orphans)
         if orphan_rows is None:
             orphan_rows = [OrphanRow(call_id, "assembly") for call_id in pairing.dropped]
@@ -202,6 +208,8 @@ class FrameBuilder:
         """
         if rows.table in BUILT:
             self._build()  # after the rows of the conversations added before
+        if rows.table == "usage":
+            self._write_usage()
         builder = self.builders.get(rows.table)
         if builder is None:
             builder = self.builders[rows.table] = TableBuilder(rows.table, text=self.text)
@@ -209,19 +217,32 @@ class FrameBuilder:
         for row in rows.rows:
             builder.add_mapping(row, given)
 
-    def _usage(self, given: dict[str, str], path: str | None, rows: list[UsageRow]) -> tuple[int | None, int]:
-        """Write the usage rows; return the spend they report and how many report nothing.
+    def _usage(self, given: dict[str, str], path: str | None,
+               rows: Sequence[UsageRow] | UsageColumns) -> tuple[int | None, int, list[int]]:
+        """Write the usage rows (or the same as columns); their spend, how many report nothing, the seqs they name.
 
         The spend is null when it passes ``int64`` (:func:`~murmur_analysis.core.values.counter_sum`),
         with a ``sum_overflow`` diagnostics row naming the conversation.
         """
         builder = self.builders["usage"]
+        if isinstance(rows, UsageColumns):
+            self._usage_held.append((rows, given["source"], given["conversation_id"]))
+            self._usage_held_rows += len(rows)
+            if self._usage_held_rows >= BATCH_ROWS:
+                self._write_usage()
+            usages = rows.usages
+            seqs = rows.seq.to_pylist()
+            for i in (i for i, u in enumerate(usages) if u.problems):  # few: only these are made rows
+                self._problems(given["source"], path, rows.slice(i, i + 1).rows()[0])
+        else:
+            self._write_usage()  # after the columns of the conversations added before
+            for r in rows:
+                builder.add(r, given)
+                self._problems(given["source"], path, r)
+            usages, seqs = [r.usage for r in rows], [r.seq for r in rows]
         counters: list[int | None] = []
         unreported = 0
-        for r in rows:
-            u = r.usage
-            builder.add(r, given)
-            self._problems(given["source"], path, r)
+        for u in usages:
             if not u.reported:
                 unreported += 1
             counters += (u.input_total_tokens, u.output_tokens, u.reasoning_tokens)
@@ -230,10 +251,23 @@ class FrameBuilder:
             self.add_diagnostics([Diagnostic(
                 given["source"], path or "", None, "sum_overflow",
                 f"conversations.tokens of conversation {given['conversation_id']!r} (input_total + output + "
-                f"reasoning tokens of its {len(rows)} usage rows) is {sum(n or 0 for n in counters)}, past the "
+                f"reasoning tokens of its {len(usages)} usage rows) is {sum(n or 0 for n in counters)}, past the "
                 "int64 limit 2**63-1: it is null, and so is growth.context_tokens where one response's own "
                 "tokens pass it")])
-        return total, unreported
+        return total, unreported, [s for s in seqs if s is not None]
+
+    def _write_usage(self) -> None:
+        """Write the usage held as columns, every conversation's at once, in the order added."""
+        held, self._usage_held, self._usage_held_rows = self._usage_held, [], 0
+        if not held:
+            return
+        joined = UsageColumns.joined([u for u, _, _ in held])
+        owner = pa.array(np.repeat(np.arange(len(held)), [len(u) for u, _, _ in held]), pa.int64())
+        given: dict[str, str | pa.Array] = {}
+        for k, name in ((1, "source"), (2, "conversation_id")):
+            values = [h[k] for h in held]
+            given[name] = values[0] if len(set(values)) == 1 else pa.array(values, pa.string()).take(owner)
+        self.builders["usage"].add_row_columns(joined, len(joined), given)
 
     def _problems(self, source: str, path: str | None, r: UsageRow) -> None:
         """One diagnostics row per problem of a response's counters (nothing is clamped)."""
@@ -254,5 +288,6 @@ class FrameBuilder:
     def finish(self) -> dict[str, pa.Table]:
         """Every core table, and each source table that received rows."""
         self._build()
+        self._write_usage()
         return {name: b.finish() for name, b in self.builders.items()}
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -68,7 +68,7 @@ import pyarrow.compute as pc
 from ...algorithms.history import context_after
 from ...algorithms.pairing import Pairer
 from ...core.files import steady
-from ...core.handoff import Conversation, ResumePoint, Summary, UsageRow
+from ...core.handoff import Conversation, ResumePoint, Summary, UsageColumns
 from ...core.identity import Identity, Verdict, file_identity
 from ...core.model import Usage
 from ...core.providers import accounting
@@ -392,7 +392,7 @@ class ClaudeCodeSource(Source):
             spawns = spawning_calls(files, w, sessions)
             usage_rows, usages = _usage(count_responses(w, _ranks(w)), messages)
         else:
-            usage_rows, usages = [list(alone.usage_rows)], [alone.usage]
+            usage_rows, usages = [alone.usage_rows], [alone.usage]
         parts = EntryParts.build(w, messages, text, abandoned(w) if lost is None else lost)
         growth, names = compactions(messages, text), titles(w, messages)
         odd = _odd_lines(messages)
@@ -403,7 +403,7 @@ class ClaudeCodeSource(Source):
             for i, (f, (cid, parent, call)) in enumerate(zip(files, named, strict=True)):
                 a, b = messages.span(i)
                 self._held[(str(f.path), str(root))] = _Held(f, self._identities.get(str(f.path)), cid, b - a,
-                                                tuple(usage_rows[i]), usages[i], parent, call)
+                                                usage_rows[i], usages[i], parent, call)
         every = [parts.of(i, usages[i]) for i in range(len(files))]
         walks = [walked(columns, before) for columns in every]
         pairings = Pairer.pairings(walks)  # every file's at once
@@ -425,7 +425,7 @@ class ClaudeCodeSource(Source):
                                 chars=start.chars + int(pc.sum(columns.text_chars).as_py() or 0), walk=walk.save(),
                                 carry={"kept": held.to_doc()} if held is not None else {},
                                 context=context_after(own, start.context) if own else start.context)
-            summary = Summary(usage=tuple(usage_rows[i]), growth=growth[i] or None, title=names[i], paired=paired)
+            summary = Summary(usage=usage_rows[i], growth=growth[i] or None, title=names[i], paired=paired)
             view = entries(f.path, messages.m.column("line").slice(a, b - a), columns, own)
             yield Conversation(self.name, cid, view, key=(str(f.path), str(root)), path=str(f.path), columns=[columns],
                                summary=summary, parent_conversation_id=parent, parent_call_id=call,
@@ -459,7 +459,7 @@ class _Held:
     identity: Identity | None
     conversation_id: str
     messages: int
-    usage_rows: tuple[UsageRow, ...]
+    usage_rows: UsageColumns
     usage: list[Usage | None] | None
     parent: str | None
     call: str | None
@@ -494,7 +494,7 @@ def _odd_lines(messages: Messages) -> dict[int, list[int]]:
     return out
 
 
-def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], list[list[Usage | None] | None]]:
+def _usage(counted: Counted, messages: Messages) -> tuple[list[UsageColumns], list[list[Usage | None] | None]]:
     """Per file, its usage rows, and each of its messages' usage (a response's first line holds it)."""
     n_files = len(messages.starts) - 1
     per_message = np.full(len(messages.index), None, object)
@@ -506,27 +506,23 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], 
     per_message[held & ~notices] = _COUNTED_ELSEWHERE
     per_message[notices] = _NO_RESPONSE
     resp = counted.responses
-    out: list[list[UsageRow]] = [[] for _ in range(n_files)]
-    if resp.num_rows:
-        usages = response_usages(resp)
-        rows = resp.column("row").to_numpy()
-        at = np.searchsorted(messages.index, rows)
+    usages = response_usages(resp) if resp.num_rows else []
+    rows = resp.column("row").to_numpy()
+    at = np.searchsorted(messages.index, rows)
+    if usages:
         values = np.empty(len(usages), object)
         values[:] = usages
         per_message[at] = values
         held[at] = True
-        seqs = messages.position[rows].tolist()
-        files = np.searchsorted(messages.starts, at, side="right") - 1
-        models, ids = resp.column("model").to_pylist(), resp.column("msg_id").to_pylist()
-        sessions, times = resp.column("session_id").to_pylist(), resp.column("ts_us").to_pylist()
-        for i, (usage, f, ts) in enumerate(zip(usages, files.tolist(), times, strict=True)):
-            model, msg_id, session = models[i], ids[i], sessions[i]
-            out[f].append(UsageRow(
-                usage, message_id=msg_id if isinstance(msg_id, str) else None, seq=seqs[i],
-                model=model if isinstance(model, str) and model != SYNTHETIC else None, provider="anthropic",
-                created_at=None if ts is None else _EPOCH + timedelta(microseconds=int(ts)), found_in="entry",
-                accounting="anthropic", provider_source="runtime",
-                session_id=session if isinstance(session, str) else None))
+    model = resp.column("model") if resp.num_rows else pa.nulls(0, pa.string())
+    every = UsageColumns.of(
+        usages, message_id=_strings(resp, "msg_id"), seq=pa.array(messages.position[rows], pa.int64()),
+        model=pc.if_else(pc.equal(model, SYNTHETIC), pa.scalar(None, pa.string()), model).combine_chunks()
+        if len(model) else None, created_us=_ints(resp, "ts_us"), session_id=_strings(resp, "session_id"),
+        provider="anthropic", found_in="entry", accounting="anthropic", provider_source="runtime")
+    # the responses are in row order, so each file's are a run of them
+    bounds = np.searchsorted(at, messages.starts).tolist()
+    out = [every.slice(bounds[i], bounds[i + 1]) for i in range(n_files)]
     has = np.zeros(n_files, bool)
     has[np.searchsorted(messages.starts, np.flatnonzero(held), side="right") - 1] = True
     per_file: list[list[Usage | None] | None] = []
@@ -534,3 +530,13 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[list[UsageRow]], 
         a, b = messages.span(i)
         per_file.append(per_message[a:b].tolist() if has[i] else None)
     return out, per_file
+
+
+def _strings(t: pa.Table, name: str) -> pa.Array | None:
+    """A string column of the responses as one array (``None`` when there are none)."""
+    return t.column(name).combine_chunks().cast(pa.string()) if t.num_rows else None
+
+
+def _ints(t: pa.Table, name: str) -> pa.Array | None:
+    """An integer column of the responses as one int64 array (``None`` when there are none)."""
+    return t.column(name).combine_chunks().cast(pa.int64()) if t.num_rows else None

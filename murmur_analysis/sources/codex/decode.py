@@ -40,9 +40,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...core.diagnostics import Diagnostics
-from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolMeta, UsageRow
+from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolMeta, UsageColumns
 from ...core.model import Usage
-from ...core.providers import ProviderSource, accounting
+from ...core.providers import accounting
 from ..lines import LineRows, joined, one_array
 from ..murmur.entries import title_of
 from .carry import Carry
@@ -85,7 +85,7 @@ class Decoded:
     """What one rollout hands over."""
 
     columns: EntryColumns
-    usage: tuple[UsageRow, ...]
+    usage: UsageColumns
     growth: tuple[GrowthRow, ...]
     title: str | None
     tool_meta: dict[str, ToolMeta]
@@ -325,7 +325,7 @@ def _columns(kept: _Kept, models: pa.Array, events: list[ToolEvents], text: bool
 
 
 def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array, diagnostics: Sequence[Diagnostics],
-           carries: Sequence[Carry | None], before: Totals | None) -> tuple[list[tuple[UsageRow, ...]], list[int]]:
+           carries: Sequence[Carry | None], before: Totals | None) -> tuple[list[UsageColumns], list[int]]:
     """Each rollout's usage rows: one per counted ``token_count`` after its copied prefix (see :mod:`.usage`).
 
     Also how many of them were priced as the fallback model. A row before any assistant message
@@ -341,7 +341,6 @@ def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array, diagnostic
     values, valid = found.values[:, chosen], found.valid[:, chosen]
     take = pa.array(at, _I64)
     model = pc.coalesce(t.column("model").take(take).combine_chunks(), models.take(take)).to_pylist()
-    times = t.column("ts_us").take(take).to_pylist()
     windows = t.column("context_window").take(take).to_pylist()
     assistant = kept.keep & _is(t, "side", "assistant")
     last = np.maximum.accumulate(np.where(assistant, np.arange(t.num_rows), -1))[at]
@@ -349,33 +348,30 @@ def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array, diagnostic
     back = np.array([c.assistant if c is not None and c.assistant is not None else 0 for c in carries], np.int64)
     earlier = np.array([c is not None and c.assistant is not None for c in carries], dtype=bool)
     position = np.where(linked, kept.position(kept.seen[np.maximum(last, 0)], at), back[owner])
-    seqs = pa.array(position, _I64, mask=~(linked | earlier[owner])).to_pylist()
+    seqs = pa.array(position, _I64, mask=~(linked | earlier[owner]))
     counters = [pa.array(values[i], _I64, mask=~valid[i]).to_pylist() for i in range(len(COUNTERS))]
     bounds = _split(owner, len(idents))
-    out: list[tuple[UsageRow, ...]] = []
     counted: list[int] = []
-    for r, ident in enumerate(idents):
-        lo, hi = bounds[r], bounds[r + 1]
-        assumed = sum(1 for m in model[lo:hi] if m is None)
+    for r in range(len(idents)):
+        assumed = sum(1 for m in model[bounds[r]:bounds[r + 1]] if m is None)
         counted.append(assumed)
         if assumed:
             diagnostics[r].report(rows.paths[r], "assumed_model",
                                   f"{assumed} usage row(s) name no model (no turn_context before them): priced as "
                                   f"{FALLBACK_MODEL}, as ccusage assumes")
-        provider = ident.provider or "openai"
-        source: ProviderSource | None = "runtime" if ident.provider else None
-        made: list[UsageRow] = []
-        for i in range(lo, hi):
-            usage = Usage.normalize(input_tokens=counters[0][i], cache_read_tokens=counters[1][i],
-                                    output_tokens=counters[2][i], reasoning_tokens=counters[3][i],
-                                    cache_in_input=_OPENAI.cache_in_input,
-                                    reasoning_in_output=_OPENAI.reasoning_in_output,
-                                    cache_write_slice=_OPENAI.cache_write_slice, context_window=windows[i])
-            made.append(UsageRow(usage, seq=seqs[i], model=model[i] or FALLBACK_MODEL, provider=provider,
-                                 created_at=_when(times[i]), found_in="entry", accounting="openai",
-                                 provider_source=source))
-        out.append(tuple(made))
-    return out, counted
+    usages = [Usage.normalize(input_tokens=u_in, cache_read_tokens=u_read, output_tokens=u_out,
+                              reasoning_tokens=u_reasoning, cache_in_input=_OPENAI.cache_in_input,
+                              reasoning_in_output=_OPENAI.reasoning_in_output,
+                              cache_write_slice=_OPENAI.cache_write_slice, context_window=window)
+              for u_in, u_read, u_out, u_reasoning, window in zip(*counters, windows, strict=True)]
+    by_rollout = pa.array(owner, _I64)
+    every = UsageColumns.of(
+        usages, seq=seqs, model=pa.array([m or FALLBACK_MODEL for m in model], pa.string()),
+        created_us=t.column("ts_us").take(take).combine_chunks().cast(_I64),
+        provider=pa.array([i.provider or "openai" for i in idents], pa.string()).take(by_rollout),
+        found_in="entry", accounting="openai",
+        provider_source=pa.array(["runtime" if i.provider else None for i in idents], pa.string()).take(by_rollout))
+    return [every.slice(bounds[r], bounds[r + 1]) for r in range(len(idents))], counted
 
 
 def _when(us: int | None) -> datetime | None:
@@ -433,7 +429,7 @@ def _last_assistants(kept: _Kept) -> list[int | None]:
 
 
 def _carried(kept: _Kept, idents: Sequence[Identity], models: pa.Array, carries: Sequence[Carry | None],
-             totals: Totals, state: tuple[list[tuple[UsageRow, ...]], list[tuple[GrowthRow, ...]], list[_Codes],
+             totals: Totals, state: tuple[list[UsageColumns], list[tuple[GrowthRow, ...]], list[_Codes],
                                           list[int]]) -> list[tuple[Carry, int]]:
     """Per rollout, the state after its rows (:class:`~.carry.Carry`), and how many earlier responses it reports on."""
     usage, growth, codes, assumed = state
@@ -442,7 +438,7 @@ def _carried(kept: _Kept, idents: Sequence[Identity], models: pa.Array, carries:
     for r, ident in enumerate(idents):
         c = carries[r] or Carry()
         n = int(kept.bounds[r + 1] - kept.bounds[r])
-        seqs = {u.seq for u in usage[r] if u.seq is not None}
+        seqs = {seq for seq in usage[r].seq.to_pylist() if seq is not None}
         hi = int(kept.rows.offsets[r + 1])
         model = models[hi - 1].as_py() if hi > int(kept.rows.offsets[r]) else c.model
         reported = int(c.assistant is not None and not c.linked and c.assistant in seqs)
