@@ -116,3 +116,33 @@ def test_after_any_changes_readers_serve_what_a_reader_without_index_serves(
         assert [(p.messages, p.next_cursor, p.total) for p in walk_pages(kept, path, limit)] == \
             [(p.messages, p.next_cursor, p.total) for p in expected]
         assert walk_pages(ma.RecordReader(index=store), path, limit) == expected
+
+
+@given(st.binary(max_size=40), st.booleans())
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_identity_taken_with_its_ending_is_the_identity_and_the_ending_steady_reads(
+    tmp_path: Path, data: bytes, settled_long_ago: bool
+) -> None:
+    from murmur_analysis.core.files import steady
+    from murmur_analysis.core.identity import file_identity, file_identity_ending
+
+    file = tmp_path / "session.jsonl"
+    file.write_bytes(data)
+    if settled_long_ago:
+        os.utime(file, (0, 0))
+    identity, ends = file_identity_ending(file)
+    assert identity == file_identity(file)
+    assert ends == (data == b"" or data.endswith(b"\n"))
+    # steady given that ending answers as steady reading the file itself
+    assert steady(file, 60.0, ends) == steady(file, 60.0)
+    assert steady(file, 60.0) == (ends or settled_long_ago)
+
+
+def test_no_identity_no_ending_for_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    from murmur_analysis.core.identity import file_identity_ending
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert file_identity_ending(fifo) == (None, None)  # never opened: it could block
+    assert file_identity_ending(tmp_path / "gone") == (None, None)
+    assert file_identity_ending(tmp_path) == (None, None)

@@ -314,13 +314,16 @@ def settled(path: Path, settle_seconds: float) -> bool:
         return True
 
 
-def steady(path: Path, settle_seconds: float) -> bool:
+def steady(path: Path, settle_seconds: float, ends: bool | None = None) -> bool:
     """Whether settling can no longer change what ``path`` reads as: it ends at a line's end, or has settled.
 
     Only an unterminated last line waits for its file to settle, so a file that ends with a
     newline (or is empty) reads the same before and after: an export's fingerprint of it does
-    not change when it settles, and an unchanged re-export keeps its rows.
+    not change when it settles, and an unchanged re-export keeps its rows. ``ends``: whether it
+    ends so, as already read with its identity (``file_identity_ending``); ``None``: read it now.
     """
+    if ends is not None:
+        return ends or settled(path, settle_seconds)
     try:
         with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 __all__ = ["HEAD_BYTES", "Identity", "Known", "KnownFile", "Verdict", "changed_since", "checksum", "classify",
-           "file_identity", "known_file", "probe", "same_file", "stat_fields"]
+           "file_identity", "file_identity_ending", "known_file", "probe", "same_file", "stat_fields"]
 
 #: ``{"dev", "ino", "size", "mtime_ns", "ctime_ns", "head"}``: what :func:`file_identity` returns.
 Identity = dict[str, int | str]
@@ -164,17 +164,26 @@ def file_identity(path: str | os.PathLike[str]) -> Identity | None:
     ``None`` when ``path`` is not a regular file or cannot be read: an identity that cannot be
     taken never equals another.
     """
+    return file_identity_ending(path)[0]
+
+
+def file_identity_ending(path: str | os.PathLike[str]) -> tuple[Identity | None, bool | None]:
+    """:func:`file_identity`, and whether the file, at the size it took, ends at a line's end or is empty.
+
+    Both from one opening of the file (``None, None`` when no identity can be taken).
+    """
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO is never opened: it could block
-            return None
+            return None, None
         with open(path, "rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
-                return None
+                return None, None
             head = fh.read(HEAD_BYTES)
+            ends = st.st_size == 0 or os.pread(fh.fileno(), 1, st.st_size - 1) == b"\n"
     except (OSError, ValueError):
-        return None
-    return {**stat_fields(st), "head": checksum(head).hex()}
+        return None, None
+    return {**stat_fields(st), "head": checksum(head).hex()}, ends
 
 
 def changed_since(value: object, ns: int) -> bool:

@@ -56,7 +56,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar
 
@@ -69,7 +68,7 @@ from ...algorithms.history import context_after
 from ...algorithms.pairing import Pairer
 from ...core.files import steady
 from ...core.handoff import Conversation, ResumePoint, Summary, UsageColumns
-from ...core.identity import Identity, Verdict, file_identity
+from ...core.identity import Identity, Verdict, file_identity, file_identity_ending
 from ...core.model import Usage
 from ...core.providers import accounting
 from ...core.values import JSON
@@ -87,7 +86,6 @@ __all__ = ["FORMAT", "ClaudeCodeSource"]
 
 #: The engine's format of these files.
 FORMAT = "claude_code"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANTHROPIC = accounting("anthropic")
 #: Nothing counted on this line: another line (of this file or of another) holds its response's usage.
 _COUNTED_ELSEWHERE = Usage(counted_elsewhere=True)
@@ -170,6 +168,7 @@ class ClaudeCodeSource(Source):
         self._epochs: dict[str, JSON] = {}  # by root: what every conversation's rows of it were read as of
         self._grown: dict[str, tuple[SessionFile, Grown]] = {}  # by path: a file found grown, as checked
         self._identities: dict[str, Identity | None] = {}  # by path: each file's identity, as the digest took it
+        self._ends: dict[str, bool | None] = {}  # by path: whether the file ended at a line's end, as it took it
         # by conversation key (file, root): what the last whole load of the root gave the file (reopen)
         self._held: dict[tuple[str, str], _Held] = {}
 
@@ -188,10 +187,10 @@ class ClaudeCodeSource(Source):
         """Every transcript under ``path``, each a conversation (see the module doc)."""
         files = files_under(path, diagnostics)
         if ctx.skip is not None:
-            self._epochs[str(path)] = self._epoch(files, path, ctx.earlier)
-            if files and self._skipped(files, path, ctx.skip):
-                for f in files:
-                    yield self._unread(f, path)
+            unread = [self._unread(f, path) for f in files]
+            self._epochs[str(path)] = self._epoch(files, unread, ctx.earlier)
+            if files and self._skipped(files, unread, ctx.skip):
+                yield from unread
                 return
         yield from self._load(files, path, diagnostics, ctx.text)
 
@@ -200,27 +199,29 @@ class ClaudeCodeSource(Source):
         cid = f.name if f.agent is None else f"{f.session}/{f.name}"
         return Conversation(self.name, cid, [], key=(str(f.path), str(root)), path=str(f.path))
 
-    def _skipped(self, files: list[SessionFile], root: Path, skip: Callable[[Conversation], bool]) -> bool:
-        """Whether the load may skip every file of ``root`` (asked before any is scanned)."""
+    def _skipped(self, files: list[SessionFile], unread: list[Conversation], skip: Callable[[Conversation], bool],
+                 ) -> bool:
+        """Whether the load may skip every file of a root (asked before any is scanned; ``unread``: each one's)."""
         if any(f.session is None for f in files):  # a flat agent file's session is in its lines
             return False
-        return all([skip(self._unread(f, root)) for f in files])  # every one asked: each decided for
+        return all([skip(conv) for conv in unread])  # every one asked: each decided for
 
-    def _epoch(self, files: list[SessionFile], root: Path, earlier: Callable[[Conversation], Earlier | None] | None,
-               ) -> JSON:
-        """What the rows of every file of ``root`` are as of: the earlier read's, or this home as it is.
+    def _epoch(self, files: list[SessionFile], unread: list[Conversation],
+               earlier: Callable[[Conversation], Earlier | None] | None) -> JSON:
+        """What the rows of every file of a root are as of: the earlier read's, or this home as it is.
 
         The earlier read's when every file is as it was or only grew, and what they grew by
         changes no other file's rows (:func:`.readon.independent`, over a lean scan of the
         grown files and what the others' points kept): then an unchanged file's rows are kept
         and a grown one's read on. Else a digest
         of every file's identity, which every conversation's fingerprint holds, so that any
-        change reads the whole home again.
+        change reads the whole home again. ``unread`` holds each file's conversation, found
+        and not read.
         """
         fresh: JSON = [self._digest(files), len(files)]
         if earlier is None or not files or any(f.session is None for f in files):
             return fresh
-        known = [earlier(self._unread(f, root)) for f in files]
+        known = [earlier(conv) for conv in unread]
         epochs = [k.fingerprint[2] if k is not None and isinstance(k.fingerprint, list) and len(k.fingerprint) == 3
                   else None for k in known]
         first = epochs[0]
@@ -289,8 +290,10 @@ class ClaudeCodeSource(Source):
 
         The identities are kept: a file's fingerprint is the identity its load's digest took.
         """
-        identities = [(str(f.path), file_identity(f.path)) for f in files]
+        found = [(str(f.path), *file_identity_ending(f.path)) for f in files]
+        identities = [(path, identity) for path, identity, _ in found]
         self._identities.update(identities)
+        self._ends.update((path, ends) for path, _, ends in found)
         return hashlib.blake2b(orjson.dumps(identities), digest_size=16).hexdigest()
 
     def file_identities(self, conv: Conversation) -> list[tuple[str, Identity]] | None:
@@ -311,7 +314,8 @@ class ClaudeCodeSource(Source):
         own = self.file_identities(conv)
         if own is None or not isinstance(conv.key, tuple):
             return None
-        return [own, steady(Path(own[0][0]), self.settle_seconds), self._epochs.get(str(conv.key[1]))]
+        path = own[0][0]
+        return [own, steady(Path(path), self.settle_seconds, self._ends.get(path)), self._epochs.get(str(conv.key[1]))]
 
     # ------------------------------------------------------------------ reading on (Resumable)
 
