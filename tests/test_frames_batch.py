@@ -198,4 +198,6 @@ def test_usage_handed_as_columns_is_the_usage_handed_as_rows(given_usage: list[t
     assert as_rows["usage"].num_rows == sum(len(rows) for rows, _ in given_usage)
     # the rows a source hands as columns are its rows again
     for rows, _ in given_usage:
-        assert as_columns(tuple(rows)).rows() == rows
+        back = as_columns(tuple(rows)).rows()
+        assert back == rows
+        assert all(r.created_at is None or r.created_at.tzinfo is UTC for r in back)

@@ -27,7 +27,7 @@ import base64
 import binascii
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from operator import attrgetter
 from typing import Any, Generic, Literal, TypeVar
 
@@ -188,12 +188,16 @@ class UsageColumns:
         return cls(usages, **arrays)
 
     def rows(self) -> list[UsageRow]:
-        """The rows, one :class:`UsageRow` each."""
+        """The rows, one :class:`UsageRow` each (times in ``datetime.UTC``, as every source gives them)."""
         columns = [getattr(self, name).to_pylist() for name in _USAGE_ARRAYS]
+        micros = self.created_at.cast(pa.int64()).to_pylist()
+        columns[_USAGE_ARRAYS.index("created_at")] = [None if us is None else _EPOCH + timedelta(microseconds=us)
+                                                      for us in micros]
         return [UsageRow(u, *values) for u, *values in zip(self.usages, *columns, strict=True)]
 
 
 _UTC_US = pa.timestamp("us", tz="UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: :class:`UsageColumns`' arrays, in :class:`UsageRow`'s order.
 _USAGE_ARRAYS = ("message_id", "seq", "model", "provider", "created_at", "attempt", "sealed", "found_in",
                  "accounting", "provider_source", "session_id")
