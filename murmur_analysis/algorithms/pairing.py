@@ -21,6 +21,7 @@ from ..core.handoff import PAIRED, EntryColumns, Pairing, ToolEvents, ToolKind
 from ..core.model import Entry, ServerToolResult, ServerToolUse, ToolResult, ToolUse, sorted_entries
 from ..core.serde import serde_text
 from ..engine import _native
+from ..engine.groups import views
 
 __all__ = [
     "CallEvent",
@@ -341,18 +342,13 @@ def _texts_at(walks: Sequence[Pairer], starts: Sequence[int], index: np.ndarray,
         return walks[0]._texts.at(index, results)
     pieces = [w._texts.side(results) for w in walks]
     held = [p[0] for p in pieces if p]
-    if not (held and all(len(p) <= 1 for p in pieces) and len({_addresses(p) for p in held}) == 1):
+    if not (held and all(len(p) <= 1 for p in pieces) and len({views(p) for p in held}) == 1):
         return [w._texts.at(index[a:b], results) for w, a, b in zip(walks, starts[:-1], starts[1:], strict=True)]
     base = min(p.offset for p in held)
     shift = np.repeat([p[0].offset - base if p else 0 for p in pieces], np.diff(starts))
     whole = pa.Array.from_buffers(pa.string(), max(p.offset + len(p) for p in held) - base, held[0].buffers(),
                                   offset=base)
     return viewed(whole, np.where(index >= 0, index + shift, -1))
-
-
-def _addresses(texts: pa.Array) -> tuple[int | None, ...]:
-    """Which buffers an array views."""
-    return tuple(None if b is None else b.address for b in texts.buffers())
 
 
 def _bits(bitmap: pa.Buffer, offset: int, n: int) -> np.ndarray:

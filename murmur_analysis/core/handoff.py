@@ -27,7 +27,7 @@ import base64
 import binascii
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from operator import attrgetter
 from typing import Any, Generic, Literal, TypeVar
 
@@ -38,7 +38,7 @@ from ..engine import _native
 from .identity import Known, known_doc, known_file
 from .model import Entry, Usage
 from .providers import Family, ProviderSource
-from .values import JSON
+from .values import EPOCH, JSON
 
 __all__ = [
     "PAIRED",
@@ -191,13 +191,12 @@ class UsageColumns:
         """The rows, one :class:`UsageRow` each (times in ``datetime.UTC``, as every source gives them)."""
         columns = [getattr(self, name).to_pylist() for name in _USAGE_ARRAYS]
         micros = self.created_at.cast(pa.int64()).to_pylist()
-        columns[_USAGE_ARRAYS.index("created_at")] = [None if us is None else _EPOCH + timedelta(microseconds=us)
+        columns[_USAGE_ARRAYS.index("created_at")] = [None if us is None else EPOCH + timedelta(microseconds=us)
                                                       for us in micros]
         return [UsageRow(u, *values) for u, *values in zip(self.usages, *columns, strict=True)]
 
 
 _UTC_US = pa.timestamp("us", tz="UTC")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: :class:`UsageColumns`' arrays, in :class:`UsageRow`'s order.
 _USAGE_ARRAYS = ("message_id", "seq", "model", "provider", "created_at", "attempt", "sealed", "found_in",
                  "accounting", "provider_source", "session_id")

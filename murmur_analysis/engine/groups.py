@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["EVENT_FIXED", "EVENT_PLAIN", "Group"]
+__all__ = ["EVENT_FIXED", "EVENT_PLAIN", "Group", "views"]
 
 _STR = pa.string()
 _I64 = pa.int64()
@@ -27,6 +27,14 @@ EVENT_PLAIN: dict[str, pa.DataType] = {"ev_row": _I64, "ev_call": pa.uint8()}
 EVENT_FIXED: dict[str, pa.DataType] = {"ev_error": _I64, "ev_chars": _I64, "ev_bytes": _I64}
 #: The spans a group may give starts for, and the prefix of the columns of each (the rest: ``rows``).
 _SPANS = {"events": "ev_", "pairs": "pair_"}
+
+
+def views(array: pa.Array) -> tuple[int | None, ...]:
+    """Which buffers ``array`` views: their addresses, ``None`` for a buffer it has not.
+
+    Arrays that view the same are slices of one array, such as each input's slice of a group's column.
+    """
+    return tuple(None if b is None else b.address for b in array.buffers())
 
 
 def _strings(n: int, bufs: Any) -> pa.Array:

@@ -33,6 +33,7 @@ from ..algorithms.history import Grown, message_states
 from ..core.handoff import EntryColumns, GrowthColumns, GrowthRow, ToolEvents, ToolMeta, repeated
 from ..core.model import Usage
 from ..core.values import EPOCH
+from ..engine.groups import views
 from .columns import TableBuilder
 from .rows import CallColumns, ConversationRow, EntryIndex, EntryTimes
 from .schema import built_schema
@@ -138,10 +139,6 @@ def _concat(arrays: list[pa.Array], typ: pa.DataType) -> pa.Array:
     return arrays[0] if len(arrays) == 1 else adjacent(arrays) or pa.concat_arrays(arrays)
 
 
-def _address(buffer: pa.Buffer | None) -> int | None:
-    return None if buffer is None else buffer.address
-
-
 def adjacent(pieces: list[pa.Array]) -> pa.Array | None:
     """The pieces as one array, with no copy, when they are slices of one array laid end to end; else ``None``.
 
@@ -155,10 +152,10 @@ def adjacent(pieces: list[pa.Array]) -> pa.Array | None:
             or pa.types.is_timestamp(first.type)):
         return None
     kept = first.buffers()
-    addresses = [_address(b) for b in kept]
+    addresses = views(first)
     end = first.offset + len(first)
     for piece in pieces[1:]:
-        if piece.offset != end or piece.type != first.type or [_address(b) for b in piece.buffers()] != addresses:
+        if piece.offset != end or piece.type != first.type or views(piece) != addresses:
             return None
         end += len(piece)
     length = end - first.offset
@@ -190,11 +187,15 @@ def _column(pieces: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
         return pa.chunked_array(pieces)
 
 
-class _Keys:
-    """The key columns of a batch's rows: each conversation's ``source`` and ``conversation_id``, repeated."""
+class Keys:
+    """The key columns of a batch's rows: each conversation's ``source`` and ``conversation_id``, repeated.
 
-    def __init__(self, held: list[Held]) -> None:
-        self.columns = {name: [h.key[k] for h in held] for k, name in enumerate(("source", "conversation_id"))}
+    Args:
+        keys: each conversation's ``(source, conversation_id)``, in the batch's order.
+    """
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        self.columns = {name: [key[k] for key in keys] for k, name in enumerate(("source", "conversation_id"))}
 
     def of(self, owner: np.ndarray) -> dict[str, str | pa.Array]:
         """The key columns of rows owned by the conversations ``owner`` names.
@@ -216,7 +217,7 @@ def build(held: list[Held], builders: dict[str, TableBuilder], text: bool) -> No
         text: whether the text columns are filled (the growth rows given as rows are built with it).
     """
     entries = _Entries.of(held)
-    keys = _Keys(held)
+    keys = Keys([h.key for h in held])
     _messages(entries, keys, builders["messages"])
     live = [k for k, h in enumerate(held) if h.row is not None]
     if not live:
@@ -227,7 +228,7 @@ def build(held: list[Held], builders: dict[str, TableBuilder], text: bool) -> No
     _conversations(held, entries, builders["conversations"])
 
 
-def _messages(entries: _Entries, keys: _Keys, builder: TableBuilder) -> None:
+def _messages(entries: _Entries, keys: Keys, builder: TableBuilder) -> None:
     chunks = entries.chunks
     if chunks:
         part = chunks[0] if len(chunks) == 1 else _joined(chunks, entries.usages)
@@ -240,7 +241,7 @@ def _joined(chunks: list[EntryColumns], usage: list[Usage | None] | None) -> Ent
     return EntryColumns(**arrays, usage=usage, events=ToolEvents())
 
 
-def _tool_calls(held: list[Held], entries: _Entries, keys: _Keys, builder: TableBuilder) -> None:
+def _tool_calls(held: list[Held], entries: _Entries, keys: Keys, builder: TableBuilder) -> None:
     pieces = [(k, h.calls, h.meta) for k, h in enumerate(held) if h.calls is not None and h.calls.num_rows]
     if not pieces:
         return
@@ -267,7 +268,7 @@ def _times(held: list[Held], entries: _Entries) -> EntryTimes:
     return EntryTimes(EntryIndex(entries.owner[index], entries.position.take(take)), entries.created_at.take(take))
 
 
-def _growth(held: list[Held], entries: _Entries, states: Grown, keys: _Keys, builder: TableBuilder,
+def _growth(held: list[Held], entries: _Entries, states: Grown, keys: Keys, builder: TableBuilder,
             text: bool) -> None:
     """Each conversation's growth rows: derived per message, then its source's columns, then its source's rows.
 

@@ -35,7 +35,7 @@ from ..core.handoff import (
 from ..core.model import Usage
 from ..core.values import counter_sum
 from ..errors import SourceError
-from .batch import BUILT, Held, build
+from .batch import BUILT, Held, Keys, build
 from .chunks import PairedChunks, conversation_chunks, entry_chunks
 from .columns import BATCH_ROWS, TableBuilder, to_pandas, usage_table
 from .rows import ConversationRow, recorded_calls
@@ -262,11 +262,8 @@ class FrameBuilder:
         if not held:
             return
         joined = UsageColumns.joined([u for u, _, _ in held])
-        owner = pa.array(np.repeat(np.arange(len(held)), [len(u) for u, _, _ in held]), pa.int64())
-        given: dict[str, str | pa.Array] = {}
-        for k, name in ((1, "source"), (2, "conversation_id")):
-            values = [h[k] for h in held]
-            given[name] = values[0] if len(set(values)) == 1 else pa.array(values, pa.string()).take(owner)
+        owner = np.repeat(np.arange(len(held), dtype=np.int64), [len(u) for u, _, _ in held])
+        given = Keys([(source, cid) for _, source, cid in held]).of(owner)
         self.builders["usage"].add_row_columns(joined, len(joined), given)
 
     def _problems(self, source: str, path: str | None, r: UsageRow) -> None:

@@ -971,26 +971,12 @@ impl PyPairer {
         Ok(d.into_py(py))
     }
 
-    /// finish_arrow() -> dict: like `finish`, the rows' PAIRED columns (`call_id`, `tool_name`,
-    /// `kind`, `called_seq`, `result_seq`, `status`, `is_error`, `result_chars`, `input_bytes`,
-    /// and `input_text`, `result_text` as the texts' indexes) as Arrow buffers (no Python object
-    /// per row), the number of `rows`, and `summary`, `answered` and `exact`.
-    fn finish_arrow(slf: PyRefMut<'_, Self>, py: Python<'_>) -> PyResult<PyObject> {
-        let d = finish_walks(py, vec![slf])?;
-        let first = |key: &str| -> PyResult<PyObject> {
-            Ok(d.get_item(key).expect("set").downcast::<PyList>()?.get_item(0)?.into_py(py))
-        };
-        let (summary, answered, exact) = (first("summary")?, first("answered")?, first("exact")?);
-        d.set_item("rows", d.get_item("row_starts").expect("set").downcast::<PyList>()?.get_item(1)?)?;
-        d.set_item("summary", summary)?;
-        d.set_item("answered", answered)?;
-        d.set_item("exact", exact)?;
-        Ok(d.into_py(py))
-    }
-
-    /// finish_arrow_many(walks) -> dict: `finish_arrow` of every walk at once, their rows one
-    /// after the other in one set of PAIRED columns (`row_starts`: where each walk's begin, and
-    /// the end), and per walk its `summary`, `answered` and `exact` (lists).
+    /// finish_arrow_many(walks) -> dict: like `finish` of every walk at once, their rows one after
+    /// the other as one set of PAIRED columns (`call_id`, `tool_name`, `kind`, `called_seq`,
+    /// `result_seq`, `status`, `is_error`, `result_chars`, `input_bytes`, and `input_text`,
+    /// `result_text` as the texts' indexes) in Arrow buffers (no Python object per row),
+    /// `row_starts` (where each walk's rows begin, and the end), and per walk its `summary`,
+    /// `answered` and `exact` (lists).
     #[staticmethod]
     fn finish_arrow_many(py: Python<'_>, walks: Vec<PyRefMut<'_, Self>>) -> PyResult<PyObject> {
         Ok(finish_walks(py, walks)?.into_py(py))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolKind
 from ...core.model import ABANDONED_STATUS, API_ERROR_ORIGIN, Usage
+from ...core.values import EPOCH
 from ..lines import one_array
 from .layout import SessionFile
 from .usage import SYNTHETIC
@@ -28,7 +29,6 @@ __all__ = ["EntryParts", "Messages", "abandoned", "compactions", "spawning_calls
 _STR = pa.string()
 _I64 = pa.int64()
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MESSAGES = pa.array(["user", "assistant", "system"])
 #: The columns a message line's row is read from.
 _KEPT = ["line", "type", "subtype", "uuid", "msg_id", "model", "ts_us", "is_meta", "is_compact_summary",
@@ -192,7 +192,7 @@ def compactions(messages: Messages, text: bool) -> list[tuple[GrowthRow, ...]]:
         us = m.column("ts_us")[g].as_py()
         rows.setdefault(f, []).append(GrowthRow(
             position=g - int(messages.starts[f]), event="compaction",
-            at=None if us is None else _EPOCH + timedelta(microseconds=us),
+            at=None if us is None else EPOCH + timedelta(microseconds=us),
             tokens_before=m.column("pre_tokens")[g].as_py(), tokens_after=m.column("post_tokens")[g].as_py(),
             summary=summary))
     for f, found in rows.items():

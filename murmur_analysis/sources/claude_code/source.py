@@ -73,7 +73,7 @@ from ...core.model import Usage
 from ...core.providers import accounting
 from ...core.values import JSON
 from ..base import READ_ALL, Diagnostics, Earlier, ReadContext, Source
-from ..lines import LineRows, report, scan_bytes, scan_lines
+from ..lines import LineRows, one_array, report, scan_bytes, scan_lines
 from ..resume import Tail, read_exactly, verdict, walked
 from .entries import entries
 from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
@@ -518,11 +518,15 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[UsageColumns], li
         values[:] = usages
         per_message[at] = values
         held[at] = True
-    model = resp.column("model") if resp.num_rows else pa.nulls(0, pa.string())
+
+    def column(name: str) -> pa.Array | None:  # none when no response is (the table has no such column)
+        return one_array(resp.column(name)) if resp.num_rows else None
+
+    model = column("model")
     every = UsageColumns.of(
-        usages, message_id=_strings(resp, "msg_id"), seq=pa.array(messages.position[rows], pa.int64()),
-        model=pc.if_else(pc.equal(model, SYNTHETIC), pa.scalar(None, pa.string()), model).combine_chunks()
-        if len(model) else None, created_us=_ints(resp, "ts_us"), session_id=_strings(resp, "session_id"),
+        usages, message_id=column("msg_id"), seq=pa.array(messages.position[rows], pa.int64()),
+        model=None if model is None else pc.if_else(pc.equal(model, SYNTHETIC), pa.scalar(None, pa.string()), model),
+        created_us=column("ts_us"), session_id=column("session_id"),
         provider="anthropic", found_in="entry", accounting="anthropic", provider_source="runtime")
     # the responses are in row order, so each file's are a run of them
     bounds = np.searchsorted(at, messages.starts).tolist()
@@ -535,12 +539,3 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[UsageColumns], li
         per_file.append(per_message[a:b].tolist() if has[i] else None)
     return out, per_file
 
-
-def _strings(t: pa.Table, name: str) -> pa.Array | None:
-    """A string column of the responses as one array (``None`` when there are none)."""
-    return t.column(name).combine_chunks().cast(pa.string()) if t.num_rows else None
-
-
-def _ints(t: pa.Table, name: str) -> pa.Array | None:
-    """An integer column of the responses as one int64 array (``None`` when there are none)."""
-    return t.column(name).combine_chunks().cast(pa.int64()) if t.num_rows else None
