@@ -2,22 +2,45 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import pytest
 
 import murmur_analysis as ma
-from murmur_analysis.sources import default_paths, registry
+from murmur_analysis.sources import BUILTIN, default_paths, plugins, registry
 from murmur_analysis.ui.cli import main
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
 
 
 def _homes(monkeypatch: pytest.MonkeyPatch, **homes: list[Path]) -> None:
-    """Give each named source these default homes, and every other source none."""
-    for name, cls in registry().items():
+    """Give each named source these default homes, and every other source none.
+
+    A built-in's default homes are its layout module's (asked without importing the source); a plugin's its class's.
+    """
+    for name, builtin in BUILTIN.items():
+        found = homes.get(name, [])
+        monkeypatch.setattr(importlib.import_module(builtin.layout), "default_homes", lambda found=found: list(found),
+                            raising=False)
+    for name, cls in plugins().items():
         found = homes.get(name, [])
         monkeypatch.setattr(cls, "default_homes", classmethod(lambda _cls, found=found: list(found)))
+
+
+def test_a_built_in_source_answers_what_its_layout_does(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Detection asks a built-in's layout module; the source itself gives the same answers."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(SAMPLES / "claude_code"))
+    monkeypatch.setenv("CODEX_HOME", str(SAMPLES / "codex"))
+    (tmp_path / "notes.txt").write_text("nothing of any runtime")
+    paths = [SAMPLES, tmp_path, tmp_path / "notes.txt",
+             *(p for sample in sorted(SAMPLES.iterdir()) if sample.is_dir() for p in (sample, *sorted(sample.iterdir())))]
+    for name, builtin in BUILTIN.items():
+        layout = importlib.import_module(builtin.layout)
+        source = registry()[name]()
+        assert source.default_homes() == getattr(layout, "default_homes", list)(), name
+        assert [source.guess_can_open(p) for p in paths] == [layout.guess_can_open(p) for p in paths], name
+        assert any(layout.guess_can_open(p) for p in paths), f"{name} claims no sample"
 
 
 def test_no_path_loads_every_default_home_found(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 import murmur_analysis as ma
 from murmur_analysis.errors import NoSourceError, UnknownSourceError
-from murmur_analysis.sources import BUILTIN, PluginWarning, detect, get_source, registry
+from murmur_analysis.sources import BUILTIN, PluginWarning, detect, get_source, plugins, registry
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data" / "samples"
@@ -21,10 +22,12 @@ SAMPLES = REPO / "data" / "samples"
 
 @pytest.fixture
 def fresh_registry() -> Iterator[None]:
-    """The registry is cached per process; rebuild it around tests that change what is installed."""
+    """The registry and the plugins are cached per process; find them again around tests that change what is installed."""
     registry.cache_clear()
+    plugins.cache_clear()
     yield
     registry.cache_clear()
+    plugins.cache_clear()
 
 
 def fake_distribution(root: Path, name: str, entry_points: str) -> None:
@@ -130,3 +133,14 @@ def test_the_sources_subpackage_is_not_shadowed() -> None:
             "print(sorted(murmur_analysis.sources.registry()) == sorted(ma.list_sources()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("name", ["claude_code", "codex", "flexigpt", "murmur"])
+def test_a_load_imports_only_the_sources_that_claim_its_paths(name: str) -> None:
+    """Detection asks each built-in's layout module: the readers of the runtimes not found are never imported."""
+    code = ("import json, sys, murmur_analysis as ma; ma.load(sys.argv[1]); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('murmur_analysis.sources.') "
+            "and m.endswith('.source'))))")
+    out = subprocess.run([sys.executable, "-c", code, str(SAMPLES / name)], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out) == [f"murmur_analysis.sources.{name}.source"]

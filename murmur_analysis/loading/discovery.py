@@ -21,7 +21,7 @@ from ..core.files import check_file, display, file_kind, identity, is_dir, listi
 from ..core.handoff import Conversation, TableRows
 from ..core.paths import PathArg, user_path
 from ..errors import NoSourceError, SourceError, UnknownSourceError
-from ..sources import Diagnostics, claimants, detect, get_source, registry
+from ..sources import Diagnostics, claims, detect, get_source, names
 from ..sources.base import Source
 
 __all__ = ["REACHED_TWICE", "Discovery", "PathArg", "checked_options", "nothing_found", "printable"]
@@ -31,19 +31,25 @@ REACHED_TWICE = "reached_twice"
 
 
 class _Targets:
-    """Which source reads which path: one instance per source for the whole load."""
+    """Which source reads which path: one instance per source for the whole load.
+
+    A source is made when it claims a path, or up front when options are given for it (so an
+    option it does not take is refused whether or not it reads anything).
+    """
 
     def __init__(self, options: Mapping[str, Mapping[str, Any]]) -> None:
         self.options = options
         self._made: dict[str, Source] = {}
+        for name in options:
+            self.source(name)
 
     def source(self, name: str) -> Source:
         if name not in self._made:
             self._made[name] = get_source(name, **self.options.get(name, {}))
         return self._made[name]
 
-    def all(self) -> list[Source]:
-        return [self.source(name) for name in registry()]
+    def _claimed(self, path: Path, candidates: list[str]) -> list[str]:
+        return [name for name in candidates if claims(name, path, self.source)]
 
     def of(self, path: Path, forced: str | None, diags: Diagnostics) -> list[tuple[Source, Path]]:
         """Every ``(source, path)`` to open for one path given to :func:`load`.
@@ -58,10 +64,11 @@ class _Targets:
             NoSourceError: nothing at or directly inside a readable ``path`` is recognised
                 (never with a ``forced`` source).
         """
-        sources = [self.source(forced)] if forced is not None else self.all()
-        found = [(src, path) for src in claimants(path, sources)]
+        candidates = [forced] if forced is not None else names()
+        claimed = self._claimed(path, candidates)
+        found = [(self.source(name), path) for name in claimed]
         if is_dir(path):
-            rest = [src for src in sources if all(src is not s for s, _ in found)]
+            rest = [name for name in candidates if name not in claimed]
             before = len(diags.rows)
             entries = listing(path, diags)
             if len(diags.rows) > before and not found:
@@ -69,7 +76,7 @@ class _Targets:
             for entry in entries:
                 if not entry.name.startswith("."):
                     child = Path(entry.path)
-                    found += [(src, child) for src in claimants(child, rest)]
+                    found += [(self.source(name), child) for name in self._claimed(child, rest)]
         if not found:
             if forced is not None:
                 return [(self.source(forced), path)]  # claimed nowhere: the source asked for reads it as it can
@@ -93,10 +100,11 @@ def checked_options(options: Mapping[str, Mapping[str, Any]] | None) -> Mapping[
     Raises:
         UnknownSourceError: a key names no registered source (a misspelling is never ignored).
     """
-    unknown = sorted(set(options or {}) - set(registry()))
+    known = names()
+    unknown = sorted(set(options or {}) - set(known))
     if unknown:
         raise UnknownSourceError(f"options name no registered source: {', '.join(map(repr, unknown))}",
-                                 hint=f"registered sources: {', '.join(registry())}")
+                                 hint=f"registered sources: {', '.join(known)}")
     return options or {}
 
 

@@ -8,7 +8,17 @@
 - :mod:`.source`: the source.
 """
 
-from .layout import default_homes
-from .source import ClaudeCodeSource
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.lazy import names_from
+
+if TYPE_CHECKING:
+    from .layout import default_homes
+    from .source import ClaudeCodeSource
 
 __all__ = ["ClaudeCodeSource", "default_homes"]
+
+#: Where each name lives, imported when first used: detection loads the layout (:mod:`.layout`) alone.
+__getattr__ = names_from(__name__, {"ClaudeCodeSource": ".source", "default_homes": ".layout"})

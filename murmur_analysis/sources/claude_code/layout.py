@@ -26,7 +26,8 @@ from ...core.diagnostics import Diagnostics
 from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular
 from ...core.paths import user_path
 
-__all__ = ["PROJECTS", "SessionFile", "default_homes", "files_under", "looks_like_claude", "projects_of"]
+__all__ = ["PROJECTS", "SessionFile", "default_homes", "files_under", "guess_can_open", "looks_like_claude",
+           "projects_of"]
 
 PROJECTS = "projects"
 SUBAGENTS = "subagents"
@@ -137,6 +138,13 @@ def projects_of(path: Path) -> Path | None:
         if entry_is_dir(entry) and _holds_sessions(Path(entry.path)):
             return root
     return None
+
+
+def guess_can_open(path: Path) -> bool:
+    """A config dir, a ``projects/`` dir or a project dir holding sessions, or a session ``.jsonl``."""
+    if path.is_dir():
+        return projects_of(path) is not None
+    return looks_like_claude(path)
 
 
 def _meta_call(path: Path) -> str | None:

@@ -76,7 +76,7 @@ from ..base import READ_ALL, Diagnostics, Earlier, ReadContext, Source
 from ..lines import LineRows, one_array, report, scan_bytes, scan_lines
 from ..resume import Tail, read_exactly, verdict, walked
 from .entries import entries
-from .layout import SessionFile, default_homes, files_under, looks_like_claude, projects_of
+from .layout import SessionFile, default_homes, files_under, guess_can_open
 from .pieces import EntryParts, Messages, abandoned, compactions, spawning_calls, titles
 from .readon import Grown, Kept, independent
 from .usage import COUNTERS, SYNTHETIC, Counted, count_responses
@@ -179,9 +179,7 @@ class ClaudeCodeSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A config dir, a ``projects/`` dir or a project dir holding sessions, or a session ``.jsonl``."""
-        if path.is_dir():
-            return projects_of(path) is not None
-        return looks_like_claude(path)
+        return guess_can_open(path)
 
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every transcript under ``path``, each a conversation (see the module doc)."""

@@ -6,6 +6,14 @@ See :mod:`.source` for what a conversation is, :mod:`.decode` for the tables' ro
 
 from __future__ import annotations
 
-from .source import CodexSource
+from typing import TYPE_CHECKING
+
+from ...core.lazy import names_from
+
+if TYPE_CHECKING:
+    from .source import CodexSource
 
 __all__ = ["CodexSource"]
+
+#: Where each name lives, imported when first used: detection loads the layout (:mod:`.layout`) alone.
+__getattr__ = names_from(__name__, {"CodexSource": ".source"})

@@ -17,7 +17,8 @@ from pathlib import Path
 from ...core.diagnostics import Diagnostics
 from ...core.files import NotRegularFile, is_dir, open_regular
 
-__all__ = ["ARCHIVED", "SESSIONS", "Found", "default_homes", "discover", "holds_rollouts", "is_rollout_file"]
+__all__ = ["ARCHIVED", "SESSIONS", "Found", "default_homes", "discover", "guess_can_open", "holds_rollouts",
+           "is_rollout_file"]
 
 #: The folders of a Codex home that hold rollouts: active, then archived.
 SESSIONS, ARCHIVED = "sessions", "archived_sessions"
@@ -92,6 +93,15 @@ def holds_rollouts(folder: Path) -> bool:
             except OSError:
                 continue
     return False
+
+
+def guess_can_open(path: Path) -> bool:
+    """A Codex home (rollouts under ``sessions/`` or ``archived_sessions/``), a tree of rollouts, or a rollout."""
+    if not path.is_dir():
+        return is_rollout_file(path)
+    if any((path / d).is_dir() and holds_rollouts(path / d) for d in (SESSIONS, ARCHIVED)):
+        return True
+    return bool({SESSIONS, ARCHIVED} & set(path.parts)) and holds_rollouts(path)
 
 
 def _walk(root: Path, archived: bool, diagnostics: Diagnostics) -> list[Found]:

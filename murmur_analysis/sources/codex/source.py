@@ -53,7 +53,7 @@ from .carry import Carry
 from .decode import Decoded, Identity, decode, file_id, identities
 from .entries import entries
 from .fork import NONE, Strip, copied_prefix, fallback_prefix
-from .layout import ARCHIVED, SESSIONS, Found, default_homes, discover, holds_rollouts, is_rollout_file
+from .layout import ARCHIVED, Found, default_homes, discover, guess_can_open
 
 __all__ = ["CodexSource"]
 
@@ -131,11 +131,7 @@ class CodexSource(AppendOnlyLines, Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A Codex home (rollouts under ``sessions/`` or ``archived_sessions/``), a tree of rollouts, or a rollout."""
-        if not path.is_dir():
-            return is_rollout_file(path)
-        if any((path / d).is_dir() and holds_rollouts(path / d) for d in (SESSIONS, ARCHIVED)):
-            return True
-        return bool({SESSIONS, ARCHIVED} & set(path.parts)) and holds_rollouts(path)
+        return guess_can_open(path)
 
     def _unread(self, found: Found, earlier: Callable[[Conversation], Earlier | None] | None = None) -> Conversation:
         """A rollout found, not read: named by its file's thread id (what an export asks ``ReadContext.skip`` of).

@@ -14,6 +14,7 @@ What a path may be:
 Who owns what:
 
 * :mod:`.layout`: file names, run ids, and the walk that finds dispatch's files;
+* :mod:`.detect`: which paths are dispatch's (what detection asks);
 * :mod:`.documents`: reading a JSON document, and the values read out of one;
 * :mod:`.runs`: run records and their final snapshots;
 * :mod:`.sessions`: session documents, their entries and their ``dispatch_sessions`` row;
@@ -28,9 +29,18 @@ session's row in its conversation's summary, memory rows beside the conversation
 
 from __future__ import annotations
 
-from .layout import SKIP_DIRS
-from .sessions import history_entries
-from .source import DispatchSource
-from .traces import decode_trace
+from typing import TYPE_CHECKING
+
+from ...core.lazy import names_from
+
+if TYPE_CHECKING:
+    from .layout import SKIP_DIRS
+    from .sessions import history_entries
+    from .source import DispatchSource
+    from .traces import decode_trace
 
 __all__ = ["SKIP_DIRS", "DispatchSource", "decode_trace", "history_entries"]
+
+#: Where each name lives, imported when first used: detection loads :mod:`.detect` alone.
+__getattr__ = names_from(__name__, {"SKIP_DIRS": ".layout", "DispatchSource": ".source", "decode_trace": ".traces",
+                                    "history_entries": ".sessions"})

@@ -13,11 +13,12 @@ from collections.abc import Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import ClassVar
 
-from ...core.files import NOT_REGULAR, check_file, file_kind, identity, is_dir, listing
+from ...core.files import NOT_REGULAR, check_file, identity, is_dir
 from ...core.handoff import Conversation, TableRows
 from ...core.identity import file_identity
 from ...core.values import json_str
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
+from .detect import guess_can_open
 from .documents import read_json
 from .layout import (
     DB_SUFFIXES,
@@ -25,7 +26,6 @@ from .layout import (
     SESSION_SUFFIX,
     TRACE_SUFFIX,
     beside,
-    claims_name,
     files,
     is_channel_session,
     run_id,
@@ -53,21 +53,7 @@ class DispatchSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A session, trace, run record or dispatch SQLite file, or a folder holding them."""
-        if not is_dir(path):
-            return os.path.lexists(path) and self._claims_file(path)
-        if path.name == ".dispatch" or is_dir(path / ".dispatch"):
-            return True
-        return any(claims_name(e.name) for e in listing(path, None))
-
-    def _claims_file(self, path: Path) -> bool:
-        name = path.name
-        if claims_name(name):
-            return True
-        if run_id(name) is not None:
-            return session_of(path, Diagnostics(self.name)) is not None
-        if name.endswith(DB_SUFFIXES):
-            return file_kind(path) == "file" and bool(store_tables(path))
-        return False
+        return guess_can_open(path)
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ Each file is decoded by :mod:`.decode`.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Generator, Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,24 +21,19 @@ from typing import ClassVar
 import orjson
 
 from ...algorithms.cursor import Paged, paginate
-from ...core.files import NotRegularFile, entry_is_dir, is_dir, listing, open_regular, read_regular
+from ...core.files import entry_is_dir, is_dir, listing, read_regular
 from ...core.handoff import Conversation, Summary
 from ...core.model import Entry
 from ...core.paths import user_path
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .decode import decode
+from .layout import FILE, PARTITION, STORE_DIRS, guess_can_open
 
 __all__ = ["SCHEMA_VERSIONS", "STORE_DIRS", "ConversationListItem", "FlexiGPTSource"]
 
-#: The store folder names: the current one first, then the seed era's.
-STORE_DIRS = ("conversations_v1", "conversationsv1")
 #: The ``schemaVersion`` values this reader decodes (the seed era's and the current one).
 SCHEMA_VERSIONS = frozenset({"v1.0.0", "v1"})
 
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-_FILE = re.compile(rf"^({_UUID})(?:_.*)?\.json$")
-_PARTITION = re.compile(r"^[0-9]{6}$")
-_PEEK = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +61,7 @@ def _newest_first(folders: list[Path], diagnostics: Diagnostics | None) -> Itera
     found = [(f, name) for f in folders for name in _json_files(f, diagnostics)]
 
     def key(item: tuple[Path, str]) -> tuple[str, str]:
-        m = _FILE.match(item[1])
+        m = FILE.match(item[1])
         return (m.group(1).lower() if m else "", item[1])
 
     for folder, name in sorted(found, key=key, reverse=True):
@@ -83,7 +77,7 @@ def _store_files(roots: list[Path], diagnostics: Diagnostics | None) -> Iterator
     loose: list[Path] = []
     for root in roots:
         entries = listing(root, diagnostics)
-        parts.update(e.name for e in entries if _PARTITION.match(e.name) and entry_is_dir(e))
+        parts.update(e.name for e in entries if PARTITION.match(e.name) and entry_is_dir(e))
         if any(e.name.endswith(".json") for e in entries):
             loose.append(root)
     for part in sorted(parts, reverse=True):
@@ -99,24 +93,7 @@ class FlexiGPTSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A store folder, a folder holding one, a month partition, or a ``<uuid>_<title>.json``."""
-        if not is_dir(path):
-            return _FILE.match(path.name) is not None and self._peek(path)
-        if path.name in STORE_DIRS:
-            return True
-        if any(is_dir(path / d) for d in STORE_DIRS):
-            return True
-        return _PARTITION.match(path.name) is not None and path.parent.name in STORE_DIRS
-
-    @staticmethod
-    def _peek(path: Path) -> bool:
-        try:
-            with open_regular(path) as fh:
-                head = fh.read(_PEEK)
-        except NotRegularFile:  # claimed where a store keeps conversations, so that it is reported
-            return path.parent.name in STORE_DIRS or _PARTITION.match(path.parent.name) is not None
-        except OSError:
-            return True  # named as a conversation file and unreadable: claimed, so that it is reported
-        return head.lstrip().startswith(b"{") and (b'"messages"' in head or b'"createdAt"' in head)
+        return guess_can_open(path)
 
     def files(self, path: Path, diagnostics: Diagnostics | None = None) -> Iterator[Path]:
         """Every conversation file under ``path``, newest first.
@@ -129,7 +106,7 @@ class FlexiGPTSource(Source):
         stores = [path / d for d in STORE_DIRS if is_dir(path / d)]
         if stores:
             yield from _store_files(stores, diagnostics)
-        elif _PARTITION.match(path.name):
+        elif PARTITION.match(path.name):
             yield from _newest_first([path], diagnostics)
         else:
             yield from _store_files([path], diagnostics)
@@ -152,7 +129,7 @@ class FlexiGPTSource(Source):
         """
         items: list[ConversationListItem] = []
         for file in self.files(user_path(path)):
-            m = _FILE.match(file.name)
+            m = FILE.match(file.name)
             stem = file.name[: -len(".json")]
             cid, _, title = stem.partition("_") if m else (stem, "", "")
             items.append(ConversationListItem(cid, title, str(file)))
@@ -182,7 +159,7 @@ class FlexiGPTSource(Source):
         return conv
 
     def _conversation(self, path: str, diagnostics: Diagnostics) -> Conversation | None:
-        named = _FILE.match(Path(path).name)
+        named = FILE.match(Path(path).name)
         if named is not None:  # known by its name: read when its entries are
             cid = named.group(1)
             return Conversation(self.name, cid, self._entries(path, cid, diagnostics), key=path, path=path)

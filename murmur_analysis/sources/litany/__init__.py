@@ -14,6 +14,16 @@
 (``murmur_analysis.sources.litany.assemble_commit``); ``ma.assemble_commit`` re-exports it.
 """
 
-from .source import LitanySource, Replayer, assemble_commit
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.lazy import names_from
+
+if TYPE_CHECKING:
+    from .source import LitanySource, Replayer, assemble_commit
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
+
+#: Where each name lives, imported when first used: detection loads the layout (:mod:`.workspaces`) alone.
+__getattr__ = names_from(__name__, {"LitanySource": ".source", "Replayer": ".source", "assemble_commit": ".source"})

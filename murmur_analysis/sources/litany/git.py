@@ -40,7 +40,7 @@ from ...core.files import file_kind, listing
 from ...errors import GitError
 from .gitlog import LOG_ARGS, Commit, LogParser, Walk, parse_log
 
-__all__ = ["GitRepo", "TreeItem", "find_git_dir", "is_git_dir", "safe_env"]
+__all__ = ["GitRepo", "TreeItem", "safe_env"]
 
 _OVERRIDES = (
     "core.fsmonitor=false",
@@ -77,19 +77,6 @@ def safe_env() -> dict[str, str]:
         LC_ALL="C",
     )
     return env
-
-
-def is_git_dir(path: Path) -> bool:
-    """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
-    return os.path.isfile(path / "HEAD") and os.path.isdir(path / "objects") and os.path.isdir(path / "refs")
-
-
-def find_git_dir(path: Path) -> Path | None:
-    """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
-    for candidate in (path / "repo.git", path, path / ".git"):
-        if os.path.isdir(candidate) and is_git_dir(candidate):
-            return candidate
-    return None
 
 
 @dataclass(frozen=True, slots=True)

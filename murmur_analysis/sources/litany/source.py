@@ -61,12 +61,12 @@ from ...core.values import datetime_of_seconds, held
 from ...errors import GitError
 from ..base import READ_ALL, Diagnostics, ReadContext, Source
 from .branch import decode, dropped_at, message_files
-from .git import GitRepo, find_git_dir
+from .git import GitRepo
 from .gitlog import BranchLog, Walk
 from .replay import MESSAGES, Replayer
 from .spend import StepIndex, settle
 from .steps import StepRecord, read_steps
-from .workspaces import find_workspaces, shallow_boundary
+from .workspaces import find_git_dir, find_workspaces, guess_can_open, shallow_boundary
 
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
 
@@ -94,7 +94,7 @@ class LitanySource(Source):
 
         A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
         """
-        return bool(find_workspaces(path, limit=1)) or is_dir(path / "repo.git")
+        return guess_can_open(path)
 
     def open(self, path: Path, diagnostics: Diagnostics, ctx: ReadContext = READ_ALL) -> Iterator[Conversation]:
         """Every agent branch of every workspace under ``path``, each read when its entries are."""

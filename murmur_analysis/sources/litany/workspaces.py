@@ -7,9 +7,21 @@ from pathlib import Path
 
 from ...core.files import check_file, is_dir, listing, open_regular
 from ..base import Diagnostics
-from .git import find_git_dir, is_git_dir
 
-__all__ = ["find_workspaces", "shallow_boundary"]
+__all__ = ["find_git_dir", "find_workspaces", "guess_can_open", "is_git_dir", "shallow_boundary"]
+
+
+def is_git_dir(path: Path) -> bool:
+    """Whether ``path`` looks like a git directory (``HEAD`` file, ``objects/`` and ``refs/``)."""
+    return os.path.isfile(path / "HEAD") and os.path.isdir(path / "objects") and os.path.isdir(path / "refs")
+
+
+def find_git_dir(path: Path) -> Path | None:
+    """The git directory of a bare repository, a workspace (``repo.git/``) or a work tree."""
+    for candidate in (path / "repo.git", path, path / ".git"):
+        if os.path.isdir(candidate) and is_git_dir(candidate):
+            return candidate
+    return None
 
 
 def shallow_boundary(git_dir: Path) -> frozenset[str]:
@@ -75,3 +87,11 @@ def find_workspaces(
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def guess_can_open(path: Path) -> bool:
+    """Whether ``path`` is a workspace, a workspaces root, or a repo with ``agents/*`` branches.
+
+    A workspace whose ``repo.git`` cannot be read is claimed too, so that it is reported.
+    """
+    return bool(find_workspaces(path, limit=1)) or is_dir(path / "repo.git")

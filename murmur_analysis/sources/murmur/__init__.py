@@ -17,22 +17,17 @@ as ``ma.walk`` and so on, the spelling the notebooks use.
 
 from __future__ import annotations
 
-import importlib as _importlib
-import typing as _typing
+from typing import TYPE_CHECKING
 
-if _typing.TYPE_CHECKING:
+from ...core.lazy import names_from
+
+if TYPE_CHECKING:
     from .reader import RecordReader, read_messages, walk
     from .source import MurmurSource
 
 __all__ = ["MurmurSource", "RecordReader", "read_messages", "walk"]
 
-#: Where each name lives, imported when first used: paging a record loads the reader alone.
-_NAMES = {"MurmurSource": ".source", "RecordReader": ".reader", "read_messages": ".reader", "walk": ".reader"}
-
-
-def __getattr__(name: str) -> object:
-    if name not in _NAMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value: object = getattr(_importlib.import_module(_NAMES[name], __name__), name)
-    globals()[name] = value
-    return value
+#: Where each name lives, imported when first used: paging a record loads the reader alone, and
+#: detection the layout (:mod:`.layout`) alone.
+__getattr__ = names_from(__name__, {"MurmurSource": ".source", "RecordReader": ".reader", "read_messages": ".reader",
+                                    "walk": ".reader"})

@@ -41,7 +41,7 @@ import numpy as np
 import orjson
 import pyarrow as pa
 
-from ...core.files import check_file, entry_is_dir, is_dir, listing, open_regular, settled, steady
+from ...core.files import check_file, is_dir, open_regular, settled, steady
 from ...core.handoff import Conversation, EntryColumns, ResumePoint, Summary, TableRows, ToolMeta
 from ...core.identity import file_identity
 from ...core.paths import user_path
@@ -53,6 +53,7 @@ from .append import resume_point, scan_range, tail_of, traces_unchanged
 from .engine import pairing, scanned_columns
 from .entries import report_skipped, stream, title_of
 from .join import Join, inference_row, learned, usage_columns
+from .layout import CONVERSATIONS, RECORD_NAME, guess_can_open, holds_record, visible_dirs
 from .record import header_of, scan_records, skipped_detail, truncation, unreadable
 from .sessions import discover, trace_files
 from .trace import TraceIndex
@@ -66,8 +67,6 @@ __all__ = ["NO_SESSION_TRACES", "MurmurSource"]
 #: murmur keeps token usage and tool timings in the traces, so its usage is null.
 NO_SESSION_TRACES = "no_session_traces"
 
-RECORD_NAME = "conversation.jsonl"
-CONVERSATIONS = "conversations"
 _PEEK = 1 << 20
 # Records are scanned together (every core busy, one native call) in groups of about this size.
 _SCAN_BYTES = 256 << 20
@@ -123,20 +122,6 @@ def _groups(records: list[_Record], limit: int = _SCAN_BYTES) -> Iterator[list[_
         yield group
 
 
-def _visible_dirs(path: Path, diagnostics: Diagnostics | None = None) -> list[Path]:
-    """The folders directly inside ``path`` (links followed), hidden ones left out; links last.
-
-    Links come after real folders, so that data reached both ways is named by its real folder.
-    """
-    found = [e for e in listing(path, diagnostics) if not e.name.startswith(".") and entry_is_dir(e)]
-    return [Path(e.path) for e in sorted(found, key=lambda e: e.is_symlink())]
-
-
-def _holds_record(folder: Path) -> bool:
-    """Whether a ``conversation.jsonl`` of any kind stands in ``folder`` (never raises)."""
-    return os.path.lexists(folder / RECORD_NAME)
-
-
 class MurmurSource(Source):
     """murmur conversation records, with usage and tool timings from session traces.
 
@@ -181,18 +166,7 @@ class MurmurSource(Source):
 
     def guess_can_open(self, path: Path) -> bool:
         """A ``conversation.jsonl``, or a folder holding records at one of murmur's depths."""
-        if not is_dir(path):
-            return path.name == RECORD_NAME and os.path.lexists(path)
-        if _holds_record(path) or is_dir(path / CONVERSATIONS):
-            return True
-        for n, child in enumerate(_visible_dirs(path)):
-            if n >= 64:
-                break
-            if _holds_record(child):
-                return True
-            if path.name == CONVERSATIONS and any(_holds_record(g) for g in _visible_dirs(child)[:64]):
-                return True
-        return False
+        return guess_can_open(path)
 
     def _records(self, path: Path, diagnostics: Diagnostics) -> Iterator[_Record]:
         """Every record under ``path``; what stands where a record should and is no file is reported."""
@@ -200,18 +174,18 @@ class MurmurSource(Source):
             if check_file(path, diagnostics, missing_ok=False):
                 yield _Record(path, path.parent.parent.name, path.parent.name)
             return
-        if _holds_record(path):
+        if holds_record(path):
             if check_file(path / RECORD_NAME, diagnostics):
                 yield _Record(path / RECORD_NAME, path.parent.name, path.name)
             return
         root = path / CONVERSATIONS if is_dir(path / CONVERSATIONS) else path
-        children = _visible_dirs(root, diagnostics)
-        if root is path and path.name != CONVERSATIONS and any(_holds_record(c) for c in children):
+        children = visible_dirs(root, diagnostics)
+        if root is path and path.name != CONVERSATIONS and any(holds_record(c) for c in children):
             records = [path]  # a record folder
         else:
             records = children
         for record in records:
-            for context in _visible_dirs(record, diagnostics):
+            for context in visible_dirs(record, diagnostics):
                 file = context / RECORD_NAME
                 if check_file(file, diagnostics):
                     yield _Record(file, record.name, context.name)
