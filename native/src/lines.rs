@@ -565,9 +565,13 @@ pub fn cut(buf: &[u8], len: usize) -> Vec<(usize, usize)> {
 ///
 /// The next block is read on a thread of its own while `each` works on this one; two block
 /// buffers take turns, so memory stays two blocks. A line cut by a block's end is handed on
-/// whole, on its own, before the next block's lines.
+/// whole, on its own, before the next block's lines. A file of one block (most session files)
+/// is read by [`whole`], on this thread.
 fn blocks(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
     use std::sync::mpsc::sync_channel;
+    if remaining <= block {
+        return whole(file, remaining, each);
+    }
     let (full_tx, full_rx) = sync_channel::<Result<Vec<u8>, String>>(1);
     let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
     std::thread::scope(|scope| {
@@ -646,6 +650,18 @@ fn blocks(file: &mut File, remaining: usize, block: usize, mut each: impl FnMut(
         }
         error
     })
+}
+
+/// [`blocks`] for a file of at most one block: read into a buffer of its size (never filled
+/// first), on this thread, and handed to `each` at once, its last line whole or not. Returns the
+/// read error, after handing on what was read before it.
+fn whole(file: &mut File, remaining: usize, mut each: impl FnMut(&[u8])) -> Option<String> {
+    let mut buf = Vec::with_capacity(remaining);
+    let error = file.take(remaining as u64).read_to_end(&mut buf).err();
+    if !buf.is_empty() {
+        each(&buf);
+    }
+    error.map(|err| format!("read failed: {}", reason(&err)))
 }
 
 pub(crate) fn reason(err: &std::io::Error) -> String {
