@@ -511,3 +511,58 @@ def test_a_handle_and_the_tables_read_any_blocks_as_the_same(tmp_path_factory: p
              for n, (mine, content) in enumerate(contents)]
     corpus = load(home(tmp_path_factory.mktemp("home"), {"s-1.jsonl": lines}))
     assert_handle_matches_tables(corpus, "s-1", "claude_code")
+
+
+_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _expected_responses(lines: list[dict[str, Any]]) -> list[tuple[str | None, dict[str, int | None]]]:
+    """Rules 2 to 4 of the Claude Code count (``sources.claude_code.usage``), one line at a time, in plain Python."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, line in enumerate(lines):
+        msg, req = line["message"].get("id"), line.get("requestId")
+        groups.setdefault(("alone", k) if msg is None else (msg, req is None, req), []).append(k)
+    responses = []
+    for key, members in groups.items():
+        usages = [lines[k]["message"]["usage"] for k in members]
+        top = {f: max((u[f] for u in usages if f in u), default=None) for f in _FIELDS}
+        side = all(lines[k].get("isSidechain", False) for k in members)
+        responses.append({"key": key, "msg": key[0] if key[0] != "alone" else None, "first": members[0],
+                          "side": side, "top": top, "total": sum(v or 0 for v in top.values())})
+    kept = []
+    for r in responses:
+        same = [o for o in responses if r["msg"] is not None and o["msg"] == r["msg"]]
+        if not r["side"] or len(same) <= 1:
+            kept.append(r)
+        elif all(o["side"] for o in same):  # a sidechain-only message id: its largest response, the first on a tie
+            best = min(same, key=lambda o: (-o["total"], o["first"]))
+            if best is r:
+                kept.append(r)
+    return [(r["msg"], r["top"]) for r in sorted(kept, key=lambda r: r["first"])]
+
+
+_LINE = st.fixed_dictionaries({
+    "msg": st.sampled_from([None, "m0", "m1", "m2"]), "req": st.sampled_from([None, "r0", "r1"]),
+    "side": st.booleans(), "usage": st.dictionaries(st.sampled_from(_FIELDS), st.integers(0, 10**6), max_size=4)})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(drawn=st.lists(_LINE, min_size=1, max_size=14))
+def test_responses_are_counted_by_the_rules_of_the_count(tmp_path_factory: pytest.TempPathFactory,
+                                                         drawn: list[dict[str, Any]]) -> None:
+    """Lines of one session sharing message ids and request ids (or not), sidechain or not, counters given or
+    not: one usage row per response, each counter its lines' largest, a sidechain replay counted as rule 3 says."""
+    lines = [assistant(f"a{k}", d["msg"], d["req"], d["usage"], ts=f"2026-07-01T10:00:{k:02d}.000Z",
+                       **({"isSidechain": True} if d["side"] else {})) for k, d in enumerate(drawn)]
+    corpus = load(home(tmp_path_factory.mktemp("count"), {"s-1.jsonl": lines}))
+    u = corpus.usage
+
+    def value(x: Any) -> Any:
+        return None if pd.isna(x) else x
+
+    # Anthropic's input_tokens is the uncached rest: the usage table's input_tokens as reported
+    got = [(value(m), {"output_tokens": value(o), "cache_read_input_tokens": value(r), "input_tokens": value(i)})
+           for m, o, r, i in zip(u.message_id, u.output_tokens, u.cache_read_tokens, u.input_tokens, strict=True)]
+    want = [(msg, {f: top[f] for f in ("output_tokens", "cache_read_input_tokens", "input_tokens")})
+            for msg, top in _expected_responses(lines)]
+    assert got == want

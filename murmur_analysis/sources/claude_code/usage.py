@@ -97,22 +97,47 @@ def _without_copies(lines: pa.Table) -> pa.Table:
     return lines.filter(pa.array(own))
 
 
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Each value's code among the column's distinct values (a null is a value of its own)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
+    return np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64)
+
+
 def _grouped(lines: pa.Table) -> pa.Table:
-    """One row per response (rule 2): the first line's order, the counters' maxima, the flags."""
-    alone = pc.binary_join_element_wise("\x00", pc.cast(lines.column("ord"), pa.string()), "")
-    key = pc.if_else(pc.is_valid(lines.column("msg_id")), lines.column("msg_id"), alone)
-    lines = lines.append_column("key", key)
-    lines = lines.append_column("req", pc.fill_null(lines.column("request_id"), "\x00none"))
-    lines = lines.append_column("side", pc.fill_null(lines.column("is_sidechain"), 0))
+    """One row per response (rule 2): the first line's order, the counters' maxima, the flags.
+
+    ``key`` says which responses share a ``message.id`` (a line with none is a key of its own).
+    """
+    n = lines.num_rows
+    msg = _codes(lines.column("msg_id"))
+    named = pc.is_valid(lines.column("msg_id")).to_numpy(zero_copy_only=False)
+    key = np.where(named, msg, -1 - np.arange(n, dtype=np.int64))  # no message.id: a response alone
+    req = _codes(lines.column("request_id"))  # no requestId: a value of its own
+    _, response = np.unique(key * (int(req.max()) + 1 if n else 1) + req, return_inverse=True)
+    order = np.argsort(response, kind="stable")
+    starts = np.flatnonzero(np.r_[True, response[order][1:] != response[order][:-1]]) if n else order
+
+    def each(values: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+        """``ufunc`` over each response's lines."""
+        return np.asarray(ufunc.reduceat(values[order], starts)) if n else values
+
+    def largest(column: pa.ChunkedArray) -> pa.Array:
+        """The largest value the response's lines give (null when none gives one)."""
+        values = pc.fill_null(column, np.iinfo(np.int64).min).to_numpy(zero_copy_only=False)
+        given = each(pc.is_valid(column).to_numpy(zero_copy_only=False), np.logical_or)
+        return pa.array(each(values, np.maximum), column.type, mask=~given)
+
+    def plain(column: pa.ChunkedArray) -> np.ndarray:
+        return np.asarray(pc.fill_null(column, 0).to_numpy(zero_copy_only=False))
+
+    bad, side = plain(lines.column("u_bad")), plain(lines.column("is_sidechain"))
+    columns = {"key": pa.array(each(key, np.minimum)), "ord": pa.array(each(plain(lines.column("ord")), np.minimum)),
+               "sidechain": pa.array(each(side, np.minimum), lines.column("is_sidechain").type),
+               "has_cache_breakdown": largest(lines.column("has_cache_breakdown")),
+               **{name: largest(lines.column(name)) for name in COUNTERS}}
     for bit, name in enumerate(COUNTERS):
-        lines = lines.append_column(f"bad_{name}", pc.bit_wise_and(pc.shift_right(
-            pc.fill_null(lines.column("u_bad"), 0), bit), 1))
-    aggs = [("ord", "min"), ("side", "min"), ("has_cache_breakdown", "max"),
-            *((name, "max") for name in COUNTERS), *((f"bad_{name}", "max") for name in COUNTERS)]
-    grouped = lines.group_by(["key", "req"], use_threads=False).aggregate(aggs)
-    names = {f"{name}_max": name for name in (*COUNTERS, *(f"bad_{c}" for c in COUNTERS), "has_cache_breakdown")}
-    names.update(ord_min="ord", side_min="sidechain")
-    return grouped.rename_columns([names.get(c, c) for c in grouped.column_names]).combine_chunks()
+        columns[f"bad_{name}"] = pa.array(each((bad >> bit) & 1, np.maximum), lines.column("u_bad").type)
+    return pa.table(columns)
 
 
 def _replays_dropped(grouped: pa.Table) -> pa.Table:
@@ -121,8 +146,8 @@ def _replays_dropped(grouped: pa.Table) -> pa.Table:
     total = np.zeros(n, np.int64)
     for name in ("u_input", "u_output", "u_cache_read", "u_cache_creation"):
         total += pc.fill_null(grouped.column(name), 0).to_numpy()
-    side = pc.fill_null(grouped.column("sidechain"), 0).to_numpy()
-    key = pc.dictionary_encode(grouped.column("key")).combine_chunks().indices.to_numpy()
+    side = grouped.column("sidechain").to_numpy()
+    _, key = np.unique(grouped.column("key").to_numpy(), return_inverse=True)
     groups = int(key.max()) + 1 if n else 0
     lowest = np.full(groups, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(lowest, key, side)
