@@ -319,3 +319,17 @@ def test_the_command_line_reads_a_price_file_with_a_byte_order_mark(tmp_path: Pa
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["totals"]["cost_usd"] == pytest.approx((1000 * 2 + 100 * 10) / 1e6)
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, "gpt-4o", "claude-opus-4-5", "m"]),
+                          st.sampled_from([None, "openai", "anthropic"])), max_size=40))
+def test_usage_rows_are_priced_by_model_and_provider_each_once(pairs: list[tuple[str | None, str | None]]) -> None:
+    """Each (model, provider) of a usage table, nulls included, with its rows in order, in order of first appearance."""
+    from murmur_analysis.core.pricing import _by_model
+
+    usage = pa.table({"model": pa.array([m for m, _ in pairs], pa.string()),
+                      "provider": pa.array([p for _, p in pairs], pa.string())})
+    expected: dict[tuple[str | None, str | None], list[int]] = {}
+    for row, pair in enumerate(pairs):
+        expected.setdefault(pair, []).append(row)
+    assert [((m, p), rows.tolist()) for m, p, rows in _by_model(usage)] == list(expected.items())

@@ -435,14 +435,11 @@ class Pricer:
         prompt = np.where(np.isnan(whole), np.nan_to_num(u) + np.nan_to_num(r) + np.nan_to_num(w), whole)
         h = np.nan_to_num(counts["cache_write_1h_tokens"])  # the 1-hour part of the writes, where split
         rates = {name: np.full(n, np.nan) for name in _RATE_FIELDS}
-        keyed = pa.table({"model": usage.column("model"), "provider": usage.column("provider"),
-                          "row": pa.array(np.arange(n, dtype=np.int64))})
-        for group in keyed.group_by(["model", "provider"], use_threads=False).aggregate([("row", "list")]).to_pylist():
-            model, rows = group["model"], np.asarray(group["row_list"], dtype=np.int64)
+        for model, provider, rows in _by_model(usage):
             if model is None:
                 continue
             by_price: dict[int, tuple[list[_Rates], list[int]]] = {}
-            for tiers, members in self._priced_rows(model, group["provider"], usage.column("created_at"), rows):
+            for tiers, members in self._priced_rows(model, provider, usage.column("created_at"), rows):
                 by_price.setdefault(id(tiers), (tiers, []))[1].extend(members)
             for tiers, members in by_price.values():
                 index = np.asarray(members, dtype=np.int64)
@@ -479,9 +476,8 @@ class Pricer:
 
         Only the ``model`` and ``provider`` columns are read.
         """
-        pairs = usage.select(["model", "provider"]).group_by(["model", "provider"], use_threads=False).aggregate([])
-        unpriced = {p["model"] for p in pairs.to_pylist()
-                    if p["model"] is None or not self._has_price(p["model"], p["provider"])}
+        unpriced = {model for model, provider, _rows in _by_model(usage)
+                    if model is None or not self._has_price(model, provider)}
         if self.memo is not None:
             self.memo.save()  # what this call asked genai-prices, for the next process
         return list(self._diagnostics(unpriced))
@@ -494,6 +490,21 @@ class Pricer:
                 f"{self.version} has no price for model {name!r}; its responses have a null cost_usd "
                 "(add its price when loading: the prices mapping or CSV file; --prices FILE on the command line)",
             )
+
+
+def _by_model(usage: pa.Table) -> list[tuple[str | None, str | None, np.ndarray]]:
+    """Each ``(model, provider)`` of ``usage`` with its rows (ascending), in the order each first appears."""
+    if not usage.num_rows:
+        return []
+    codes, values = [], []
+    for name in ("model", "provider"):
+        encoded = pc.dictionary_encode(usage.column(name), null_encoding="encode").combine_chunks()
+        codes.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64))
+        values.append(encoded.dictionary.to_pylist())
+    width = len(values[1])
+    pairs, first, group = np.unique(codes[0] * width + codes[1], return_index=True, return_inverse=True)
+    rows = np.split(np.argsort(group, kind="stable"), np.cumsum(np.bincount(group, minlength=len(pairs)))[:-1])
+    return [(values[0][int(pairs[g]) // width], values[1][int(pairs[g]) % width], rows[g]) for g in np.argsort(first)]
 
 
 def sum_costs(costs: Iterable[float | None]) -> tuple[float | None, int]:
