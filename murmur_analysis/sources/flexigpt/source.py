@@ -35,7 +35,6 @@ __all__ = ["SCHEMA_VERSIONS", "STORE_DIRS", "ConversationListItem", "FlexiGPTSou
 SCHEMA_VERSIONS = frozenset({"v1.0.0", "v1"})
 
 
-
 @dataclass(frozen=True, slots=True)
 class ConversationListItem:
     """One conversation in a listing (the app's ``ConversationListItem`` plus its file).
