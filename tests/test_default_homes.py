@@ -33,8 +33,8 @@ def test_a_built_in_source_answers_what_its_layout_does(monkeypatch: pytest.Monk
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(SAMPLES / "claude_code"))
     monkeypatch.setenv("CODEX_HOME", str(SAMPLES / "codex"))
     (tmp_path / "notes.txt").write_text("nothing of any runtime")
-    paths = [SAMPLES, tmp_path, tmp_path / "notes.txt",
-             *(p for sample in sorted(SAMPLES.iterdir()) if sample.is_dir() for p in (sample, *sorted(sample.iterdir())))]
+    samples = [sample for sample in sorted(SAMPLES.iterdir()) if sample.is_dir()]
+    paths = [SAMPLES, tmp_path, tmp_path / "notes.txt", *(p for s in samples for p in (s, *sorted(s.iterdir())))]
     for name, builtin in BUILTIN.items():
         layout = importlib.import_module(builtin.layout)
         source = registry()[name]()

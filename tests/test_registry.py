@@ -22,7 +22,7 @@ SAMPLES = REPO / "data" / "samples"
 
 @pytest.fixture
 def fresh_registry() -> Iterator[None]:
-    """The registry and the plugins are cached per process; find them again around tests that change what is installed."""
+    """The registry and the plugins are cached per process: found again around tests that change what is installed."""
     registry.cache_clear()
     plugins.cache_clear()
     yield
