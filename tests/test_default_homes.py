@@ -101,3 +101,13 @@ def test_report_daily_with_no_argument_reads_claude_and_codex_homes_as_ccusage_f
     only = {**env, "CLAUDE_CONFIG_DIR": str(home / ".claude" / "projects"), "CODEX_HOME": str(tmp_path / "none")}
     alone = subprocess.run([*cli, "summary", "-q"], env=only, capture_output=True, text=True, check=True).stdout
     assert "claude_code" in alone and "codex" not in alone
+
+
+def test_a_plugins_default_home_is_read_with_no_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plugin's default homes are its class's, found beside the built-ins' (which come from their layouts)."""
+    from murmur_analysis_example_plugin import SAMPLE
+
+    _homes(monkeypatch, plaintext=[SAMPLE], flexigpt=[SAMPLES / "flexigpt"])
+    assert default_paths() == [SAMPLES / "flexigpt", SAMPLE]
+    assert default_paths("plaintext") == [SAMPLE]
+    assert set(ma.load().conversations["source"]) == {"flexigpt", "plaintext"}

@@ -225,7 +225,7 @@ def _default_homes(name: str) -> list[Path]:
     """Source ``name``'s default homes that exist: a built-in's from its layout, without importing the source."""
     layout = _layout(name)
     if layout is None:
-        return registry()[name].default_homes()
+        return plugins()[name].default_homes()
     homes: Callable[[], list[Path]] | None = getattr(layout, "default_homes", None)
     return [] if homes is None else homes()
 
