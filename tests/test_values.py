@@ -15,6 +15,7 @@ from murmur_analysis.core.values import (
     BadTime,
     datetime_of_ms,
     datetime_of_seconds,
+    datetime_of_us,
     held,
     iso_datetime,
     json_count,
@@ -74,6 +75,17 @@ def test_unix_ms_outside_datetime_is_a_bad_time_naming_its_year(ms: int, year: i
     seconds = datetime_of_seconds(ms)
     assert isinstance(seconds, BadTime) and seconds.written == str(ms)
     assert datetime_of_ms(None) is None
+
+
+@given(st.integers(min_value=-62135596800 * 10**6, max_value=253402300799999999))
+def test_unix_microseconds_name_their_utc_time_exactly(us: int) -> None:
+    """Whole seconds and the microseconds beyond them, never a float: a written time, to the microsecond."""
+    at = datetime_of_us(us)
+    seconds, micros = divmod(us, 10**6)
+    assert at.replace(microsecond=0) == datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds)
+    assert at.microsecond == micros
+    assert at.tzinfo is UTC and ms_of_datetime(at) == us // 1000
+    assert datetime_of_us(None) is None
 
 
 _MS_RANGE = st.integers(min_value=ms_of_datetime(datetime(1, 1, 1, tzinfo=UTC)) or 0,

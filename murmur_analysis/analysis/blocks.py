@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
+from ..core.values import datetime_of_us
 from . import metrics
 
 __all__ = ["BLOCK_COLUMNS", "BLOCK_HOURS", "block_of", "blocks"]
@@ -91,13 +92,13 @@ def blocks(usage: pd.DataFrame, *, now: datetime | None = None, hours: int = BLO
     clock = (now or datetime.now(UTC)).astimezone(UTC)
     rows = []
     for number, start_us in enumerate(starts):
-        start = _time(start_us)
-        end, last_at = start + span, _time(int(last[number]))
+        start = datetime_of_us(start_us)
+        end, last_at = start + span, datetime_of_us(int(last[number]))
         rows.append({"block": number, "block_start": start, "block_end": end,
-                     "first_at": _time(int(first[number])), "last_at": last_at,
+                     "first_at": datetime_of_us(int(first[number])), "last_at": last_at,
                      "active": clock - last_at < span and clock < end, "gap": False})
         if number + 1 < len(starts):
-            following = _time(int(micros[np.searchsorted(numbers, number + 1)]))
+            following = datetime_of_us(int(micros[np.searchsorted(numbers, number + 1)]))
             if following - last_at > span:
                 rows.append({"block": None, "block_start": last_at + span, "block_end": following,
                              "first_at": None, "last_at": None, "active": False, "gap": True})
@@ -116,5 +117,3 @@ def _micros(times: pd.Series) -> np.ndarray:
     return np.asarray(utc.to_numpy(dtype="datetime64[us]").astype(np.int64))
 
 
-def _time(micros: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)

@@ -27,7 +27,7 @@ import base64
 import binascii
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from operator import attrgetter
 from typing import Any, Generic, Literal, TypeVar
 
@@ -38,7 +38,7 @@ from ..engine import _native
 from .identity import Known, known_doc, known_file
 from .model import Entry, Usage
 from .providers import Family, ProviderSource
-from .values import EPOCH, JSON
+from .values import JSON, datetime_of_us
 
 __all__ = [
     "PAIRED",
@@ -191,8 +191,7 @@ class UsageColumns:
         """The rows, one :class:`UsageRow` each (times in ``datetime.UTC``, as every source gives them)."""
         columns = [getattr(self, name).to_pylist() for name in _USAGE_ARRAYS]
         micros = self.created_at.cast(pa.int64()).to_pylist()
-        columns[_USAGE_ARRAYS.index("created_at")] = [None if us is None else EPOCH + timedelta(microseconds=us)
-                                                      for us in micros]
+        columns[_USAGE_ARRAYS.index("created_at")] = [datetime_of_us(us) for us in micros]
         return [UsageRow(u, *values) for u, *values in zip(self.usages, *columns, strict=True)]
 
 

@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple, Protocol, TypeAlias, TypeVar
+from typing import NamedTuple, Protocol, TypeAlias, TypeVar, overload
 
 from ..engine import _native
 
@@ -46,6 +46,7 @@ __all__ = [
     "counter_sum",
     "datetime_of_ms",
     "datetime_of_seconds",
+    "datetime_of_us",
     "held",
     "int64_held",
     "iso_datetime",
@@ -202,6 +203,23 @@ def datetime_of_ms(ms: int | None) -> datetime | BadTime | None:
         return EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
         return BadTime(_shown(ms), f"(Unix milliseconds) {_beyond(ms)}")
+
+
+@overload
+def datetime_of_us(us: int) -> datetime: ...
+
+
+@overload
+def datetime_of_us(us: None) -> None: ...
+
+
+@overload
+def datetime_of_us(us: int | None) -> datetime | None: ...
+
+
+def datetime_of_us(us: int | None) -> datetime | None:
+    """The UTC time ``us`` Unix microseconds name, exactly (no float): a time the engine read from a line."""
+    return None if us is None else EPOCH + timedelta(microseconds=us)
 
 
 def ms_of_datetime(at: datetime | None) -> int | None:

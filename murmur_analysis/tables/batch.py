@@ -22,7 +22,7 @@ conversation's rows of a table follow the previous conversation's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from itertools import chain
 
 import numpy as np
@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from ..algorithms.history import Grown, message_states
 from ..core.handoff import EntryColumns, GrowthColumns, GrowthRow, ToolEvents, ToolMeta, repeated
 from ..core.model import Usage
-from ..core.values import EPOCH
+from ..core.values import datetime_of_us
 from ..engine.groups import views
 from .columns import TableBuilder
 from .rows import CallColumns, ConversationRow, EntryIndex, EntryTimes
@@ -376,7 +376,7 @@ def _spans(entries: _Entries, n: int) -> tuple[list[datetime | None], list[datet
     none = (timed == 0).tolist()
 
     def times(micros: np.ndarray) -> list[datetime | None]:  # without pyarrow's zone lookup per value
-        return [None if gap else EPOCH + timedelta(microseconds=v)
+        return [None if gap else datetime_of_us(v)
                 for v, gap in zip(micros.tolist(), none, strict=True)]
 
     return times(low), times(high)

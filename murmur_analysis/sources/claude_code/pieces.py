@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +17,7 @@ import pyarrow.compute as pc
 
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolKind
 from ...core.model import ABANDONED_STATUS, API_ERROR_ORIGIN, Usage
-from ...core.values import EPOCH
+from ...core.values import datetime_of_us
 from ..lines import one_array
 from .layout import SessionFile
 from .usage import SYNTHETIC
@@ -192,7 +191,7 @@ def compactions(messages: Messages, text: bool) -> list[tuple[GrowthRow, ...]]:
         us = m.column("ts_us")[g].as_py()
         rows.setdefault(f, []).append(GrowthRow(
             position=g - int(messages.starts[f]), event="compaction",
-            at=None if us is None else EPOCH + timedelta(microseconds=us),
+            at=datetime_of_us(us),
             tokens_before=m.column("pre_tokens")[g].as_py(), tokens_after=m.column("post_tokens")[g].as_py(),
             summary=summary))
     for f, found in rows.items():

@@ -536,4 +536,3 @@ def _usage(counted: Counted, messages: Messages) -> tuple[list[UsageColumns], li
         a, b = messages.span(i)
         per_file.append(per_message[a:b].tolist() if has[i] else None)
     return out, per_file
-

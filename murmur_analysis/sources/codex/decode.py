@@ -32,7 +32,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,7 @@ from ...core.diagnostics import Diagnostics
 from ...core.handoff import EntryColumns, GrowthRow, ToolEvents, ToolMeta, UsageColumns
 from ...core.model import Usage
 from ...core.providers import accounting
+from ...core.values import datetime_of_us
 from ..lines import LineRows, joined, one_array
 from ..murmur.entries import title_of
 from .carry import Carry
@@ -374,10 +374,6 @@ def _usage(kept: _Kept, idents: Sequence[Identity], models: pa.Array, diagnostic
     return [every.slice(bounds[r], bounds[r + 1]) for r in range(len(idents))], counted
 
 
-def _when(us: int | None) -> datetime | None:
-    return None if us is None else datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
 def _growth(kept: _Kept, carries: Sequence[Carry | None]) -> list[tuple[GrowthRow, ...]]:
     """Each rollout's compaction rows: one per message a compaction follows.
 
@@ -402,7 +398,7 @@ def _growth(kept: _Kept, carries: Sequence[Carry | None]) -> list[tuple[GrowthRo
     bounds = _split(owner, len(out))
     for r in np.unique(owner).tolist():
         lo, hi = bounds[r], bounds[r + 1]
-        out[r] = tuple(GrowthRow(p, "compaction", at=_when(us), chars=0 if p < 0 else None)
+        out[r] = tuple(GrowthRow(p, "compaction", at=datetime_of_us(us), chars=0 if p < 0 else None)
                        for p, us in zip(positions[lo:hi], times[lo:hi], strict=True))
     return out
 
