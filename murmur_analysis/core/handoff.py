@@ -196,9 +196,8 @@ class UsageColumns:
 
 
 _UTC_US = pa.timestamp("us", tz="UTC")
-#: :class:`UsageColumns`' arrays, in :class:`UsageRow`'s order.
-_USAGE_ARRAYS = ("message_id", "seq", "model", "provider", "created_at", "attempt", "sealed", "found_in",
-                 "accounting", "provider_source", "session_id")
+#: :class:`UsageColumns`' arrays: :class:`UsageRow`'s fields after its ``usage``, in its order.
+_USAGE_ARRAYS = tuple(name for name in UsageRow.__dataclass_fields__ if name != "usage")
 
 
 @dataclass(frozen=True, slots=True)
