@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
+from .core.lazy import names_from as _names_from
 from .core.version import __version__ as __version__
 from .errors import (
     ExportError,
@@ -82,17 +83,17 @@ _NAMES = {
 }
 
 
+_name = _names_from(__name__, _NAMES)
+
+
 def __getattr__(name: str) -> object:
     if name in _MODULES:
         return _importlib.import_module(_MODULES[name], __name__)
     if name == "export_parquet":  # the function; the package keeps its module name, murmur_analysis.export
         value: object = _importlib.import_module(".export", __name__).export
-    elif name in _NAMES:
-        value = getattr(_importlib.import_module(_NAMES[name], __name__), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+        globals()[name] = value
+        return value
+    return _name(name)
 
 
 def __dir__() -> list[str]:
