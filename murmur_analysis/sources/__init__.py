@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core.lazy import names_from
 from ..errors import NoSourceError, UnknownSourceError
 
 if TYPE_CHECKING:
@@ -70,21 +71,9 @@ BUILTIN: dict[str, Builtin] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    # The Source contract loads with the first source (paging a record needs none of it).
-    if name == "Source":
-        from . import base
-
-        return base.Source
-    if name == "Diagnostics":
-        from ..core import diagnostics
-
-        return diagnostics.Diagnostics
-    if name == "Conversation":
-        from ..core import handoff
-
-        return handoff.Conversation
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: The Source contract loads with the first source (paging a record needs none of it).
+__getattr__ = names_from(__name__, {"Source": ".base", "Diagnostics": "..core.diagnostics",
+                                    "Conversation": "..core.handoff"})
 
 
 class PluginWarning(UserWarning):
