@@ -168,6 +168,16 @@ EDGE_CASES: dict[str, bytes] = {
     "uppercase literals": _msg("True") + b"\n",
     "nul byte outside string": _msg("1") + b"\x00\n",
     "105 messages": b"".join(_msg(str(i)) + b"\n" for i in range(105)),
+    # Lines read one after another by one parser: each line is still decided alone.
+    "a message split over two lines": b'{"role":"user",\n"content":1}\n' + _msg("2") + b"\n",
+    "an unfinished message between messages": _msg("1") + b'\n{"role":"user","content":[\n' + _msg("2") + b"\n",
+    "a string left open at the line's end": _msg('"abc') + b"\n" + _msg('"d"') + b"\n",
+    "two messages on one line, then one": _msg("1") + _msg("2") + b"\n" + _msg("3") + b"\n",
+    "a number line, then a message": _msg("1") + b"\n12\n-3.5e2 \n" + _msg("2") + b"\n",
+    "escapes on consecutive lines": _msg('"a\\nb"') + b"\n" + _msg('"\\ud800"') + b"\n" + _msg('"c\\td\\u00e9"')
+    + b"\n" + _msg('"\\\\"') + b"\n",
+    "blank lines of other spaces between messages": _msg("1") + "\n\u00a0\n \t\n\u3000".encode() + _msg("2")
+    + b"\n" + _msg("3") + b"\n",
 }
 
 

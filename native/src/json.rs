@@ -10,14 +10,20 @@
 //! object and string with escapes (its unescaped text) lives in a [`Bump`] arena the caller
 //! resets between lines, so a line's tree costs no `malloc` and no `free`. An object keeps its entries in order; looking a
 //! key up takes the last one, as `Value`'s map does.
+//!
+//! [`Lines`] parses the lines of one text with one deserializer, as serde_json's own stream of
+//! values does, so the buffer serde_json unescapes strings into grows once per text instead of
+//! once per line; it decides every line exactly as [`parse`] of that line alone does.
 
+use std::cell::Cell;
 use std::fmt;
 
 use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Number, Value};
+use serde_json::de::StrRead;
+use serde_json::{Number, StreamDeserializer, Value};
 
 /// A parsed JSON value whose strings borrow from the input where they can, its arrays and
 /// objects held by an arena.
@@ -37,6 +43,82 @@ pub fn parse<'a>(text: &'a str, arena: &'a Bump) -> serde_json::Result<Json<'a>>
     let value = In(arena).deserialize(&mut de)?;
     de.end()?;
     Ok(value)
+}
+
+/// JSON's whitespace, as serde_json skips it between tokens and after a value.
+fn json_space(bytes: &[u8]) -> bool {
+    bytes.iter().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+}
+
+/// The lines of one text, each parsed as [`parse`] parses it alone, by one deserializer that
+/// goes on from line to line (serde_json's `StreamDeserializer`, whose scratch buffer is kept).
+///
+/// A line parsed alone succeeds exactly when, read in the stream from where the line before
+/// ended (only JSON whitespace between), a value is read that ends within the line and only
+/// whitespace follows it there: the parser reads the same bytes in the same order, and a
+/// parse that needs a byte past the line's end would have met the end of the text alone (an
+/// error), while a value that ends at the line's end ends there either way (a number stops at
+/// the end of the text as it stops at `\n` or `\r`). Anything else (an error, a value running
+/// into the next line, content after the value, a line that does not start where the stream
+/// stands) drops the stream, and the next line starts a new one.
+pub struct Lines<'t> {
+    text: &'t str,
+    /// the stream and the offset in `text` it starts at
+    stream: Option<(usize, StreamDeserializer<'t, StrRead<'t>, Top<'t>>)>,
+    /// where the stream stands for the next line: only whitespace lies between its position and here
+    ready: usize,
+}
+
+impl<'t> Lines<'t> {
+    pub fn new(text: &'t str) -> Lines<'t> {
+        Lines { text, stream: None, ready: 0 }
+    }
+
+    /// The line `text[start..end]` (without its `\n`) parsed as `parse(&text[start..end])`
+    /// parses it, its tree in `arena`; `None` where that fails. Lines are given in order.
+    pub fn parse<'b>(&mut self, start: usize, end: usize, arena: &'b Bump) -> Option<Json<'b>>
+    where
+        't: 'b,
+    {
+        let bytes = self.text.as_bytes();
+        let goes_on = self.stream.is_some() && self.ready <= start && json_space(&bytes[self.ready..start]);
+        if !goes_on {
+            self.stream = Some((start, serde_json::Deserializer::from_str(&self.text[start..]).into_iter()));
+        }
+        let (base, stream) = self.stream.as_mut().expect("a stream was just made");
+        LENT.with(|lent| lent.set(arena as *const Bump));
+        let read = stream.next();
+        LENT.with(|lent| lent.set(std::ptr::null()));
+        if let Some(Ok(Top(value))) = read {
+            let after = *base + stream.byte_offset();
+            if after <= end && json_space(&bytes[after..end]) {
+                self.ready = end;
+                return Some(value);
+            }
+        }
+        self.stream = None;
+        None
+    }
+}
+
+thread_local! {
+    /// The arena [`Lines::parse`] lends the value it reads, for that one read.
+    static LENT: Cell<*const Bump> = Cell::new(std::ptr::null());
+}
+
+/// A value read by [`Lines`]' stream, its tree in the arena lent for the read.
+struct Top<'a>(Json<'a>);
+
+impl<'de> Deserialize<'de> for Top<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Top<'de>, D::Error> {
+        let arena = LENT.with(Cell::get);
+        assert!(!arena.is_null(), "a line is read by Lines::parse, which lends the arena");
+        // SAFETY: `Lines::parse` lends a `&'b Bump` for the one read that lands here and
+        // returns the value read as a `Json<'b>` (shortened: `Json` is covariant), so nothing
+        // built in the arena is reached beyond that borrow; the stream keeps no value.
+        let arena: &'de Bump = unsafe { &*arena };
+        In(arena).deserialize(d).map(Top)
+    }
 }
 
 /// What the line rules read of a parsed value, for `Value` and [`Json`] alike.
@@ -253,7 +335,91 @@ impl std::io::Write for Count {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse, Sorted};
+    use super::{parse, Lines, Sorted};
+
+    /// Every line of `text` read by [`Lines`], beside each line parsed alone: `(ok, written)`.
+    fn both_ways(text: &str) -> Vec<(Option<String>, Option<String>)> {
+        let mut lines = Lines::new(text);
+        let mut out = Vec::new();
+        let mut start = 0;
+        for line in text.split('\n') {
+            let end = start + line.strip_suffix('\r').unwrap_or(line).len();
+            let alone_arena = bumpalo::Bump::new();
+            let alone = parse(&text[start..end], &alone_arena).ok().map(|v| serde_json::to_string(&Sorted(&v)).unwrap());
+            let arena = bumpalo::Bump::new();
+            let streamed = if text[start..end].trim().is_empty() {
+                alone.clone() // a blank line is not parsed
+            } else {
+                lines.parse(start, end, &arena).map(|v| serde_json::to_string(&Sorted(&v)).unwrap())
+            };
+            out.push((alone, streamed));
+            start += line.len() + 1;
+        }
+        out
+    }
+
+    #[test]
+    fn lines_read_in_one_stream_are_read_as_each_alone() {
+        let texts = [
+            "{\"a\":1}\n{\"b\":\"x\\ny\"}\n{\"c\":[1,2]}",
+            // a value that runs on into the next line, and the lines after it
+            "{\"a\":\n1}\n{\"b\":2}",
+            "[1,\n2]\n3\n",
+            // content after a value; two values on a line
+            "{\"a\":1} x\n{\"a\":1}{\"b\":2}\n{\"ok\":true}",
+            // numbers and literals at a line's end, with and without \r
+            "12\n-0\r\n1e5\ntrue\r\nnull\n{\"n\":1.5}\r\n",
+            "12 \n 12\t\n1.\n1e\n-\n{\"x\":1}",
+            // blank lines, of JSON's whitespace and of other spaces
+            "{\"a\":1}\n   \n\t\n{\"b\":2}\n\u{a0}\n{\"c\":3}\n\u{3000}{\"d\":4}\n{\"e\":5}",
+            // escapes: lone surrogates, a pair, a control character, an unfinished string
+            "{\"s\":\"\\ud800\"}\n{\"s\":\"\\ud83d\\ude00\"}\n{\"s\":\"a\tb\"}\n{\"s\":\"abc\n\"}\n{\"s\":\"\\n\"}",
+            // nesting at and past the limit, then a plain line
+            &format!("{}{}\n{}{}\n{{\"k\":1}}", "[".repeat(128), "]".repeat(128), "[".repeat(129), "]".repeat(129)),
+            // a BOM, trailing commas, duplicate keys, a number past f64
+            "\u{feff}{\"a\":1}\n{\"a\":1,}\n{\"k\":1,\"k\":2}\n[1e309]\n{\"a\":18446744073709551616}",
+            // an unterminated last line, and one cut mid-value
+            "{\"a\":1}\n{\"a\":",
+        ];
+        for text in texts {
+            for (n, (alone, streamed)) in both_ways(text).into_iter().enumerate() {
+                assert_eq!(alone, streamed, "line {} of {:?}", n + 1, text);
+            }
+        }
+    }
+
+    #[test]
+    fn lines_of_any_mix_are_read_as_each_alone() {
+        // Lines glued from pieces that open, close, escape and break values, in a fixed
+        // pseudo-random sequence (no crate for randomness offline).
+        let pieces = [
+            "{\"role\":\"user\"", "}", "{", "[", "]", ",", ":", "1", "-0.5e3", "\"a\\nb\"", "\"\\ud800\"", "\"\\u00e9\"",
+            " ", "\t", "\r", "\n", "\n", "\n", "true", "nul", "\"k\":", "\u{a0}", "\u{2028}", "x", "\"",
+            // whole lines, so that lines often follow lines that were read
+            "\n{\"role\":\"user\",\"c\":\"a\\\"b\\n\"}\n", "\n[1,\"\\u00e9\",{}]\r\n", "\n{\"k\":\"\\t\",\"k\":[null]}  \n",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let (mut read, mut refused) = (0, 0);
+        for _ in 0..3000 {
+            let mut text = String::new();
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (state >> 59) as usize + 1;
+            for _ in 0..len * 3 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                text.push_str(pieces[(state >> 33) as usize % pieces.len()]);
+            }
+            for (n, (alone, streamed)) in both_ways(&text).into_iter().enumerate() {
+                assert_eq!(alone, streamed, "line {} of {:?}", n + 1, text);
+                if alone.is_some() {
+                    read += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+        }
+        // the mix holds both kinds of line in numbers
+        assert!(read > 3000 && refused > 3000, "{read} lines read, {refused} refused");
+    }
 
     #[test]
     fn sorted_writes_what_value_writes() {

@@ -136,10 +136,20 @@ pub fn decide_by<'a, V: View>(
     keeps: impl FnOnce(&V) -> bool,
     header: impl FnOnce(&str) -> bool,
 ) -> (Kind, Option<V>) {
-    let text = match std::str::from_utf8(line) {
-        Ok(text) => text,
-        Err(_) => return (Kind::BadUtf8, None),
-    };
+    match std::str::from_utf8(line) {
+        Ok(text) => decide_text(text, first, parse, keeps, header),
+        Err(_) => (Kind::BadUtf8, None),
+    }
+}
+
+/// [`decide_by`] of a line already known to be UTF-8.
+pub fn decide_text<'a, V: View>(
+    text: &'a str,
+    first: bool,
+    parse: impl FnOnce(&'a str) -> Option<V>,
+    keeps: impl FnOnce(&V) -> bool,
+    header: impl FnOnce(&str) -> bool,
+) -> (Kind, Option<V>) {
     if text.trim().is_empty() {
         return (Kind::Blank, None);
     }
@@ -211,10 +221,20 @@ pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
         .enumerate()
         .map(|(i, &(s, e))| {
             let mut arena = Bump::new();
+            // A piece that is UTF-8 throughout is read by one stream (`json::Lines`); else line by line.
+            let whole = std::str::from_utf8(&buf[s..e]).ok();
+            let mut lines = whole.map(json::Lines::new);
             spans(&buf[s..e])
                 .enumerate()
                 .map(|(n, span)| {
-                    let (kind, _) = decide_in(&buf[s + span.start..s + span.end], first && i == 0 && n == 0, &arena);
+                    let line1 = first && i == 0 && n == 0;
+                    let kind = match (whole, lines.as_mut()) {
+                        (Some(text), Some(lines)) => {
+                            let parse = |_: &str| lines.parse(span.start, span.end, &arena);
+                            decide_text(&text[span.start..span.end], line1, parse, is_message, is_header).0
+                        }
+                        _ => decide_in(&buf[s + span.start..s + span.end], line1, &arena).0,
+                    };
                     arena.reset();
                     let next = if span.terminated {
                         s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)
