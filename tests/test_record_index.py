@@ -434,3 +434,56 @@ def test_a_long_lived_reader_keeps_bounded_memory(tmp_path: Path) -> None:
     assert [d.path for d in reader.diagnostics] == [str(p) for p in paths[5:]]
     assert reader.read_messages(paths[-1]).reports == ()  # still remembered
     assert [r.kind for r in reader.read_messages(paths[0]).reports] == ["not_a_message"]  # forgotten, said again
+
+
+# ------------------------------------------------------------------------------ reading ahead
+
+
+def test_a_record_read_in_chunks_ahead_gives_the_index_of_one_read(
+    record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from murmur_analysis.sources.murmur import reader as murmur_reader
+
+    write(record, range(40))
+    whole = murmur_reader.RecordReader().read_messages(record, limit=100)
+    monkeypatch.setattr(murmur_reader, "_CHUNK", 700)  # a few lines a chunk: each next one read ahead
+    reads: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, n: int, offset: int) -> bytes:
+        reads.append(offset)
+        return pread(fd, n, offset)
+
+    monkeypatch.setattr(murmur_reader.os, "pread", counted)
+    chunked = murmur_reader.RecordReader().read_messages(record, limit=100)
+    assert len(reads) > 10
+    assert (chunked.total, ids(chunked)) == (whole.total, ids(whole)) == (40, [id_at(n) for n in reversed(range(40))])
+
+
+@pytest.mark.parametrize("failing", [1, 3])
+def test_a_failed_read_ahead_fails_the_page_as_a_failed_first_read_does(
+    record: Path, monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    import errno
+    import threading
+
+    from murmur_analysis.sources.murmur import reader as murmur_reader
+
+    write(record, range(40))
+    monkeypatch.setattr(murmur_reader, "_CHUNK", 700)
+    calls = 0
+    pread = os.pread
+
+    def failing_read(fd: int, n: int, offset: int) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == failing:
+            raise OSError(errno.EIO, "Input/output error")
+        return pread(fd, n, offset)
+
+    monkeypatch.setattr(murmur_reader.os, "pread", failing_read)
+    threads = threading.active_count()
+    with pytest.raises(ma.ReadMessagesError, match="Input/output error") as failed:
+        murmur_reader.RecordReader().read_messages(record, limit=100)
+    assert failed.value.code == "unavailable"
+    assert threading.active_count() == threads  # no read left running

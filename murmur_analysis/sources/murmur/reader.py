@@ -374,42 +374,90 @@ def _reason(err: OSError) -> str:
     return err.strerror or str(err)
 
 
+class _Ahead:
+    """One ``os.pread``, on a thread of its own while the chunk before it is decided.
+
+    With ``now``, the read is made here: nothing is to be decided meanwhile.
+    """
+
+    def __init__(self, fd: int, length: int, offset: int, now: bool = False) -> None:
+        self._data = b""
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._read, args=(fd, length, offset), daemon=True)
+        if now:
+            self._read(fd, length, offset)
+        else:
+            self._thread.start()
+
+    def _read(self, fd: int, length: int, offset: int) -> None:
+        try:
+            self._data = os.pread(fd, length, offset)
+        except OSError as err:
+            self._error = err
+
+    def join(self) -> None:
+        """Wait for the read to end."""
+        if self._thread.ident is not None:
+            self._thread.join()
+
+    def result(self) -> bytes:
+        """The bytes read; the read's own ``OSError`` is raised here."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._data
+
+
 def _parse_from(fd: int, snap: _Snapshot) -> None:
-    """Parse the record from ``snap.parsed_to`` to its end, recording message line offsets."""
+    """Parse the record from ``snap.parsed_to`` to its end, recording message line offsets.
+
+    The record is read a chunk at a time, and the next chunk is read while this one's lines
+    are decided (both leave the interpreter's lock).
+    """
     offset = snap.parsed_to
     line_no = snap.lines_before
     size = snap.size
     want = _CHUNK
-    while offset < size:
-        # Each read starts at a line start (the partial line a read ends with is read again by
-        # the next one), so no chunk is copied to join it to the one before.
-        data = os.pread(fd, min(want, size - offset), offset)
-        if not data:
-            break
-        cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
-        if cut == 0:  # one line longer than the read: read more of it
-            want *= 2
-            continue
-        want = _CHUNK
-        found = index_lines(data, cut, offset, offset == 0)
-        if found.bad_utf8:
-            # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
-            raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
-        snap.starts.frombytes(found.starts)
-        snap.ends.frombytes(found.ends)
-        if found.header is not None:
-            snap.header = header_of(data[found.header[0] : found.header[1]])
-        for n, _ in found.skipped:  # whether it ends with a newline follows from its number
-            snap.skip(line_no + n)
-        if found.parsed_to > snap.parsed_to:
-            unterminated = found.lines > 0 and found.parsed_to < offset + cut
-            snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
-            snap.parsed_to = found.parsed_to
-        line_no += found.lines
-        offset += cut
-    # At most one message can come from an unterminated last line.
-    unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
-    snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
+    # The first read is made here: nothing is decided meanwhile.
+    ahead = _Ahead(fd, min(want, size - offset), offset, now=True) if offset < size else None
+    try:
+        while ahead is not None:
+            # Each read starts at a line start (the partial line a read ends with is read again
+            # by the next one), so no chunk is copied to join it to the one before.
+            data = ahead.result()
+            ahead = None
+            if not data:
+                break
+            cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
+            if cut == 0:  # one line longer than the read: read more of it
+                want *= 2
+                ahead = _Ahead(fd, min(want, size - offset), offset)
+                continue
+            want = _CHUNK
+            if offset + cut < size:
+                ahead = _Ahead(fd, min(want, size - offset - cut), offset + cut)
+            found = index_lines(data, cut, offset, offset == 0)
+            if found.bad_utf8:
+                # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
+                raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
+            snap.starts.frombytes(found.starts)
+            snap.ends.frombytes(found.ends)
+            if found.header is not None:
+                snap.header = header_of(data[found.header[0] : found.header[1]])
+            for n, _ in found.skipped:  # whether it ends with a newline follows from its number
+                snap.skip(line_no + n)
+            if found.parsed_to > snap.parsed_to:
+                unterminated = found.lines > 0 and found.parsed_to < offset + cut
+                snap.lines_before = line_no + found.lines - (1 if unterminated else 0)
+                snap.parsed_to = found.parsed_to
+            line_no += found.lines
+            offset += cut
+        # At most one message can come from an unterminated last line.
+        unterminated = bool(snap.starts) and snap.starts[-1] >= snap.parsed_to
+        snap.tail_start = len(snap.starts) - (1 if unterminated else 0)
+    finally:
+        if ahead is not None:
+            ahead.join()  # no read outlives the call: the caller closes ``fd``
 
 
 _DEFAULT_READER = RecordReader()
