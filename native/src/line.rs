@@ -143,7 +143,7 @@ pub fn decide_by<'a, V: View>(
 }
 
 /// [`decide_by`] of a line already known to be UTF-8.
-pub fn decide_text<'a, V: View>(
+fn decide_text<'a, V: View>(
     text: &'a str,
     first: bool,
     parse: impl FnOnce(&'a str) -> Option<V>,
@@ -179,6 +179,40 @@ pub fn lower(map: &Map<String, Value>) -> (String, String, Option<String>, Optio
     };
     let string = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
     (role, content, string("id"), string("source_id"))
+}
+
+/// The lines of one piece of a file, decided in order by [`decide_by`]'s rule: by one
+/// serde_json stream ([`json::Lines`]) when the piece is UTF-8 throughout, else line by line.
+pub struct PieceLines<'t> {
+    buf: &'t [u8],
+    stream: Option<(&'t str, json::Lines<'t>)>,
+}
+
+impl<'t> PieceLines<'t> {
+    pub fn new(buf: &'t [u8]) -> PieceLines<'t> {
+        PieceLines { buf, stream: std::str::from_utf8(buf).ok().map(|text| (text, json::Lines::new(text))) }
+    }
+
+    /// Decide the line at `span` (the lines of the piece in order), its value parsed into `arena`.
+    pub fn decide<'b>(
+        &mut self,
+        span: &Span,
+        first: bool,
+        arena: &'b Bump,
+        keeps: impl FnOnce(&Json<'b>) -> bool,
+        header: impl FnOnce(&str) -> bool,
+    ) -> (Kind, Option<Json<'b>>)
+    where
+        't: 'b,
+    {
+        let (start, end) = (span.start, span.end);
+        match self.stream.as_mut() {
+            Some((text, lines)) => {
+                decide_text(&text[start..end], first, |_| lines.parse(start, end, arena), keeps, header)
+            }
+            None => decide_by(&self.buf[start..end], first, |text| json::parse(text, arena).ok(), keeps, header),
+        }
+    }
 }
 
 /// One line of a buffer: `[start, end)` without its `\n` (and without the `\r` of a `"\r\n"`).
@@ -221,20 +255,12 @@ pub fn decide_all(buf: &[u8], first: bool) -> Vec<(usize, usize, usize, Kind)> {
         .enumerate()
         .map(|(i, &(s, e))| {
             let mut arena = Bump::new();
-            // A piece that is UTF-8 throughout is read by one stream (`json::Lines`); else line by line.
-            let whole = std::str::from_utf8(&buf[s..e]).ok();
-            let mut lines = whole.map(json::Lines::new);
+            let mut lines = PieceLines::new(&buf[s..e]);
             spans(&buf[s..e])
                 .enumerate()
                 .map(|(n, span)| {
                     let line1 = first && i == 0 && n == 0;
-                    let kind = match (whole, lines.as_mut()) {
-                        (Some(text), Some(lines)) => {
-                            let parse = |_: &str| lines.parse(span.start, span.end, &arena);
-                            decide_text(&text[span.start..span.end], line1, parse, is_message, is_header).0
-                        }
-                        _ => decide_in(&buf[s + span.start..s + span.end], line1, &arena).0,
-                    };
+                    let (kind, _) = lines.decide(&span, line1, &arena, is_message, is_header);
                     arena.reset();
                     let next = if span.terminated {
                         s + memchr::memchr(b'\n', &buf[s + span.end..e]).map_or(e - s, |j| span.end + j + 1)

@@ -29,8 +29,8 @@ use bumpalo::Bump;
 use rayon::prelude::*;
 
 use crate::columns::{join_into, Ints, Strings};
-use crate::json::{self, Count, Json, Sorted, View};
-use crate::line::{decide_by, decide_text, skipped, spans, Kind};
+use crate::json::{Count, Json, Sorted, View};
+use crate::line::{skipped, spans, Kind, PieceLines};
 use crate::pair;
 
 /// Bytes read from a file per step; lines are decided in parallel within a step.
@@ -314,22 +314,14 @@ fn piece(format: &dyn Format, buf: &[u8], text: bool, first: bool) -> (Rows, usi
     let mut out = Rows::new(format);
     let mut torn = 0;
     let mut arena = Bump::new();
-    // A piece that is UTF-8 throughout is read by one stream (`json::Lines`); else line by line.
-    let whole = std::str::from_utf8(buf).ok();
-    let mut lines = whole.map(json::Lines::new);
+    let mut lines = PieceLines::new(buf);
     for span in spans(buf) {
         arena.reset();
         out.lines += 1;
         let n = out.lines;
         let line = &buf[span.start..span.end];
-        let (keeps, header) = (|value: &Json<'_>| format.keeps(value), |s: &str| format.header(s));
-        let (kind, value) = match (whole, lines.as_mut()) {
-            (Some(text), Some(lines)) => {
-                let parse = |_: &str| lines.parse(span.start, span.end, &arena);
-                decide_text(&text[span.start..span.end], first && n == 1, parse, keeps, header)
-            }
-            _ => decide_by(line, first && n == 1, |s| json::parse(s, &arena).ok(), keeps, header),
-        };
+        let (kind, value) =
+            lines.decide(&span, first && n == 1, &arena, |value| format.keeps(value), |s| format.header(s));
         match (kind, value) {
             (Kind::Message, Some(value)) => {
                 let mut row = Row::new_in(format, &arena);
