@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import PriceError
+from .codes import value_codes
 from .diagnostics import Diagnostic
 from .paths import user_path
 from .price_memo import PriceMemo, Tiers
@@ -498,9 +499,9 @@ def _by_model(usage: pa.Table) -> list[tuple[str | None, str | None, np.ndarray]
         return []
     codes, values = [], []
     for name in ("model", "provider"):
-        encoded = pc.dictionary_encode(usage.column(name), null_encoding="encode").combine_chunks()
-        codes.append(np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64))
-        values.append(encoded.dictionary.to_pylist())
+        code, distinct = value_codes(usage.column(name))
+        codes.append(code)
+        values.append(distinct.to_pylist())
     width = len(values[1])
     pairs, first, group = np.unique(codes[0] * width + codes[1], return_index=True, return_inverse=True)
     rows = np.split(np.argsort(group, kind="stable"), np.cumsum(np.bincount(group, minlength=len(pairs)))[:-1])

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ...core.codes import value_codes
 from .whole import Whole, mask, true
 
 __all__ = ["COUNTERS", "SYNTHETIC", "Counted", "count_responses", "responses_of"]
@@ -97,22 +98,16 @@ def _without_copies(lines: pa.Table) -> pa.Table:
     return lines.filter(pa.array(own))
 
 
-def _codes(column: pa.ChunkedArray) -> np.ndarray:
-    """Each value's code among the column's distinct values (a null is a value of its own)."""
-    encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
-    return np.asarray(encoded.indices.to_numpy(zero_copy_only=False), np.int64)
-
-
 def _grouped(lines: pa.Table) -> pa.Table:
     """One row per response (rule 2): the first line's order, the counters' maxima, the flags.
 
     ``key`` says which responses share a ``message.id`` (a line with none is a key of its own).
     """
     n = lines.num_rows
-    msg = _codes(lines.column("msg_id"))
+    msg, _ = value_codes(lines.column("msg_id"))
     named = pc.is_valid(lines.column("msg_id")).to_numpy(zero_copy_only=False)
     key = np.where(named, msg, -1 - np.arange(n, dtype=np.int64))  # no message.id: a response alone
-    req = _codes(lines.column("request_id"))  # no requestId: a value of its own
+    req, _ = value_codes(lines.column("request_id"))  # no requestId: a value of its own
     _, response = np.unique(key * (int(req.max()) + 1 if n else 1) + req, return_inverse=True)
     order = np.argsort(response, kind="stable")
     starts = np.flatnonzero(np.r_[True, response[order][1:] != response[order][:-1]]) if n else order
