@@ -42,6 +42,10 @@ EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
 #: The one-run scenario's rows: the record made one run of each side.
 RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
+#: Every line parsed by serde_json and decided, nothing derived: what no speed-up of a load removes.
+DECIDED = f"{ENGINE} (lines decided only)"
+#: A fresh interpreter that imports what a daily report needs, and exits.
+IMPORTS = f"{TOOLKIT} imports alone"
 CCUSAGE = "ccusage daily --json"
 CCUSAGE_CODEX = "ccusage-codex daily --json"
 
@@ -136,7 +140,24 @@ def _codex_daily(p: Paths) -> Scenario:
                       "token_count events it counts again (ccusage#1288)"),
             Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "codex", "files": files}, needs="codex",
                  note="the native line scan alone (every rollout line into columns), imports excluded"),
+            Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs="codex", note=DECIDED_NOTE),
+            _imports(),
         ])
+
+
+#: What the rows of :data:`DECIDED` measure.
+DECIDED_NOTE = ("every line parsed by serde_json and decided (murmur's line rule, as a cold first page decides a "
+                "record), nothing derived; files side by side on every core")
+
+
+def _imports() -> Tool:
+    """A whole process that only starts, imports what ``ma.load`` and a pandas frame need, and exits."""
+    return Tool(IMPORTS, "scenarios:process_command", {"argv": ["-c", IMPORT_LINE]},
+                note=f"python -c '{IMPORT_LINE}': the start, imports and exit every whole-process run pays")
+
+
+#: The imports of a whole-process daily report: the toolkit, Arrow, and pandas for the frame it returns.
+IMPORT_LINE = "import murmur_analysis, pyarrow, pandas"
 
 
 def build(p: Paths, pandas_mode: str) -> list[Scenario]:
@@ -160,6 +181,8 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
     lean_scan = lambda files: Tool(f"{ENGINE} (text=False)", "scenarios:engine_scan",  # noqa: E731
                                    {"files": files, "text": False}, needs="murmur",
                                    note="the native scan alone, text columns left out")
+    decided = lambda files, needs: Tool(DECIDED, "scenarios:engine_decide", {"files": files},  # noqa: E731
+                                        needs=needs, note=DECIDED_NOTE)
     engine_index = lambda: Tool(ENGINE, "scenarios:engine_index", {"record": str(p.big)},  # noqa: E731
                                 needs="murmur", note="the native line decision alone, over the whole record")
     litany_tables = ["messages", "tool_calls", "growth", "steps"]
@@ -172,6 +195,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      lean_load(p.big_home),
                      engine_scan(big),
                      lean_scan(big),
+                     decided(big, "murmur"),
                      *json_baselines(big),
                      *filter(None, [_pandas(big, [str(p.big_slice)], big_bytes, pandas_mode)]),
                  ]),
@@ -182,6 +206,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      lean_load(p.small_home),
                      engine_scan(small),
                      lean_scan(small),
+                     decided(small, "murmur"),
                      *json_baselines(small),
                      *filter(None, [_pandas(small, record_files(str(p.small_home), 0.1), small_bytes, pandas_mode)]),
                  ]),
@@ -247,7 +272,8 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
              note="the interpreter alone: the floor of every row"),
     ]))
     claude = str(p.claude_home)
-    claude_bytes = _tree_bytes([str(f) for f in p.claude_home.rglob("*.jsonl")]) if p.claude_home.exists() else 0
+    claude_files = [str(f) for f in p.claude_home.rglob("*.jsonl")] if p.claude_home.exists() else []
+    claude_bytes = _tree_bytes(claude_files)
     scenarios.append(Scenario(
         "claude-daily", "Daily token usage of a Claude Code home, whole processes (start, imports, read, report)",
         f"{claude_bytes / 1e6:,.0f} MB of sessions", claude_bytes, [
@@ -258,6 +284,11 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                  needs="claude_code", note="the same, with an empty cache folder: genai-prices' table loaded"),
             Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": claude},
                  note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
+            Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "claude_code", "files": claude_files},
+                 needs="claude_code", note="the native line scan alone (every session line into columns), "
+                                           "imports excluded"),
+            Tool(DECIDED, "scenarios:engine_decide", {"files": claude_files}, needs="claude_code", note=DECIDED_NOTE),
+            _imports(),
         ]))
     scenarios.append(_codex_daily(p))
     scratch = str(p.root / "export-scratch")
@@ -510,6 +541,63 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     return out
 
 
+@dataclass
+class Floor:
+    """The least time an exact run of one target's work takes on this machine, beside the goal."""
+
+    scenario: str
+    goal: str
+    least: str
+    ratio: str
+    within: bool | None  # False: the least time alone already misses the goal
+
+
+def check_floors(by_key: dict[str, Scenario]) -> list[Floor]:
+    """For each time goal, the floor of this design, as a ratio to the goal's reference.
+
+    An exact load has every line decided by serde_json (:data:`DECIDED`); a whole process also
+    starts, imports the toolkit, Arrow and pandas, and exits (:data:`IMPORTS`). Their sum is a
+    floor: a goal below it is not met by making anything else faster. A goal above it is not
+    thereby within reach: the columns still have to be built.
+    """
+    out: list[Floor] = []
+
+    def wall(key: str, name: str) -> float | None:
+        s = by_key.get(key)
+        t = s.tool(name) if s else None
+        return t.wall if t else None
+
+    def floor(scenario: str, goal: str, least: float | None, what: str, ref: float | None, limit: float,
+              speed_up: bool = False) -> None:
+        if least is None or not ref:
+            out.append(Floor(scenario, goal, "not measured", "-", None))
+            return
+        r = ref / least if speed_up else least / ref
+        within = r >= limit if speed_up else r <= limit
+        out.append(Floor(scenario, goal, f"{what}: {least:.3f} s", f"{r:.3f}x", within))  # 3 places: near 1.0x
+
+    for key, ref in (("big-load", "duckdb read_json_auto"), ("small-load", "duckdb read_ndjson (declared columns)")):
+        decided = wall(key, DECIDED)
+        floor(key, f"wall vs {ref} <= 1.0x", decided, "lines decided alone", wall(key, ref), 1.0)
+        floor(key, "speed-up over pandas.read_json >= 15x", decided, "lines decided alone",
+              wall(key, "pandas.read_json(lines=True)"), 15, speed_up=True)
+    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX)):
+        decided, imports = wall(key, DECIDED), wall(key, IMPORTS)
+        least = decided + imports if decided is not None and imports is not None else None
+        floor(key, f"whole process vs {peer} <= 0.1x", least,
+              f"imports alone {imports or 0:.3f} s + lines decided alone {decided or 0:.3f} s", wall(key, peer), 0.1)
+    return out
+
+
+def floors_table(floors: list[Floor]) -> str:
+    lines = ["| scenario | goal | least time an exact run takes here | as the goal's ratio | floor within the goal? |",
+             "|---|---|---|---|---|"]
+    for f in floors:
+        within = "-" if f.within is None else ("yes" if f.within else "**no**")
+        lines.append(f"| {f.scenario} | {f.goal} | {f.least} | {f.ratio} | {within} |")
+    return "\n".join(lines)
+
+
 def targets_table(targets: list[Target]) -> str:
     lines = ["| scenario | target | goal | measured | met? |", "|---|---|---|---|---|"]
     for t in targets:
@@ -612,6 +700,17 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
         "## Targets",
         "",
         targets_table(targets),
+        "",
+        "## Floors: what no speed-up removes",
+        "",
+        "An exact load has every line decided by serde_json; a whole process also starts, imports the",
+        "toolkit, Arrow and pandas (the frame a daily report returns), and exits. The rows named",
+        "`lines decided only` and `imports alone` measure those two costs as the toolkit pays them. Their",
+        "sum is the floor of this design on this machine: a goal below it is not met by making anything",
+        "else faster (building the columns, the Python work). A floor within a goal does not put the",
+        "goal within reach; the columns still have to be built.",
+        "",
+        floors_table(check_floors(by_key)),
         "",
         "## Scenarios",
         "",

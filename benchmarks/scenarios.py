@@ -383,6 +383,30 @@ def engine_index(record: str) -> Timed:
     return run
 
 
+def engine_decide(files: list[str]) -> Timed:
+    """Every line of every file parsed by serde_json and decided, nothing derived.
+
+    This is the part of an exact load that no speed-up of the toolkit removes: each line must be
+    read by serde_json to be kept or reported. It runs murmur's line rule (the decision a cold
+    first page makes, :func:`~murmur_analysis.sources.murmur.record.index_lines`) on each whole
+    file, on every core, files side by side; any JSONL costs serde_json the same parse.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from murmur_analysis.sources.murmur.record import index_lines
+
+    def one(path: str) -> int:
+        with open(path, "rb") as f:
+            data = f.read()
+        return index_lines(data, len(data), 0, True).lines
+
+    def run() -> Summary:
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            return {"files": len(files), "lines": sum(pool.map(one, files))}
+
+    return run
+
+
 # ---------------------------------------------------------------------------------------------
 # Baselines: what a user would otherwise reach for
 
