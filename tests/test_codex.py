@@ -410,6 +410,21 @@ def test_unreadable_lines_are_named_and_a_torn_last_line_waits_until_settled(tmp
     assert settled.conversations["messages"].tolist() == [1]
 
 
+def test_unknown_lines_of_many_rollouts_are_each_named_in_their_own(tmp_path: Path) -> None:
+    """A load looks at every rollout's lines at once; each odd line is still named with its own file and line."""
+    ids = [f"{k}{k}{k}{k}{k}{k}{k}{k}-{k}{k}{k}{k}-4{k}{k}{k}-8{k}{k}{k}-{k * 12}" for k in "3456"]
+    odd = json.dumps({"hello": 1}).encode() + b"\n"
+    paths = []
+    for n, cid in enumerate(ids):
+        path = rollout(tmp_path, cid, [meta(cid), turn(), said("user", "a")])
+        with path.open("ab") as fh:
+            fh.write(odd * n)  # none in the first, one in the second, ...
+        paths.append(str(path))
+    found = ma.load(tmp_path, source="codex", options=NOW).diagnostics
+    named = sorted(found[found["kind"] == "unknown_line"][["path", "line"]].values.tolist())
+    assert named == sorted([p, 3 + k] for n, p in enumerate(paths) for k in range(1, n + 1))
+
+
 def test_a_lean_load_leaves_texts_null_and_keeps_the_title(tmp_path: Path) -> None:
     rollout(tmp_path, PARENT, EXAMPLE)
     corpus = ma.load(tmp_path, source="codex", text=False)

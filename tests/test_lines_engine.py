@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -149,12 +148,13 @@ def test_files_scanned_together_read_as_each_scanned_alone(
     paths = [_write(tmp / f"{i}.jsonl", b"\n".join(lines) + b"\n") for i, lines in enumerate(files)]
     together = scan_lines("claude_code", paths)
     assert [r.path for r in together] == paths
-    for path, got in zip(paths, together, strict=True):
-        _same_rows(got, scan_lines("claude_code", [path])[0])
+    each = [scan_lines("claude_code", [path])[0] for path in paths]
+    for got, one in zip(together, each, strict=True):
+        _same_rows(got, one)
     if not together:
         return
     whole = joined(together)
-    alone = joined([replace(r, scanned_with=None) for r in together])  # end to end, file by file
+    alone = joined(each)  # scanned apart: joined end to end, file by file
     assert whole.table.equals(alone.table) and whole.kinds.equals(alone.kinds) and whole.events.equals(alone.events)
     assert whole.starts.tolist() == alone.starts.tolist() and whole.event_starts.tolist() == alone.event_starts.tolist()
 

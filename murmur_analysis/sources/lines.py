@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..core.diagnostics import Diagnostics
 from ..core.files import open_regular, settled
@@ -90,32 +92,58 @@ class Joined:
 
 @dataclass(frozen=True)
 class LineRows:
-    """One file's rows as the engine read them.
+    """One file's rows as the engine read them: its stretch of the rows of the files scanned with it.
+
+    Its own :attr:`table`, :attr:`kinds` and :attr:`events` are sliced from those when first
+    asked for. A load that works on every file's rows at once takes them joined (:func:`joined`)
+    and slices no file's: a slice of a column held as one chunk per file looks through the
+    chunks before it, so slicing each of many files would cost the square of their number.
 
     Attributes:
         path: the file.
-        table: one row per line the format keeps: ``line`` (1-based) and the declared columns.
-        kinds: the block kinds of each row (a list per row).
-        events: the rows' tool events, in line and block order (:data:`EVENTS`).
         lines: the lines read (blank and reported ones included).
         end: the byte offset a later read goes on from (before a torn last line).
         size: the file's size when it was read.
         reported: ``(line, code)`` of every line that was not read.
         error: why the file could not be opened or read, or ``None``.
-        scanned_with: the files scanned with it, joined (its rows are a slice of theirs), and its
-            place among them; :func:`joined` takes them as they are.
+        scanned_with: the files scanned with it, joined, and its place among them.
     """
 
     path: Path
-    table: pa.Table
-    kinds: pa.ListArray
-    events: pa.Table
     lines: int
     end: int
     size: int
     reported: tuple[tuple[int, int], ...]
     error: str | None
-    scanned_with: tuple[Joined, int] | None = field(default=None, compare=False, repr=False)
+    scanned_with: tuple[Joined, int]
+
+    @property
+    def num_rows(self) -> int:
+        """How many rows it has (its :attr:`table`'s, told without slicing it)."""
+        whole, i = self.scanned_with
+        return int(whole.starts[i + 1] - whole.starts[i])
+
+    @cached_property
+    def table(self) -> pa.Table:
+        """One row per line the format keeps: ``line`` (1-based) and the declared columns."""
+        whole, i = self.scanned_with
+        a, b = int(whole.starts[i]), int(whole.starts[i + 1])
+        return whole.table.slice(a, b - a)
+
+    @cached_property
+    def kinds(self) -> pa.ListArray:
+        """The block kinds of each row (a list per row)."""
+        whole, i = self.scanned_with
+        a, b = int(whole.starts[i]), int(whole.starts[i + 1])
+        return one_array(whole.kinds.slice(a, b - a))
+
+    @cached_property
+    def events(self) -> pa.Table:
+        """The rows' tool events, in line and block order (:data:`EVENTS`), ``row`` an index into :attr:`table`."""
+        whole, i = self.scanned_with
+        a, b = int(whole.event_starts[i]), int(whole.event_starts[i + 1])
+        events = whole.events.slice(a, b - a)
+        return events.set_column(0, "row", pc.subtract(events.column("row"), pa.scalar(int(whole.starts[i]), _I64)))
 
 
 def one_array(column: pa.ChunkedArray) -> pa.Array:
@@ -146,8 +174,7 @@ def joined(rows: Sequence[LineRows]) -> Joined:
     """
     first = rows[0].scanned_with if rows else None
     if first is not None and len(rows) == len(first[0].starts) - 1 and all(
-            r.scanned_with is not None and r.scanned_with[0] is first[0] and r.scanned_with[1] == i
-            for i, r in enumerate(rows)):
+            r.scanned_with[0] is first[0] and r.scanned_with[1] == i for i, r in enumerate(rows)):
         return first[0]
     starts = _starts([r.table.num_rows for r in rows])
     counts = [r.events.num_rows for r in rows]
@@ -165,7 +192,7 @@ _EVENT_KEYS = ["ev_row", "ev_call", "ev_kind", "ev_id", "ev_name", "ev_error", "
 
 
 def _group_rows(paths: Sequence[Path], raw: dict[str, Any], ints: list[str], strs: list[str]) -> list[LineRows]:
-    """The files of one group the engine joined, each a :class:`LineRows` of slices of the group's columns."""
+    """The files of one group the engine joined, each a :class:`LineRows` of its stretch of the group's rows."""
     group = Group(raw, "files", _PLAIN, {**dict.fromkeys(ints, _I64), **EVENT_FIXED})
     names = ["line", *ints, *strs]
     table = pa.table([group.whole(k) for k in names], names=names)
@@ -175,14 +202,9 @@ def _group_rows(paths: Sequence[Path], raw: dict[str, Any], ints: list[str], str
     kinds = group.joined("kinds")
     whole = Joined(table, pa.chunked_array([kinds]), events.set_column(0, "row", pa.array(at, _I64)), row_starts,
                    event_starts)
-    out = []
-    for i, path in enumerate(paths):
-        (a, b), (e, f) = group.range("rows", i), group.range("events", i)
-        out.append(LineRows(
-            path=path, table=table.slice(a, b - a), kinds=kinds.slice(a, b - a), events=events.slice(e, f - e),
-            lines=raw["lines"][i], end=raw["end"][i], size=raw["size"][i], reported=tuple(raw["diagnostics"][i]),
-            error=raw["error"][i], scanned_with=(whole, i)))
-    return out
+    return [LineRows(path=path, lines=raw["lines"][i], end=raw["end"][i], size=raw["size"][i],
+                     reported=tuple(raw["diagnostics"][i]), error=raw["error"][i], scanned_with=(whole, i))
+            for i, path in enumerate(paths)]
 
 
 def _scanned(paths: Sequence[Path], groups: list[dict[str, Any]], ints: list[str], strs: list[str]) -> list[LineRows]:

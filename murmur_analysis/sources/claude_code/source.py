@@ -346,7 +346,7 @@ class ClaudeCodeSource(Source):
         if data is None:
             return None
         rows = scan_bytes(FORMAT, Path(conv.path), data, point.lines + 1, text=text)
-        if rows.error is not None or start + rows.end != g.end or rows.table.num_rows != len(g.lost):
+        if rows.error is not None or start + rows.end != g.end or rows.num_rows != len(g.lost):
             return None
         reported = Diagnostics(self.name)
         ((read, walk),) = self._conversations([f], [rows], Path(conv.key[1]), reported, text, g.lost, point)

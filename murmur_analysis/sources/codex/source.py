@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import pyarrow.compute as pc
 
 from ...algorithms.pairing import Pairer
@@ -47,7 +48,7 @@ from ...core.identity import Identity as FileIdentity
 from ...core.model import Entry
 from ...core.values import JSON
 from ..base import READ_ALL, Earlier, ReadContext, Source
-from ..lines import LineRows, report, scan_bytes, scan_lines
+from ..lines import LineRows, joined, report, scan_bytes, scan_lines
 from ..resume import AppendOnlyLines, Tail, read_exactly, walked
 from .carry import Carry
 from .decode import Decoded, Identity, decode, file_id, identities
@@ -70,14 +71,22 @@ class _Rollout:
     reported: Diagnostics
 
 
-def _unknown_lines(rows: LineRows, diagnostics: Diagnostics) -> None:
-    """A JSON object that is neither an envelope nor a legacy line is named (not guessed at)."""
-    kinds = rows.table.column("type")
-    odd = pc.or_kleene(pc.is_null(kinds), pc.equal(kinds, ""))
-    for line in rows.table.column("line").filter(odd).to_pylist():
-        diagnostics.report(rows.path, "unknown_line",
-                           f"line {line} is a JSON object but no Codex rollout line (no type, payload or id); skipped",
-                           line)
+def _unknown_lines(rows: Sequence[LineRows], diagnostics: Sequence[Diagnostics]) -> None:
+    """A JSON object that is neither an envelope nor a legacy line is named (not guessed at), in its rollout's own.
+
+    Every rollout's rows are looked at joined, at once (no rollout's are sliced).
+    """
+    if not rows:
+        return
+    whole = joined(rows)
+    kinds = whole.table.column("type")
+    odd = pc.indices_nonzero(pc.fill_null(pc.or_kleene(pc.is_null(kinds), pc.equal(kinds, "")), False))
+    files = np.searchsorted(whole.starts, odd.to_numpy(), side="right") - 1
+    lines = whole.table.column("line").take(odd).to_pylist()
+    for i, line in zip(files.tolist(), lines, strict=True):
+        diagnostics[i].report(rows[i].path, "unknown_line",
+                              f"line {line} is a JSON object but no Codex rollout line (no type, payload or id); "
+                              "skipped", line)
 
 
 def _dedupe(threads: Sequence[tuple[str, Found]], diagnostics: Diagnostics) -> set[int]:
@@ -251,7 +260,7 @@ class CodexSource(AppendOnlyLines, Source):
             return None
         found = Diagnostics(self.name)
         report(rows, found, self.settle_seconds)
-        _unknown_lines(rows, found)
+        _unknown_lines([rows], [found])
         ident = Identity(conv.conversation_id, provider=carry.provider) if carry else identities([rows])[0]
         if ident.parent is not None:
             return None
@@ -276,13 +285,12 @@ class CodexSource(AppendOnlyLines, Source):
         if not found:
             return []
         out = scan_lines("codex", [f.path for f in found], text=text)
-        rollouts = []
-        for f, rows, ident in zip(found, out, identities(out), strict=True):
-            reported = Diagnostics(self.name)
-            report(rows, reported, self.settle_seconds)
-            _unknown_lines(rows, reported)
-            rollouts.append(_Rollout(f, rows, ident, reported))
-        return rollouts
+        reported = [Diagnostics(self.name) for _ in out]
+        for rows, own in zip(out, reported, strict=True):
+            report(rows, own, self.settle_seconds)
+        _unknown_lines(out, reported)
+        return [_Rollout(f, rows, ident, own)
+                for f, rows, ident, own in zip(found, out, identities(out), reported, strict=True)]
 
     def _strip(self, r: _Rollout, parent: _Rollout | None, diagnostics: Diagnostics) -> Strip:
         """Where ``r``'s copied prefix ends (:mod:`.fork`)."""
@@ -330,7 +338,7 @@ class CodexSource(AppendOnlyLines, Source):
         extra = {"copied_rows": strip.end, "copied_rule": strip.rule,
                  "parent_path": str(parent.found.path) if parent is not None and strip.rule == "parent" else None}
         # a fork is read on once its own lines follow the copied prefix (the prefix is then whole)
-        copied = r.ident.parent is not None and strip.end >= r.rows.table.num_rows
+        copied = r.ident.parent is not None and strip.end >= r.rows.num_rows
         plain = not copied and r.rows.error is None and not path.endswith(".zst")
         conv = Conversation(self.name, r.ident.conversation_id, found, key=path, path=path, extra=extra,
                             parent_conversation_id=r.ident.parent, parent_call_id=r.ident.parent_call)
