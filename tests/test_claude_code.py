@@ -566,3 +566,17 @@ def test_responses_are_counted_by_the_rules_of_the_count(tmp_path_factory: pytes
     want = [(msg, {f: top[f] for f in ("output_tokens", "cache_read_input_tokens", "input_tokens")})
             for msg, top in _expected_responses(lines)]
     assert got == want
+
+
+def test_what_a_project_folder_holds_besides_session_files_is_named(tmp_path: Path) -> None:
+    """A FIFO, a link that leads nowhere and a link to a session file read once are rows; the session loads."""
+    root = home(tmp_path, {"s-1.jsonl": [user("u-1", "hi"), assistant("a-1", "msg_1", "req_1", counters())]})
+    project = root / "projects" / "-p"
+    os.mkfifo(project / "fifo.jsonl")
+    (project / "dangling.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    (project / "linked.jsonl").symlink_to(project / "s-1.jsonl")
+    corpus = load(root)
+    assert corpus.conversations["conversation_id"].tolist() == ["linked"]  # reached first, by name
+    assert sorted(corpus.diagnostics[["path", "kind"]].values.tolist()) == [
+        [str(project / "dangling.jsonl"), "broken_link"], [str(project / "fifo.jsonl"), "not_a_regular_file"],
+        [str(project / "s-1.jsonl"), "reached_twice"]]

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import murmur_analysis as ma
-from murmur_analysis.algorithms.pairing import Pairer, viewed
+from murmur_analysis.algorithms.pairing import Pairer, _nulls, viewed
 from murmur_analysis.core.handoff import ToolEvents
 from murmur_analysis.sources.lines import scan_lines
 
@@ -47,6 +47,15 @@ def test_viewed_equals_take(case: tuple[pa.Array, pa.Array, int]) -> None:
         assert got.type == pa.string()
         assert got.to_pylist() == texts.take(index).to_pylist()
         assert got.null_count == texts.take(index).null_count
+
+
+@given(st.lists(st.one_of(st.none(), st.text(max_size=3)), max_size=300), st.data())
+def test_a_slices_null_flags_are_its_own_stretch_of_the_bitmap(values: list[str | None], data: st.DataObject) -> None:
+    """A conversation's slice of a scan's joined column reads its own bits, at any bit offset and length."""
+    start = data.draw(st.integers(0, len(values)))
+    length = data.draw(st.integers(0, len(values) - start))
+    piece = pa.array(values, pa.string()).slice(start, length)
+    assert _nulls(piece).tolist() == [v is None for v in values[start:start + length]]
 
 
 def test_viewed_shares_the_bytes_when_picks_ascend_over_empty_gaps() -> None:
