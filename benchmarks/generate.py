@@ -12,6 +12,8 @@ Everything is written under ``benchmarks/data/<scale>/`` (gitignored):
 * ``litany-10x/workspaces/bench/``: the same transcripts, each commit followed by 9 commits
   that change only files outside ``messages/`` (10x the commits, the same ``messages/``).
 * ``claude-home/projects/<encoded cwd>/<session>.jsonl``: a Claude Code config dir.
+* ``claude-many/projects/...``: a config dir of ten times the sessions, each a tenth as long
+  (``full``: 5,000 sessions of about 3 turns, about the same bytes): the per-session work.
 * ``codex-home/sessions/YYYY/MM/DD/rollout-<local time>-<thread id>.jsonl``: a Codex CLI home.
 
 Lines are written as murmur writes them (serde_json: keys sorted, compact, non-ASCII as UTF-8,
@@ -808,6 +810,10 @@ class Paths:
         return self.root / "claude-home"
 
     @property
+    def claude_many(self) -> Path:
+        return self.root / "claude-many"
+
+    @property
     def codex_home(self) -> Path:
         return self.root / "codex-home"
 
@@ -910,7 +916,14 @@ def datasets(p: Paths, s: Scale, seed: int) -> dict[str, tuple[Writer, Checker]]
                         lambda info: _check_tree(p.claude_home, info)),
         "codex-home": (lambda: write_codex_home(p.codex_home, s.codex_sessions, s.codex_turns, seed + 4),
                        lambda info: _check_tree(p.codex_home, info)),
+        "claude-many": (lambda: write_claude_home(p.claude_many, s.claude_projects, s.claude_sessions * MANY,
+                                                  max(1, s.claude_turns // MANY), seed + 5),
+                        lambda info: _check_tree(p.claude_many, info)),
     }
+
+
+#: How many more sessions, each that much shorter, the ``claude-many`` home has than ``claude-home``.
+MANY = 10
 
 
 def ensure(scale: str, seed: int = 20260422, only: list[str] | None = None, data: Path = DATA,
@@ -957,7 +970,7 @@ def keys_option(known: tuple[str, ...], what: str) -> Callable[[str], list[str]]
 
 
 #: The datasets, in the order they are written.
-DATASETS = ("murmur-big", "murmur-small", "litany", "litany-10x", "claude-home", "codex-home")
+DATASETS = ("murmur-big", "murmur-small", "litany", "litany-10x", "claude-home", "codex-home", "claude-many")
 
 
 def iter_scales() -> Iterator[str]:

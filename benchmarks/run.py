@@ -118,6 +118,33 @@ def _pandas(files: list[str], slice_files: list[str], full_bytes: int, mode: str
                 scale_by=factor, note=f"run on the first {100 / factor:.0f}% of the input, scaled x{factor:.1f}")
 
 
+def _session_files(home: Path) -> list[str]:
+    return [str(f) for f in home.rglob("*.jsonl")] if home.exists() else []
+
+
+def _claude_daily(key: str, home: Path, what: str, first_run: bool) -> Scenario:
+    """Daily usage of a Claude Code home beside ccusage's, with the engine's share and the floor's parts."""
+    files = _session_files(home)
+    size = _tree_bytes(files)
+    first = [Tool(f"{TOOLKIT} (first run)", "scenarios:process_toolkit_daily", {"home": str(home), "warm": False},
+                  needs="claude_code", note="the same, with an empty cache folder: genai-prices' table loaded")]
+    return Scenario(
+        key, f"Daily token usage of {what}, whole processes (start, imports, read, report)",
+        f"{len(files):,} sessions, {size / 1e6:,.0f} MB", size, [
+            Tool(TOOLKIT, "scenarios:process_toolkit_daily", {"home": str(home)}, toolkit=True, needs="claude_code",
+                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D"); the prices an earlier '
+                      "process asked for remembered"),
+            *(first if first_run else []),
+            Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": str(home)},
+                 note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
+            Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "claude_code", "files": files},
+                 needs="claude_code", note="the native line scan alone (every session line into columns), "
+                                           "imports excluded"),
+            Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs="claude_code", note=DECIDED_NOTE),
+            _imports(),
+        ])
+
+
 def _codex_daily(p: Paths) -> Scenario:
     """Daily usage of the Codex home beside ccusage-codex's, less the re-emitted events it counts again."""
     codex = str(p.codex_home)
@@ -272,25 +299,11 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
              note="the interpreter alone: the floor of every row"),
     ]))
     claude = str(p.claude_home)
-    claude_files = [str(f) for f in p.claude_home.rglob("*.jsonl")] if p.claude_home.exists() else []
-    claude_bytes = _tree_bytes(claude_files)
-    scenarios.append(Scenario(
-        "claude-daily", "Daily token usage of a Claude Code home, whole processes (start, imports, read, report)",
-        f"{claude_bytes / 1e6:,.0f} MB of sessions", claude_bytes, [
-            Tool(TOOLKIT, "scenarios:process_toolkit_daily", {"home": claude}, toolkit=True, needs="claude_code",
-                 note='python -c: ma.load(home), ma.metrics.token_usage(corpus, freq="D"); the prices an earlier '
-                      "process asked for remembered"),
-            Tool(f"{TOOLKIT} (first run)", "scenarios:process_toolkit_daily", {"home": claude, "warm": False},
-                 needs="claude_code", note="the same, with an empty cache folder: genai-prices' table loaded"),
-            Tool(CCUSAGE, "scenarios:process_ccusage_daily", {"home": claude},
-                 note="ccusage 18.0.11 daily --json --offline, CLAUDE_CONFIG_DIR=home"),
-            Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "claude_code", "files": claude_files},
-                 needs="claude_code", note="the native line scan alone (every session line into columns), "
-                                           "imports excluded"),
-            Tool(DECIDED, "scenarios:engine_decide", {"files": claude_files}, needs="claude_code", note=DECIDED_NOTE),
-            _imports(),
-        ]))
+    claude_bytes = _tree_bytes(_session_files(p.claude_home))
+    scenarios.append(_claude_daily("claude-daily", p.claude_home, "a Claude Code home", first_run=True))
     scenarios.append(_codex_daily(p))
+    scenarios.append(_claude_daily("claude-many-daily", p.claude_many, "a Claude Code home of many short sessions",
+                                   first_run=False))
     scratch = str(p.root / "export-scratch")
     claude_args = {"home": claude, "scratch": scratch}
     scenarios.append(Scenario(
@@ -520,7 +533,7 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
         what = "the input" if key == "export" else "the record's length"
         out.append(Target(key, f"peak memory at 4x {what} / at 1x", "<= 1.2x",
                           _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.2))
-    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX)):
+    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX), ("claude-many-daily", CCUSAGE)):
         daily = by_key.get(key)
         kit_daily, peer_daily = (daily.toolkit(), daily.tool(peer)) if daily else (None, None)
         r = rel(kit_daily.wall if kit_daily else None, peer_daily.wall if peer_daily else None)
@@ -529,6 +542,8 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
                           (_fmt_ratio(r) + ("" if same else " (totals differ)")) if r else "not measured",
                           None if r is None else (r <= 0.1 and same)))
         first = daily.tool(f"{TOOLKIT} (first run)") if daily else None
+        if key == "claude-many-daily":  # a first run is measured on the other homes
+            continue
         r = rel(first.wall if first else None, peer_daily.wall if peer_daily else None)
         same = bool(first and peer_daily and first.result.summary == peer_daily.result.summary)
         out.append(Target(key, f"the same, a first run (empty cache folder) vs {peer}", "<= 0.1x",
@@ -586,7 +601,7 @@ def check_floors(by_key: dict[str, Scenario]) -> list[Floor]:
             floor(key, f"text=False, wall vs {ref} <= 0.7x", decided, "lines decided alone", wall(key, ref), 0.7)
         floor(key, "speed-up over pandas.read_json >= 15x", decided, "lines decided alone",
               wall(key, "pandas.read_json(lines=True)"), 15, speed_up=True)
-    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX)):
+    for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX), ("claude-many-daily", CCUSAGE)):
         decided, imports = wall(key, DECIDED), wall(key, IMPORTS)
         least = decided + imports if decided is not None and imports is not None else None
         floor(key, f"whole process vs {peer} <= 0.1x", least,
@@ -727,7 +742,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
 
 #: The scenario keys, in the order they run.
 KEYS = ("big-load", "small-load", "litany", "litany-10x", "page-cold", "page-indexed", "walk", "page-warm",
-        "startup", "claude-daily", "codex-daily", "claude-export", "export", "export-long", "export-run")
+        "startup", "claude-daily", "codex-daily", "claude-many-daily", "claude-export", "export", "export-long",
+        "export-run")
 
 
 def main(argv: list[str] | None = None) -> int:
