@@ -237,25 +237,26 @@ def scan_lines(
     from ..engine import _native
 
     starts = list(starts) if starts is not None else [(0, 1)] * len(paths)
+    paths = [p if isinstance(p, Path) else Path(p) for p in paths]  # made once: a load hands over thousands
     ints, strs = columns_of(format)
     rules = _rules(format)
-    packed = [i for i, p in enumerate(paths) if Path(p).name.endswith(".zst")]
+    packed = [i for i, p in enumerate(paths) if p.name.endswith(".zst")]
     plain = sorted(set(range(len(paths))) - set(packed))
     scanned: list[LineRows | None] = [None] * len(paths)
     if plain:  # each call of the engine starts its own threads: none is made for nothing
         groups = _native.scan_lines(format, [os.fsencode(paths[i]) for i in plain], [starts[i] for i in plain], text,
                                     rules)
-        for i, r in zip(plain, _scanned([Path(paths[i]) for i in plain], groups, ints, strs), strict=True):
+        for i, r in zip(plain, _scanned([paths[i] for i in plain], groups, ints, strs), strict=True):
             scanned[i] = r
-    datas = [_decompressed(Path(paths[i])) for i in packed]
+    datas = [_decompressed(paths[i]) for i in packed]
     readable = [i for i, d in zip(packed, datas, strict=True) if isinstance(d, bytes)]
     if readable:
         groups = _native.scan_data(format, [d for d in datas if isinstance(d, bytes)], text, None, rules)
-        for i, r in zip(readable, _scanned([Path(paths[i]) for i in readable], groups, ints, strs), strict=True):
+        for i, r in zip(readable, _scanned([paths[i] for i in readable], groups, ints, strs), strict=True):
             scanned[i] = r
     for i, d in zip(packed, datas, strict=True):
         if isinstance(d, str):
-            (empty,) = _scanned([Path(paths[i])], _native.scan_data(format, [b""], text, None, rules), ints, strs)
+            (empty,) = _scanned([paths[i]], _native.scan_data(format, [b""], text, None, rules), ints, strs)
             scanned[i] = replace(empty, error=d)
     return [r for r in scanned if r is not None]
 
