@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,7 @@ class LineRows:
     size: int
     reported: tuple[tuple[int, int], ...]
     error: str | None
-    scanned_with: tuple[Joined, int]
+    scanned_with: tuple[Joined, int] = field(compare=False, repr=False)
 
     @property
     def num_rows(self) -> int:
