@@ -447,6 +447,13 @@ def scenario_table(s: Scenario) -> str:
     return "\n".join(lines)
 
 
+def _wall(by_key: dict[str, Scenario], key: str, name: str) -> float | None:
+    """The best wall time of tool ``name`` in scenario ``key``, when it ran."""
+    s = by_key.get(key)
+    t = s.tool(name) if s else None
+    return t.wall if t else None
+
+
 @dataclass
 class Target:
     """One target of the issue, checked against the measurements."""
@@ -463,9 +470,7 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     out: list[Target] = []
 
     def wall(key: str, name: str) -> float | None:
-        s = by_key.get(key)
-        t = s.tool(name) if s else None
-        return t.wall if t else None
+        return _wall(by_key, key, name)
 
     kit = wall("big-load", TOOLKIT)
     duck = wall("big-load", "duckdb read_json_auto")
@@ -581,9 +586,7 @@ def check_floors(by_key: dict[str, Scenario]) -> list[Floor]:
     out: list[Floor] = []
 
     def wall(key: str, name: str) -> float | None:
-        s = by_key.get(key)
-        t = s.tool(name) if s else None
-        return t.wall if t else None
+        return _wall(by_key, key, name)
 
     def floor(scenario: str, goal: str, least: float | None, what: str, ref: float | None, limit: float,
               speed_up: bool = False) -> None:
