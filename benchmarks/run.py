@@ -724,7 +724,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
         "",
         targets_table(targets),
         "",
-        "## Floors: what no speed-up removes",
+        "## Floors: what this design cannot skip",
         "",
         "An exact load has every line decided by serde_json; a whole process also starts, imports the",
         "toolkit, Arrow and pandas (the frame a daily report returns), and exits. The rows named",
