@@ -42,7 +42,7 @@ EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
 #: The one-run scenario's rows: the record made one run of each side.
 RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
-#: Every line parsed by serde_json and decided, nothing derived: what no speed-up of a load removes.
+#: Every line parsed by serde_json and decided, nothing derived: what this design's load cannot skip.
 DECIDED = f"{ENGINE} (lines decided only)"
 #: A fresh interpreter that imports what a daily report needs, and exits.
 IMPORTS = f"{TOOLKIT} imports alone"
