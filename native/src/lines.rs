@@ -273,7 +273,17 @@ impl Rows {
     }
 
     /// Append the rows of the piece that follows this one.
-    fn join(&mut self, other: Rows) {
+    fn join(&mut self, mut other: Rows) {
+        if self.lines == 0 {
+            // Nothing joined yet (a file's first piece, and most files' only one): its columns
+            // are moved, not copied. What the file itself knows is kept: where it ends, its
+            // size, its error, and a title or header it already has.
+            let title = self.title.take().or_else(|| other.title.take());
+            let header = self.header.take().or_else(|| other.header.take());
+            let (end, size, error, walked) = (self.end, self.size, self.error.take(), self.walked.take());
+            *self = Rows { end, size, error, walked, title, header, ..other };
+            return;
+        }
         let rows = self.rows() as i64;
         let lines = self.lines;
         self.lines += other.lines;
