@@ -115,5 +115,3 @@ def _micros(times: pd.Series) -> np.ndarray:
     """Times as microseconds since the epoch (UTC)."""
     utc = metrics.utc_times(times).dt.tz_localize(None)
     return np.asarray(utc.to_numpy(dtype="datetime64[us]").astype(np.int64))
-
-

@@ -383,10 +383,11 @@ class _Ahead:
     def __init__(self, fd: int, length: int, offset: int, now: bool = False) -> None:
         self._data = b""
         self._error: OSError | None = None
-        self._thread = threading.Thread(target=self._read, args=(fd, length, offset), daemon=True)
+        self._thread: threading.Thread | None = None
         if now:
             self._read(fd, length, offset)
         else:
+            self._thread = threading.Thread(target=self._read, args=(fd, length, offset), daemon=True)
             self._thread.start()
 
     def _read(self, fd: int, length: int, offset: int) -> None:
@@ -397,7 +398,7 @@ class _Ahead:
 
     def join(self) -> None:
         """Wait for the read to end."""
-        if self._thread.ident is not None:
+        if self._thread is not None:
             self._thread.join()
 
     def result(self) -> bytes:
@@ -429,9 +430,9 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
             if not data:
                 break
             cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than the read: read more of it
+            if cut == 0:  # one line longer than the read: read more of it, here (nothing is decided meanwhile)
                 want *= 2
-                ahead = _Ahead(fd, min(want, size - offset), offset)
+                ahead = _Ahead(fd, min(want, size - offset), offset, now=True)
                 continue
             want = _CHUNK
             if offset + cut < size:
