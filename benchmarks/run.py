@@ -42,8 +42,10 @@ EXPORT_4X_LONG = "murmur-analysis export (full, record 4x as long)"
 #: The one-run scenario's rows: the record made one run of each side.
 RUN_SIDES = {"assistant": "assistant lines", "tool": "tool lines"}
 ENGINE = f"{TOOLKIT} engine"
-#: Every line parsed by serde_json and decided, nothing derived: what this design's load cannot skip.
+#: Every line parsed by serde_json and decided, nothing derived, the files in memory; and the
+#: files read alone: together, what this design's load cannot skip.
 DECIDED = f"{ENGINE} (lines decided only)"
+READ = "files read alone"
 #: A fresh interpreter that imports what a daily report needs, and exits.
 IMPORTS = f"{TOOLKIT} imports alone"
 CCUSAGE = "ccusage daily --json"
@@ -140,7 +142,7 @@ def _claude_daily(key: str, home: Path, what: str, first_run: bool) -> Scenario:
             Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "claude_code", "files": files},
                  needs="claude_code", note="the native line scan alone (every session line into columns), "
                                            "imports excluded"),
-            Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs="claude_code", note=DECIDED_NOTE),
+            *_floor_parts(files, "claude_code"),
             _imports(),
         ])
 
@@ -167,14 +169,22 @@ def _codex_daily(p: Paths) -> Scenario:
                       "token_count events it counts again (ccusage#1288)"),
             Tool(ENGINE, "scenarios:engine_scan_lines", {"format": "codex", "files": files}, needs="codex",
                  note="the native line scan alone (every rollout line into columns), imports excluded"),
-            Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs="codex", note=DECIDED_NOTE),
+            *_floor_parts(files, "codex"),
             _imports(),
         ])
 
 
-#: What the rows of :data:`DECIDED` measure.
-DECIDED_NOTE = ("every line parsed by serde_json and decided (murmur's line rule, as a cold first page decides a "
-                "record), nothing derived; files side by side on every core")
+def _floor_parts(files: list[str], needs: str) -> list[Tool]:
+    """The rows a floor is made of: every line decided (the files already in memory), and the files read alone."""
+    return [
+        Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs=needs,
+             note="every line parsed by serde_json and decided (murmur's line rule, as a cold first page decides a "
+                  "record), nothing derived; the files read into memory before the clock starts; files side by "
+                  "side on every core"),
+        Tool(READ, "scenarios:files_read", {"files": files},
+             note="every file read once, a block of the engine's size at a time into a reused buffer, files side by "
+                  "side on every core"),
+    ]
 
 
 def _imports() -> Tool:
@@ -208,8 +218,6 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
     lean_scan = lambda files: Tool(f"{ENGINE} (text=False)", "scenarios:engine_scan",  # noqa: E731
                                    {"files": files, "text": False}, needs="murmur",
                                    note="the native scan alone, text columns left out")
-    decided = lambda files, needs: Tool(DECIDED, "scenarios:engine_decide", {"files": files},  # noqa: E731
-                                        needs=needs, note=DECIDED_NOTE)
     engine_index = lambda: Tool(ENGINE, "scenarios:engine_index", {"record": str(p.big)},  # noqa: E731
                                 needs="murmur", note="the native line decision alone, over the whole record")
     litany_tables = ["messages", "tool_calls", "growth", "steps"]
@@ -222,7 +230,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      lean_load(p.big_home),
                      engine_scan(big),
                      lean_scan(big),
-                     decided(big, "murmur"),
+                     *_floor_parts(big, "murmur"),
                      *json_baselines(big),
                      *filter(None, [_pandas(big, [str(p.big_slice)], big_bytes, pandas_mode)]),
                  ]),
@@ -233,7 +241,7 @@ def build(p: Paths, pandas_mode: str) -> list[Scenario]:
                      lean_load(p.small_home),
                      engine_scan(small),
                      lean_scan(small),
-                     decided(small, "murmur"),
+                     *_floor_parts(small, "murmur"),
                      *json_baselines(small),
                      *filter(None, [_pandas(small, record_files(str(p.small_home), 0.1), small_bytes, pandas_mode)]),
                  ]),
@@ -578,37 +586,40 @@ class Floor:
 def check_floors(by_key: dict[str, Scenario]) -> list[Floor]:
     """For each time goal, the floor of this design, as a ratio to the goal's reference.
 
-    An exact load has every line decided by serde_json (:data:`DECIDED`); a whole process also
-    starts, imports the toolkit, Arrow and pandas, and exits (:data:`IMPORTS`). Their sum is a
-    floor: a goal below it is not met by making anything else faster. A goal above it is not
-    thereby within reach: the columns still have to be built.
+    An exact load reads every file (:data:`READ`) and has every line decided by serde_json
+    (:data:`DECIDED`); a whole process also starts, imports the toolkit, Arrow and pandas, and
+    exits (:data:`IMPORTS`). Their sum is a floor: a goal below it is not met by making anything
+    else faster. It is a generous one, since the engine reads a block while it decides the one
+    before. A goal above it is not thereby within reach: the columns still have to be built.
     """
     out: list[Floor] = []
 
     def wall(key: str, name: str) -> float | None:
         return _wall(by_key, key, name)
 
-    def floor(scenario: str, goal: str, least: float | None, what: str, ref: float | None, limit: float,
+    def floor(scenario: str, goal: str, parts: dict[str, float | None], ref: float | None, limit: float,
               speed_up: bool = False) -> None:
-        if least is None or not ref:
+        if any(v is None for v in parts.values()) or not ref:
             out.append(Floor(scenario, goal, "not measured", "-", None))
             return
+        least = sum(v for v in parts.values() if v is not None)
         r = ref / least if speed_up else least / ref
         within = r >= limit if speed_up else r <= limit
-        out.append(Floor(scenario, goal, f"{what}: {least:.3f} s", f"{r:.3f}x", within))  # 3 places: near 1.0x
+        what = " + ".join(f"{name} {v:.3f} s" for name, v in parts.items())
+        out.append(Floor(scenario, goal, f"{least:.3f} s ({what})", f"{r:.3f}x", within))  # 3 places: near 1.0x
+
+    def load(key: str) -> dict[str, float | None]:
+        return {"files read": wall(key, READ), "lines decided": wall(key, DECIDED)}
 
     for key, ref in (("big-load", "duckdb read_json_auto"), ("small-load", "duckdb read_ndjson (declared columns)")):
-        decided = wall(key, DECIDED)
-        floor(key, f"wall vs {ref} <= 1.0x", decided, "lines decided alone", wall(key, ref), 1.0)
+        floor(key, f"wall vs {ref} <= 1.0x", load(key), wall(key, ref), 1.0)
         if key == "big-load":
-            floor(key, f"text=False, wall vs {ref} <= 0.7x", decided, "lines decided alone", wall(key, ref), 0.7)
-        floor(key, "speed-up over pandas.read_json >= 15x", decided, "lines decided alone",
-              wall(key, "pandas.read_json(lines=True)"), 15, speed_up=True)
+            floor(key, f"text=False, wall vs {ref} <= 0.7x", load(key), wall(key, ref), 0.7)
+        floor(key, "speed-up over pandas.read_json >= 15x", load(key), wall(key, "pandas.read_json(lines=True)"), 15,
+              speed_up=True)
     for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX), ("claude-many-daily", CCUSAGE)):
-        decided, imports = wall(key, DECIDED), wall(key, IMPORTS)
-        least = decided + imports if decided is not None and imports is not None else None
-        floor(key, f"whole process vs {peer} <= 0.1x", least,
-              f"imports alone {imports or 0:.3f} s + lines decided alone {decided or 0:.3f} s", wall(key, peer), 0.1)
+        floor(key, f"whole process vs {peer} <= 0.1x", {"imports": wall(key, IMPORTS), **load(key)}, wall(key, peer),
+              0.1)
     return out
 
 
@@ -726,12 +737,14 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> str:
         "",
         "## Floors: what this design cannot skip",
         "",
-        "An exact load has every line decided by serde_json; a whole process also starts, imports the",
-        "toolkit, Arrow and pandas (the frame a daily report returns), and exits. The rows named",
-        "`lines decided only` and `imports alone` measure those two costs as the toolkit pays them. Their",
-        "sum is the floor of this design on this machine: a goal below it is not met by making anything",
-        "else faster (building the columns, the Python work). A floor within a goal does not put the",
-        "goal within reach; the columns still have to be built.",
+        "An exact load reads every file and has every line decided by serde_json; a whole process also",
+        "starts, imports the toolkit, Arrow and pandas (the frame a daily report returns), and exits. The",
+        "rows named `files read alone`, `lines decided only` (the files already in memory) and",
+        "`imports alone` measure those costs as the toolkit pays them. Their sum is the floor of this",
+        "design on this machine: a goal below it is not met by making anything else faster (building the",
+        "columns, the Python work). It is a generous floor, since the engine reads a block while it",
+        "decides the one before. A floor within a goal does not put the goal within reach; the columns",
+        "still have to be built.",
         "",
         floors_table(check_floors(by_key)),
         "",
