@@ -143,3 +143,22 @@ def test_the_sample_records_scan_the_same_at_any_block_size() -> None:
         whole = _scan(path, None)
         for block_bytes in (1, 97, 4096):
             assert _scan(path, block_bytes) == whole, (path, block_bytes)
+
+
+def test_a_record_of_many_pieces_scans_the_same_in_blocks_of_many_pieces() -> None:
+    """Blocks of several pieces each (a piece is 1 MiB), the line each block's end cuts handed
+    on alone between them: it is decided with the block before and joined with it, beside the
+    next block's decision. The columns, the pairing and the walk's state equal a read in one block."""
+    samples = sorted((REPO / "data" / "samples" / "murmur").rglob("conversation.jsonl"))
+    body = [ln for path in samples for ln in path.read_bytes().splitlines(keepends=True)[1:] if ln.strip()]
+    header = line({"type": "murmur.record", "capsule": "c", "created_ms": 1}).encode() + b"\n"
+    data = bytearray(header)
+    while len(data) < 5 << 20:  # five pieces and more: blocks below hold two or three each
+        data += b"".join(body) + b"not json\n\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "conversation.jsonl"
+        path.write_bytes(bytes(data) + b'{"role":"user","content":"torn')
+        whole = _scan(path, None)
+        assert int.from_bytes(whole["pair_starts"][-8:], "little") > 1000  # tool calls paired across the blocks
+        for block_bytes in ((2 << 20) + 7, (3 << 20) - 1):
+            assert _scan(path, block_bytes) == whole, block_bytes

@@ -368,7 +368,19 @@ impl<'f> Reading<'f> {
     }
 
     /// Decide the whole lines of `buf` on every core while the block before is joined to `out`.
+    ///
+    /// Lines shorter than a piece in all (the line a block's end cut, handed on alone before
+    /// the next block's lines) are decided here, as one more piece of the block before: the
+    /// block before is then joined beside the next block's decision, not before it.
     fn block(&mut self, buf: &[u8], out: &mut Rows) {
+        if buf.len() < PIECE && !self.decided.is_empty() {
+            self.decided.push(piece(self.format, buf, self.text, self.first));
+            self.len += buf.len();
+            if !buf.is_empty() {
+                self.first = false;
+            }
+            return;
+        }
         let pieces = cut(buf, buf.len());
         let (format, text, first) = (self.format, self.text, self.first);
         let (decided, len, walk) = (std::mem::take(&mut self.decided), self.len, &mut self.walk);
@@ -807,6 +819,46 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
+
+    /// What a read leaves, as plain values: its rows' line numbers and string columns, its
+    /// reported lines, where a later read goes on from, the lines read and the file's size.
+    fn read_summary(rows: &super::Rows) -> (Vec<i64>, Vec<Vec<Option<String>>>, Vec<(i64, u8)>, u64, i64, u64) {
+        let strs = rows.strs.iter().map(|c| (0..c.len()).map(|i| c.get(i).map(str::to_owned)).collect()).collect();
+        (rows.line_no.clone(), strs, rows.diags.clone(), rows.end, rows.lines, rows.size)
+    }
+
+    /// A file read in blocks of any size, a few bytes or several pieces (the line a block's
+    /// end cuts handed on alone, then decided with the block before), gives what one block
+    /// gives: the same rows, the same reported lines, and the same point to go on from before
+    /// its torn last line.
+    #[test]
+    fn a_file_reads_the_same_at_any_block_size() {
+        let format = crate::formats::codex::Codex;
+        for (size, blocks) in [(20_000, vec![1, 13, 4096]), (5 << 19, vec![(1 << 20) + 7, (2 << 20) + 7])] {
+            let mut text = Vec::new();
+            let mut n = 0;
+            while text.len() < size {
+                n += 1;
+                let pad = "x".repeat(n % 700);
+                write!(text, "{{\"timestamp\":\"2025-01-01T00:00:00Z\",\"type\":\"event_msg\",\"payload\":{{\"type\":\"agent_message\",\"message\":\"m{n} {pad}\"}}}}\n").unwrap();
+                if n % 7 == 0 {
+                    text.extend_from_slice(b"not json\n\n");
+                }
+            }
+            text.extend_from_slice(b"{\"torn\":");
+            let path = std::env::temp_dir().join(format!("ma-read-blocks-{}-{size}.jsonl", std::process::id()));
+            std::fs::File::create(&path).unwrap().write_all(&text).unwrap();
+            let whole = read_summary(&super::read(&format, &path, 0, 1, true, text.len() + 1));
+            assert_eq!(whole.3, (text.len() - b"{\"torn\":".len()) as u64, "the torn line is read again later");
+            assert!(!whole.2.is_empty());
+            for block in blocks {
+                let read = super::read(&format, &path, 0, 1, true, block);
+                assert!(read.error.is_none());
+                assert!(read_summary(&read) == whole, "{size} bytes, block {block}");
+            }
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
 
     #[test]
     fn times() {
