@@ -357,16 +357,20 @@ def engine_scan(files: list[str], text: bool = True) -> Timed:
 
 
 def engine_scan_lines(format: str, files: list[str], text: bool = True) -> Timed:
-    """The native line-delimited scan behind a ``claude_code`` or ``codex`` load: every line into columns."""
+    """The native line-delimited scan behind a ``claude_code`` or ``codex`` load: every line into columns.
+
+    The files' rows are taken joined, as a load takes them (no file's own slice is made).
+    """
     from pathlib import Path
 
-    from murmur_analysis.sources.lines import scan_lines
+    from murmur_analysis.sources.lines import joined, scan_lines
 
     paths = [Path(f) for f in files]
+    joined(scan_lines(format, paths[:1], text=text))  # what a first scan imports, imported in setup
 
     def run() -> Summary:
-        scanned = scan_lines(format, paths, text=text)
-        return {"rows": sum(s.table.num_rows for s in scanned), "events": sum(s.events.num_rows for s in scanned)}
+        whole = joined(scan_lines(format, paths, text=text))  # every file's rows at once, as a load takes them
+        return {"rows": whole.table.num_rows, "events": whole.events.num_rows}
 
     return run
 
