@@ -179,8 +179,8 @@ def _floor_parts(files: list[str], needs: str) -> list[Tool]:
     return [
         Tool(DECIDED, "scenarios:engine_decide", {"files": files}, needs=needs,
              note="every line parsed by serde_json and decided (murmur's line rule, as a cold first page decides a "
-                  "record), nothing derived; the files read into memory before the clock starts; files side by "
-                  "side on every core"),
+                  "record), nothing derived, on every core; the files read into memory before the clock starts "
+                  "and laid end to end"),
         Tool(READ, "scenarios:files_read", {"files": files},
              note="every file read once, a block of the engine's size at a time into a reused buffer, files side by "
                   "side on every core"),

@@ -393,27 +393,25 @@ def engine_decide(files: list[str]) -> Timed:
     This is the part of an exact load that the engine's design cannot skip: each line is read
     by serde_json into a tree and decided, to be kept or reported. It runs murmur's line rule
     (the decision a cold first page makes,
-    :func:`~murmur_analysis.sources.murmur.record.index_lines`) on each whole file, on every
-    core, files side by side; any JSONL costs serde_json the same parse. The files are read
-    before the clock starts: reading them is :func:`files_read`'s row (the engine reads a block
-    while it decides the one before, so the two rows' sum is more than a load must pay).
-    serde_json alone, with no tree, needs less: ``experiments/serde_floor/``.
+    :func:`~murmur_analysis.sources.murmur.record.index_lines`) on every core; any JSONL costs
+    serde_json the same parse. The files are read before the clock starts and laid end to end
+    (each ending with a newline), so that many small files are decided in one call, as a load
+    decides them, not one call and one thread pool each; reading them is :func:`files_read`'s
+    row (the engine reads a block while it decides the one before, so the two rows' sum is more
+    than a load must pay). serde_json alone, with no tree, needs less: ``experiments/serde_floor/``.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     from murmur_analysis.sources.murmur.record import index_lines
 
-    held = []
+    parts = []
     for path in files:
         with open(path, "rb") as f:
-            held.append(f.read())
-
-    def one(data: bytes) -> int:
-        return index_lines(data, len(data), 0, True).lines
+            data = f.read()
+        parts.append(data if not data or data.endswith(b"\n") else data + b"\n")
+    held = b"".join(parts)
+    del parts
 
     def run() -> Summary:
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-            return {"files": len(held), "lines": sum(pool.map(one, held))}
+        return {"files": len(files), "lines": index_lines(held, len(held), 0, True).lines}
 
     return run
 
