@@ -366,7 +366,8 @@ def engine_scan_lines(format: str, files: list[str], text: bool = True) -> Timed
     from murmur_analysis.sources.lines import joined, scan_lines
 
     paths = [Path(f) for f in files]
-    joined(scan_lines(format, paths[:1], text=text))  # what a first scan imports, imported in setup
+    if paths:
+        joined(scan_lines(format, paths[:1], text=text))  # what a first scan imports, imported in setup
 
     def run() -> Summary:
         whole = joined(scan_lines(format, paths, text=text))  # every file's rows at once, as a load takes them

@@ -819,7 +819,6 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
     }
 
-
     /// What a read leaves, as plain values: its rows' line numbers and string columns, its
     /// reported lines, where a later read goes on from, the lines read and the file's size.
     fn read_summary(rows: &super::Rows) -> (Vec<i64>, Vec<Vec<Option<String>>>, Vec<(i64, u8)>, u64, i64, u64) {
