@@ -118,24 +118,26 @@ class LineRows:
     scanned_with: tuple[Joined, int] = field(compare=False, repr=False)
 
     @property
+    def _rows(self) -> tuple[int, int]:
+        """Where its rows are among the joined rows: their first, and how many."""
+        whole, i = self.scanned_with
+        a = int(whole.starts[i])
+        return a, int(whole.starts[i + 1]) - a
+
+    @property
     def num_rows(self) -> int:
         """How many rows it has (its :attr:`table`'s, told without slicing it)."""
-        whole, i = self.scanned_with
-        return int(whole.starts[i + 1] - whole.starts[i])
+        return self._rows[1]
 
     @cached_property
     def table(self) -> pa.Table:
         """One row per line the format keeps: ``line`` (1-based) and the declared columns."""
-        whole, i = self.scanned_with
-        a, b = int(whole.starts[i]), int(whole.starts[i + 1])
-        return whole.table.slice(a, b - a)
+        return self.scanned_with[0].table.slice(*self._rows)
 
     @cached_property
     def kinds(self) -> pa.ListArray:
         """The block kinds of each row (a list per row)."""
-        whole, i = self.scanned_with
-        a, b = int(whole.starts[i]), int(whole.starts[i + 1])
-        return one_array(whole.kinds.slice(a, b - a))
+        return one_array(self.scanned_with[0].kinds.slice(*self._rows))
 
     @cached_property
     def events(self) -> pa.Table:
@@ -176,7 +178,7 @@ def joined(rows: Sequence[LineRows]) -> Joined:
     if first is not None and len(rows) == len(first[0].starts) - 1 and all(
             r.scanned_with[0] is first[0] and r.scanned_with[1] == i for i, r in enumerate(rows)):
         return first[0]
-    starts = _starts([r.table.num_rows for r in rows])
+    starts = _starts([r.num_rows for r in rows])
     counts = [r.events.num_rows for r in rows]
     events = pa.concat_tables([r.events for r in rows]) if rows else EVENTS.empty_table()
     at = events.column("row").to_numpy() + np.repeat(starts[:-1], counts)

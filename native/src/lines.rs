@@ -374,11 +374,10 @@ impl<'f> Reading<'f> {
     /// block before is then joined beside the next block's decision, not before it.
     fn block(&mut self, buf: &[u8], out: &mut Rows) {
         if buf.len() < PIECE && !self.decided.is_empty() {
-            self.decided.push(piece(self.format, buf, self.text, self.first));
+            // Lines came before (the block decided last): these do not start at line 1.
+            debug_assert!(!self.first);
+            self.decided.push(piece(self.format, buf, self.text, false));
             self.len += buf.len();
-            if !buf.is_empty() {
-                self.first = false;
-            }
             return;
         }
         let pieces = cut(buf, buf.len());

@@ -8,8 +8,8 @@
 //!   reader that decides lines with serde_json can take less;
 //! * into a `serde_json::Value` tree: what a reader that first builds a tree per line pays.
 //!
-//! Beside the `lines decided only` rows of `benchmarks/RESULTS.md` (the engine's decision, with
-//! its file reads), this tells what a tree-less reader could gain.
+//! Beside the `lines decided only` rows of `benchmarks/RESULTS.md` (the engine's decision of the
+//! same files in memory, its tree included), this tells what a tree-less reader could gain.
 //!
 //!     cargo run --release --config 'source.crates-io.replace-with="debian"' \
 //!         --config 'source.debian.directory="/usr/share/cargo/registry"' --config net.offline=true \
