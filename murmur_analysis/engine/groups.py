@@ -64,6 +64,7 @@ class Group:
         self._arrays: dict[str, pa.Array] = {}
         self._kept_parts: dict[str, list[pa.Array]] = {}
         self._spans: dict[str, str] = {}
+        self._plans: dict[tuple[str, ...], list[tuple[Any, list[int] | None]]] = {}
 
     def span(self, key: str) -> str:
         """Which rows column ``key`` has: the inputs' ``rows``, their ``events`` or their ``pairs``."""
@@ -111,13 +112,27 @@ class Group:
 
     def column(self, key: str, i: int) -> pa.Array:
         """Input ``i``'s values of column ``key``: a slice of the joined column, or its part."""
-        parts = self._kept_parts.get(key)
-        if parts is None and isinstance(self.raw[key], list):
-            parts = self._parts(key)
-        if parts is not None:
-            return parts[i]
-        a, b = self.range(self.span(key), i)
-        return self.joined(key).slice(a, b - a)
+        return self.columns((key,), i)[0]
+
+    def columns(self, keys: tuple[str, ...], i: int) -> list[pa.Array]:
+        """Input ``i``'s values of each column of ``keys``, as :meth:`column` gives each.
+
+        Where each column lies is looked up once per group and tuple of keys, so an input's
+        columns cost a slice each (a group of many short inputs asks this once per input).
+        """
+        plan = self._plans.get(keys)
+        if plan is None:
+            plan = self._plans[keys] = [
+                (self._parts(k), None) if isinstance(self.raw[k], list)
+                else (self.joined(k), self._bounds[self.span(k)]) for k in keys]
+        out = []
+        for whole, bounds in plan:
+            if bounds is None:
+                out.append(whole[i])
+            else:
+                a = bounds[i]
+                out.append(whole.slice(a, bounds[i + 1] - a))
+        return out
 
     def derived(self, key: str, make: Callable[[], pa.Array]) -> pa.Array:
         """A column of every input's rows derived once for the group (``make()``), kept."""

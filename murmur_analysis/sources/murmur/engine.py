@@ -36,7 +36,9 @@ _PLAIN = {"line": _I64, "n_blocks": pa.int32(), "text_chars": _I64, **EVENT_PLAI
 #: Nullable columns of fixed width (a validity bitmap and values), and their types; the rest are strings.
 _FIXED = {"created_ms": _I64, "created_us": _TIMESTAMP, **EVENT_FIXED, "pair_called_seq": _I64,
           "pair_result_seq": _I64, "pair_is_error": pa.bool_(), "pair_result_chars": _I64, "pair_input_bytes": _I64}
-_PAIRED_KEYS = [f"pair_{name}" for name in PAIRED.names]
+_PAIRED_KEYS = tuple(f"pair_{name}" for name in PAIRED.names)
+#: The scan's columns a record's message rows are made of (:func:`scanned_columns`).
+_ROW_KEYS = ("id", "role", "created_us", "n_blocks", "text_chars", "source_id", "kinds", "text", "reasoning_text")
 
 
 class ScanGroup(Group):
@@ -127,6 +129,10 @@ class RecordScan:
         """Its values of the scan's column ``key`` (a slice of the group's, or its part)."""
         return self.group.column(key, self.index)
 
+    def columns(self, keys: tuple[str, ...]) -> list[pa.Array]:
+        """Its values of each of the scan's columns ``keys`` (as :meth:`column` gives each)."""
+        return self.group.columns(keys, self.index)
+
     def line_numbers(self) -> np.ndarray:
         """Each message row's 1-based line."""
         a, b = self._range("rows")
@@ -150,8 +156,7 @@ class RecordScan:
 def pairing(scan: RecordScan) -> Pairing:
     """The record's tool pairing, as the assembly core's walk left it in the scan."""
     made, errors, dropped = scan.pair_summary
-    return Pairing(pa.RecordBatch.from_arrays([scan.column(k) for k in _PAIRED_KEYS], schema=PAIRED), made, errors,
-                   dropped)
+    return Pairing(pa.RecordBatch.from_arrays(scan.columns(_PAIRED_KEYS), schema=PAIRED), made, errors, dropped)
 
 
 def _positions(group: ScanGroup) -> pa.Array:
@@ -171,21 +176,22 @@ def scanned_columns(scan: RecordScan, model: pa.Array | None, usage: list[Any] |
     """
     group = scan.group
     nulls = scan.derived("nulls", lambda: pa.nulls(int(group.starts["rows"][-1]), _STR))
+    ids, role, created, n_blocks, text_chars, source_id, kinds, text, reasoning = scan.columns(_ROW_KEYS)
     return EntryColumns(
         position=scan.derived("position", lambda: _positions(group)),
-        id=scan.column("id"),
-        side=scan.column("role"),
+        id=ids,
+        side=role,
         origin=nulls,
         model=nulls if model is None else model,
-        created_at=scan.column("created_us"),
-        n_blocks=scan.column("n_blocks"),
-        text_chars=scan.column("text_chars"),
+        created_at=created,
+        n_blocks=n_blocks,
+        text_chars=text_chars,
         status=nulls,
         error=nulls,
-        source_id=scan.column("source_id"),
-        block_kinds=scan.column("kinds"),
-        text=scan.column("text"),
-        reasoning_text=scan.column("reasoning_text"),
+        source_id=source_id,
+        block_kinds=kinds,
+        text=text,
+        reasoning_text=reasoning,
         usage=usage,
         events=ToolEvents(),  # already paired by the scan: see pairing()
     )
