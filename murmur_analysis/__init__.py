@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
+from .core.allocator import prefer_small_pages as _prefer_small_pages
 from .core.lazy import names_from as _names_from
 from .core.version import __version__ as __version__
 from .errors import (
@@ -30,6 +31,9 @@ from .errors import (
     UnknownSourceError,
     UnknownTableError,
 )
+
+# Before anything imports pyarrow: its allocator reads the environment once (core/allocator.py).
+_prefer_small_pages()
 
 if _typing.TYPE_CHECKING:
     from .algorithms.assembly import Assembled, assemble, drop_orphans, transcript
