@@ -136,7 +136,10 @@ class _Entries:
 def _concat(arrays: list[pa.Array], typ: pa.DataType) -> pa.Array:
     if not arrays:
         return pa.array([], typ)
-    return arrays[0] if len(arrays) == 1 else adjacent(arrays) or pa.concat_arrays(arrays)
+    if len(arrays) == 1:
+        return arrays[0]
+    whole = None if pa.types.is_primitive(typ) else adjacent(arrays)
+    return pa.concat_arrays(arrays) if whole is None else whole
 
 
 def adjacent(pieces: list[pa.Array]) -> pa.Array | None:
@@ -172,15 +175,17 @@ def _column(pieces: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
     """
     if len(pieces) == 1:
         return pieces[0]
+    if pa.types.is_primitive(pieces[0].type):
+        # Values of fixed width: a copy costs less than telling whether the pieces view one array.
+        return pa.concat_arrays(pieces)
     whole = adjacent(pieces)
     if whole is not None:
         return whole
-    if not pa.types.is_primitive(pieces[0].type):
-        sample = pieces[:: max(1, len(pieces) // 8)]
-        rows = sum(len(p) for p in sample)
-        per_row = sum(p.nbytes for p in sample) / max(rows, 1)
-        if per_row * sum(len(p) for p in pieces) > _COPY_BYTES:
-            return pa.chunked_array(pieces)
+    sample = pieces[:: max(1, len(pieces) // 8)]
+    rows = sum(len(p) for p in sample)
+    per_row = sum(p.nbytes for p in sample) / max(rows, 1)
+    if per_row * sum(len(p) for p in pieces) > _COPY_BYTES:
+        return pa.chunked_array(pieces)
     try:
         return pa.concat_arrays(pieces)
     except pa.ArrowInvalid:  # more than 32-bit offsets hold

@@ -111,7 +111,7 @@ class FrameBuilder:
         """
         reading = Reading(conversation_chunks(conv, self.text), conv.summary)
         # The pairing walk is skipped when the source's engine already walked it (known up front).
-        walking = PairedChunks(reading, _settled(conv, conv.summary).paired)
+        walking = PairedChunks(reading, conv.summary.paired if conv.summary is not None else None)
         chunks: list[EntryColumns] = []
         usage: list[_EntryUsage] = []  # from the entries, used when the source gives none
         try:
