@@ -1,11 +1,14 @@
 """How Arrow's allocator takes memory from the system: small pages, unless the user says otherwise.
 
 pyarrow allocates through its bundled mimalloc, which (from mimalloc 3) backs large allocations
-with transparent huge pages. On Linux, a process's first touch of a huge page may stall while
-the kernel compacts memory to find 2 MiB of it free, and a machine whose memory holds a large
-page cache (the records just read) compacts often. A load builds its tables from many fresh
-allocations of megabytes each: on a 1.25 GB record, the table build took 0.39-0.54 s with huge
-pages and 0.19-0.24 s without (``benchmarks/README.md``).
+with transparent huge pages. A load builds its tables from many fresh allocations of megabytes
+each, so what it pays is the first touch of new memory. Where that memory comes slowly in 2 MiB
+pieces, as on the container-on-a-virtual-machine the benchmarks run on, huge pages cost more
+than small ones: a fresh 8 MB array took 16-18 ms in four huge-page faults there, 4-5 ms in
+small pages, and the table build of a 1.25 GB record 0.39-0.54 s against 0.19-0.24 s
+(``benchmarks/README.md``). Memory just freed by an earlier process came fast (1 ms for 8 MB in
+huge pages); a machine where huge pages always come that fast loads a little faster with them:
+set ``MIMALLOC_ALLOW_THP=1`` there.
 
 mimalloc reads its options from the environment once, when pyarrow's library is loaded, so
 :func:`prefer_small_pages` runs when ``murmur_analysis`` is imported, before it imports pyarrow.
