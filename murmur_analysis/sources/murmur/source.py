@@ -15,7 +15,8 @@ decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 
 For the tables, the records are scanned natively, many at once on every core
 (:func:`~.record.scan_records`): each message line becomes one row of typed columns and the
-record's tool events are paired by the assembly core's walk in the same pass. Reopened, each
+record's tool events are paired by the assembly core's walk in the same pass. The next group of
+records is scanned on a thread of its own while the consumer works through the one before. Reopened, each
 message becomes one :class:`~murmur_analysis.core.model.Entry` (:mod:`.entries`). Token usage, tool
 timings, compactions and retention come from session traces (:mod:`.trace`); the join rules are
 in ``docs/tokens.md`` (``## murmur``).
@@ -33,6 +34,7 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Hashable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -68,7 +70,8 @@ __all__ = ["NO_SESSION_TRACES", "MurmurSource"]
 NO_SESSION_TRACES = "no_session_traces"
 
 _PEEK = 1 << 20
-# Records are scanned together (every core busy, one native call) in groups of about this size.
+# Bytes of records decoded ahead of the one handed over, when the consumer sets no bound: two
+# groups of half this each, every group scanned together (every core busy, one native call).
 _SCAN_BYTES = 256 << 20
 _STR = pa.string()
 
@@ -120,6 +123,34 @@ def _groups(records: list[_Record], limit: int = _SCAN_BYTES) -> Iterator[list[_
             group, size = [], 0
     if group:
         yield group
+
+
+def _scanned_ahead(groups: Iterator[tuple[list[_Record], list[bool]]],
+                   text: bool) -> Iterator[tuple[list[_Record], list[RecordScan | None]]]:
+    """Each group with its records' scans (``None``: not scanned), the next group scanned while this one is used.
+
+    One scan runs at a time, on a thread of its own: the next group's starts once this group's
+    is done, and runs while the caller works through this one. A group none of whose records is
+    wanted starts no scan.
+    """
+
+    def scan(group: list[_Record], wanted: list[bool]) -> list[RecordScan | None]:
+        found = iter(scan_records([str(rec.path) for rec, w in zip(group, wanted, strict=True) if w], text)
+                     if any(wanted) else ())
+        return [next(found) if w else None for w in wanted]
+
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="murmur-scan")
+    try:
+        pending: tuple[list[_Record], Future[list[RecordScan | None]]] | None = None
+        for group, wanted in groups:
+            ahead = (group, pool.submit(scan, group, wanted))  # starts once the scan before it is done
+            if pending is not None:
+                yield pending[0], pending[1].result()
+            pending = ahead
+        if pending is not None:
+            yield pending[0], pending[1].result()
+    finally:  # a consumer that stops early waits for the scan under way, and no other starts
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class MurmurSource(Source):
@@ -235,18 +266,13 @@ class MurmurSource(Source):
                 "outside the murmur home; none was found under this home or given, so its records load with null "
                 "usage (name the work dirs: the murmur source's sessions option, --sessions DIR on the command line)")
         index.claim((rec.record, rec.context_id) for rec in records)
-        skip = ctx.skip
-        for group in _groups(records, ctx.read_ahead or _SCAN_BYTES):
-            # Records the consumer will not read (``ReadContext.skip``) are not scanned.
-            skipped = {id(rec) for rec in group if skip is not None and skip(self._unread(rec))}
-            wanted = [str(rec.path) for rec in group if id(rec) not in skipped]
-            scanned = iter(scan_records(wanted, ctx.text) if wanted else ())  # an unchanged group starts no scan
-            for rec in group:
+        # Two groups are decoded ahead at most, each half the read-ahead: the one being handed
+        # over, and the next, scanned meanwhile so the consumer's work overlaps the scan.
+        limit = max(1, (ctx.read_ahead or _SCAN_BYTES) // 2)
+        for group, scanned in _scanned_ahead(self._wanted(_groups(records, limit), ctx), ctx.text):
+            for rec, scan in zip(group, scanned, strict=True):
                 by_context.setdefault(rec.context_id, []).append(rec)
-                if id(rec) in skipped:
-                    yield self._unread(rec)
-                else:
-                    yield self._conversation(rec, index, diagnostics, next(scanned))
+                yield self._unread(rec) if scan is None else self._conversation(rec, index, diagnostics, scan)
         for event in index.retentions:
             if event.store not in (None, "records"):
                 continue
@@ -264,6 +290,12 @@ class MurmurSource(Source):
                     diagnostics.report(event.trace, "retention", detail + " (no such record loaded)", event.line)
         if index.session_usage:
             yield TableRows("usage", tuple(usage_columns(inference_row(inf)) for _trace, inf in index.session_usage))
+
+    def _wanted(self, groups: Iterator[list[_Record]], ctx: ReadContext) -> Iterator[tuple[list[_Record], list[bool]]]:
+        """Each group, and which of its records are scanned: not those the consumer will not read (``ctx.skip``)."""
+        skip = ctx.skip
+        for group in groups:
+            yield group, [skip is None or not skip(self._unread(rec)) for rec in group]
 
     def fingerprint(self, conv: Conversation) -> object:
         """The identities of the record and of every trace it is joined to, and whether each is steady.
