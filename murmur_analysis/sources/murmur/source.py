@@ -135,20 +135,25 @@ def _scanned_ahead(groups: Iterator[tuple[list[_Record], list[bool]]],
     """
 
     def scan(group: list[_Record], wanted: list[bool]) -> list[RecordScan | None]:
-        found = iter(scan_records([str(rec.path) for rec, w in zip(group, wanted, strict=True) if w], text)
-                     if any(wanted) else ())
+        found = iter(scan_records([str(rec.path) for rec, w in zip(group, wanted, strict=True) if w], text))
         return [next(found) if w else None for w in wanted]
+
+    def done(pending: tuple[list[_Record], Future[list[RecordScan | None]] | None]) -> tuple[
+            list[_Record], list[RecordScan | None]]:
+        group, future = pending
+        return group, [None] * len(group) if future is None else future.result()
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="murmur-scan")
     try:
-        pending: tuple[list[_Record], Future[list[RecordScan | None]]] | None = None
+        pending: tuple[list[_Record], Future[list[RecordScan | None]] | None] | None = None
         for group, wanted in groups:
-            ahead = (group, pool.submit(scan, group, wanted))  # starts once the scan before it is done
+            # the next group's scan starts once the one before it is done
+            ahead = (group, pool.submit(scan, group, wanted) if any(wanted) else None)
             if pending is not None:
-                yield pending[0], pending[1].result()
+                yield done(pending)
             pending = ahead
         if pending is not None:
-            yield pending[0], pending[1].result()
+            yield done(pending)
     finally:  # a consumer that stops early waits for the scan under way, and no other starts
         pool.shutdown(wait=True, cancel_futures=True)
 
