@@ -134,12 +134,19 @@ class _Entries:
 
 
 def _concat(arrays: list[pa.Array], typ: pa.DataType) -> pa.Array:
-    if not arrays:
-        return pa.array([], typ)
-    if len(arrays) == 1:
-        return arrays[0]
-    whole = None if pa.types.is_primitive(typ) else adjacent(arrays)
-    return pa.concat_arrays(arrays) if whole is None else whole
+    return _one(arrays) if arrays else pa.array([], typ)
+
+
+def _one(pieces: list[pa.Array]) -> pa.Array:
+    """The pieces as one array: a view when they are slices of one array laid end to end, else a copy.
+
+    Pieces of fixed width are copied without looking: a copy costs less than telling whether
+    they view one array (reading every piece's buffers).
+    """
+    if len(pieces) == 1:
+        return pieces[0]
+    whole = None if pa.types.is_primitive(pieces[0].type) else adjacent(pieces)
+    return pa.concat_arrays(pieces) if whole is None else whole
 
 
 def adjacent(pieces: list[pa.Array]) -> pa.Array | None:
@@ -173,11 +180,8 @@ def _column(pieces: list[pa.Array]) -> pa.Array | pa.ChunkedArray:
     Fixed-width columns are always concatenated; how much a column of strings or lists holds is
     judged from a sample of its pieces (a wrong guess costs a copy, never a row).
     """
-    if len(pieces) == 1:
-        return pieces[0]
-    if pa.types.is_primitive(pieces[0].type):
-        # Values of fixed width: a copy costs less than telling whether the pieces view one array.
-        return pa.concat_arrays(pieces)
+    if len(pieces) == 1 or pa.types.is_primitive(pieces[0].type):
+        return _one(pieces)
     whole = adjacent(pieces)
     if whole is not None:
         return whole
