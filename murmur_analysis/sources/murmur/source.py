@@ -16,10 +16,10 @@ decision :func:`~murmur_analysis.sources.murmur.reader.read_messages` pages by):
 For the tables, the records are scanned natively, many at once on every core
 (:func:`~.record.scan_records`): each message line becomes one row of typed columns and the
 record's tool events are paired by the assembly core's walk in the same pass. The next group of
-records is scanned on a thread of its own while the consumer works through the one before. Reopened, each
-message becomes one :class:`~murmur_analysis.core.model.Entry` (:mod:`.entries`). Token usage, tool
-timings, compactions and retention come from session traces (:mod:`.trace`); the join rules are
-in ``docs/tokens.md`` (``## murmur``).
+records is scanned on a thread of its own while the consumer works through the one before.
+Reopened, each message becomes one :class:`~murmur_analysis.core.model.Entry` (:mod:`.entries`).
+Token usage, tool timings, compactions and retention come from session traces (:mod:`.trace`);
+the join rules are in ``docs/tokens.md`` (``## murmur``).
 
 Nothing is written into a conversation once it is made: what is known before its lines are read
 (the sessions, tool timings, retention) goes in at construction, with the scanned columns'
