@@ -138,22 +138,22 @@ def _scanned_ahead(groups: Iterator[tuple[list[_Record], list[bool]]],
         found = iter(scan_records([str(rec.path) for rec, w in zip(group, wanted, strict=True) if w], text))
         return [next(found) if w else None for w in wanted]
 
-    def done(pending: tuple[list[_Record], Future[list[RecordScan | None]] | None]) -> tuple[
-            list[_Record], list[RecordScan | None]]:
-        group, future = pending
-        return group, [None] * len(group) if future is None else future.result()
+    def unscanned(group: list[_Record]) -> Future[list[RecordScan | None]]:
+        found: Future[list[RecordScan | None]] = Future()
+        found.set_result([None] * len(group))
+        return found
 
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="murmur-scan")
     try:
-        pending: tuple[list[_Record], Future[list[RecordScan | None]] | None] | None = None
+        pending: tuple[list[_Record], Future[list[RecordScan | None]]] | None = None
         for group, wanted in groups:
             # the next group's scan starts once the one before it is done
-            ahead = (group, pool.submit(scan, group, wanted) if any(wanted) else None)
+            ahead = (group, pool.submit(scan, group, wanted) if any(wanted) else unscanned(group))
             if pending is not None:
-                yield done(pending)
+                yield pending[0], pending[1].result()
             pending = ahead
         if pending is not None:
-            yield done(pending)
+            yield pending[0], pending[1].result()
     finally:  # a consumer that stops early waits for the scan under way, and no other starts
         pool.shutdown(wait=True, cancel_futures=True)
 
