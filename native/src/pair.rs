@@ -414,7 +414,11 @@ pub struct Pairer {
     pub answered: Vec<usize>,
     base: usize,
     open: HashMap<Key, VecDeque<usize>>,
-    called: HashSet<Key>,
+    /// every id this walk called, by its [`id_hash`]: the row (of `rows`) that called it first,
+    /// where the id itself is kept (no copy of it here)
+    called: HashMap<u64, usize>,
+    /// the first rows of ids called whose hash an id called before them has (none, in practice)
+    called_more: Vec<(u64, usize)>,
     /// the ids called before `base`, as hashes
     called_before: Hashes,
     run: Vec<Event>,
@@ -446,7 +450,8 @@ impl Pairer {
             answered: Vec::new(),
             base: saved.rows,
             open: saved.open,
-            called: HashSet::default(),
+            called: HashMap::default(),
+            called_more: Vec::new(),
             called_before: saved.called,
             run: Vec::new(),
             message: saved.closed,
@@ -467,7 +472,7 @@ impl Pairer {
     /// spent and is not saved, fed or finished again.
     pub fn save(&mut self, runs: MessageRuns) -> Saved {
         let mut called = std::mem::take(&mut self.called_before);
-        called.add(self.called.drain().map(|k| id_hash(&k)).collect());
+        called.add(self.called.keys().copied().collect());
         Saved {
             runs,
             rows: self.base + self.rows.len(),
@@ -504,12 +509,21 @@ impl Pairer {
 
     /// Whether `key` was called: `Some(true)`, `Some(false)`, or `None` when only a hash says it may have been.
     fn was_called(&self, key: &Key) -> Option<bool> {
-        if self.called.contains(key) {
+        if self.called_here(key, id_hash(key)) {
             Some(true)
         } else if !self.called_before.is_empty() && self.called_before.contains(id_hash(key)) {
             None
         } else {
             Some(false)
+        }
+    }
+
+    /// Whether this walk called `key` (whose [`id_hash`] is `hash`).
+    fn called_here(&self, key: &Key, hash: u64) -> bool {
+        let is = |r: usize| self.rows.kind[r] == key.0 && self.rows.call_id[r] == key.1;
+        match self.called.get(&hash) {
+            None => false,
+            Some(&r) => is(r) || self.called_more.iter().any(|&(h, r)| h == hash && is(r)),
         }
     }
 
@@ -562,13 +576,31 @@ impl Pairer {
         }
         let mut loose = again && self.loose;
         let server = run.iter().any(|e| e.kind == 1) || (again && self.server);
-        for e in run.iter().filter(|e| e.call) {
-            let key = (e.kind, e.id.clone());
+        // The run's events are moved into the rows and keys (an id is copied only for each
+        // map that keeps it): a large record's walk takes hundreds of thousands of them.
+        let (calls, results): (Vec<Event>, Vec<Event>) = run.into_iter().partition(|e| e.call);
+        for e in calls {
+            let key = (e.kind, e.id);
             let rows = &mut self.rows;
-            self.open.entry(key.clone()).or_default().push_back(self.base + rows.len());
-            self.called.insert(key);
-            rows.call_id.push(e.id.clone());
-            rows.name.push(e.name.clone());
+            let row = self.base + rows.len();
+            match self.open.get_mut(&key) {
+                Some(waiting) => waiting.push_back(row),
+                None => {
+                    self.open.insert(key.clone(), VecDeque::from([row]));
+                }
+            }
+            let hash = id_hash(&key);
+            if !self.called_here(&key, hash) {
+                match self.called.entry(hash) {
+                    std::collections::hash_map::Entry::Vacant(first) => {
+                        first.insert(row - self.base);
+                    }
+                    std::collections::hash_map::Entry::Occupied(_) => self.called_more.push((hash, row - self.base)),
+                }
+            }
+            let rows = &mut self.rows;
+            rows.call_id.push(key.1);
+            rows.name.push(e.name);
             rows.kind.push(e.kind);
             rows.called_seq.push(Some(e.position));
             rows.result_seq.push(None);
@@ -582,8 +614,8 @@ impl Pairer {
             rows.input_text.push(e.text);
             rows.result_text.push(None);
         }
-        for e in run.into_iter().filter(|e| !e.call) {
-            let key = (e.kind, e.id.clone());
+        for mut e in results {
+            let key = (e.kind, std::mem::take(&mut e.id));
             if let Some(waiting) = self.open.get_mut(&key) {
                 let row = waiting.pop_front().expect("an open call");
                 if waiting.is_empty() {
@@ -591,6 +623,7 @@ impl Pairer {
                 }
                 if row < self.base {
                     let status = result_status(e.is_error);
+                    e.id = key.1;
                     self.answers.push_result(e, message, status);
                     self.answered.push(row);
                     continue;
@@ -619,6 +652,7 @@ impl Pairer {
                 self.dropped.push(key.1.clone());
             }
             loose = true;
+            e.id = key.1;
             self.rows.push_result(e, message, status);
         }
         self.closed = message;
@@ -659,7 +693,57 @@ impl Pairer {
 
 #[cfg(test)]
 mod tests {
-    use super::Hashes;
+    use super::{id_hash, Event, Hashes, Pairer, DUPLICATE, ORPHAN};
+
+    fn event(position: i64, call: bool, id: &str) -> Event {
+        Event {
+            position,
+            call,
+            kind: 0,
+            id: id.to_owned(),
+            name: call.then(|| "tool".to_owned()),
+            is_error: None,
+            chars: None,
+            input_bytes: None,
+            input: None,
+            text: None,
+        }
+    }
+
+    /// The ids a walk called are known by their hash and checked against the row that called
+    /// them: an id whose hash another id called has is not taken for called, and is known once
+    /// it is called itself. (Two ids of one 64-bit hash cannot be written down here: the test
+    /// files the second id's hash under the first id's row, as a collision would.)
+    #[test]
+    fn an_id_sharing_a_hash_is_not_taken_for_called() {
+        let mut walk = Pairer::new();
+        walk.feed(0, event(0, true, "call_x"));
+        walk.feed(1, event(1, false, "call_x"));
+        walk.feed(2, event(2, false, "call_x")); // answered already: a duplicate
+        walk.feed(3, event(3, true, "other")); // closes run 2
+        let y = (0u8, "call_y".to_owned());
+        walk.called.insert(id_hash(&y), 0); // row 0 called call_x
+        assert_eq!(walk.was_called(&y), Some(false));
+        assert_eq!(walk.was_called(&(0, "call_x".to_owned())), Some(true));
+        walk.feed(4, event(4, false, "call_y")); // never called: an orphan
+        walk.feed(5, event(5, true, "call_y"));
+        walk.feed(6, event(6, false, "call_y")); // closes run 5: call_y is called
+        walk.feed(7, event(7, false, "call_y")); // and answered: a duplicate
+        walk.finish();
+        assert_eq!(walk.called_more.len(), 1);
+        assert_eq!(walk.was_called(&y), Some(true));
+        let rows = &walk.rows;
+        let status = |id: &str, seq: i64| {
+            (0..rows.len()).find(|&i| rows.call_id[i] == id && rows.result_seq[i] == Some(seq)).map(|i| rows.status[i])
+        };
+        assert_eq!(status("call_x", 2), Some(DUPLICATE));
+        assert_eq!(status("call_y", 4), Some(ORPHAN));
+        assert_eq!(status("call_y", 7), Some(DUPLICATE));
+        let saved = walk.save(Default::default());
+        assert!(saved.called.contains(id_hash(&(0, "call_x".to_owned()))));
+        assert!(saved.called.contains(id_hash(&y)));
+        assert!(!saved.called.contains(id_hash(&(0, "call_z".to_owned()))));
+    }
 
     #[test]
     fn hashes_hold_what_was_added_in_few_sorted_runs() {
