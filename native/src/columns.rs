@@ -9,6 +9,11 @@ pub struct Strings {
 }
 
 impl Strings {
+    /// An empty column with room for `rows` values of `bytes` bytes in all.
+    pub fn with_capacity(rows: usize, bytes: usize) -> Strings {
+        Strings { offsets: Vec::with_capacity(rows + 1), data: Vec::with_capacity(bytes), valid: Vec::with_capacity(rows) }
+    }
+
     pub fn push(&mut self, value: Option<&str>) {
         if self.offsets.is_empty() {
             self.offsets.push(0);
@@ -156,6 +161,11 @@ pub struct Ints {
 }
 
 impl Ints {
+    /// An empty column with room for `rows` values.
+    pub fn with_capacity(rows: usize) -> Ints {
+        Ints { values: Vec::with_capacity(rows), valid: Vec::with_capacity(rows) }
+    }
+
     pub fn push(&mut self, value: Option<i64>) {
         self.values.push(value.unwrap_or(0));
         self.valid.push(value.is_some());

@@ -47,8 +47,12 @@ impl Col {
     /// The columns `parts` (the same column of consecutive records) as one, each part's rows
     /// after the rows of the one before; sizes are known first, so every vector is allocated
     /// once. Strings of more than `part_bytes` in all stay parts: joining them would copy
-    /// most of what was read, and a column that large costs little to take part by part.
-    pub fn concat(parts: Vec<Col>, part_bytes: usize) -> Col {
+    /// most of what was read, and a column that large costs little to take part by part. A
+    /// column of one record is that record's, moved (a single large record is most of a load).
+    pub fn concat(mut parts: Vec<Col>, part_bytes: usize) -> Col {
+        if parts.len() == 1 && !(matches!(parts[0], Col::Strs(_)) && parts[0].reach() > part_bytes) {
+            return parts.pop().expect("one part");
+        }
         macro_rules! each {
             ($variant:ident) => {
                 parts
@@ -226,6 +230,37 @@ mod tests {
             Col::Offsets(o) => assert_eq!(o, &vec![0, 2, 3, 4]),
             _ => panic!("offsets"),
         }
+    }
+
+    /// A run of one record hands over that record's columns as they are: moved, not copied.
+    #[test]
+    fn one_record_s_columns_are_moved() {
+        let cols = record(&[Some("ab"), None, Some("γ")], &[0, 1, 3, 3]);
+        let addresses: Vec<usize> = cols
+            .iter()
+            .map(|(_, c)| match c {
+                Col::Strs(s) => s.data.as_ptr() as usize,
+                Col::Ints(n) => n.values.as_ptr() as usize,
+                Col::Offsets(o) => o.as_ptr() as usize,
+                _ => unreachable!(),
+            })
+            .collect();
+        let runs = join(vec![cols], PART_BYTES);
+        let moved: Vec<usize> = runs[0]
+            .1
+            .iter()
+            .map(|(_, c)| match c {
+                Col::Strs(s) => s.data.as_ptr() as usize,
+                Col::Ints(n) => n.values.as_ptr() as usize,
+                Col::Offsets(o) => o.as_ptr() as usize,
+                _ => panic!("a column of one record stays what it was"),
+            })
+            .collect();
+        assert_eq!(moved, addresses);
+        // a large text of one record is still a part, as the texts of many are
+        let big = Strings { offsets: vec![0, 9], data: vec![b'x'; 9], valid: vec![true] };
+        let runs = join(vec![vec![("text".to_string(), Col::Strs(big))]], 8);
+        assert!(matches!(&runs[0].1[0].1, Col::Parts(p) if p.len() == 1));
     }
 
     /// A record whose strings would take the run's offsets past 32 bits starts a run of its own.

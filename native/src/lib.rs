@@ -349,10 +349,17 @@ fn record_columns(mut r: lines::Rows) -> (Named, Left) {
     use std::mem::take;
     let walked = r.walked.take().unwrap_or_default();
     let p = walked.pairs;
-    let input_text = take(&mut r.ev_input_text).gather(&p.input_text);
-    let result_text = take(&mut r.ev_result_text).gather(&p.result_text);
-    // The pairing's columns first: its texts are read from the events' texts.
-    let mut out = paired_columns("pair_", (0..p.len()).map(|i| (&p, i)), Col::Strs(input_text), Col::Strs(result_text));
+    // The pairing's columns first, its texts read from the events' texts: each side's texts
+    // are gathered while the other columns are made (a large record's pairing has hundreds of
+    // thousands of rows, all made after its last block is read).
+    let (ev_input, ev_result) = (take(&mut r.ev_input_text), take(&mut r.ev_result_text));
+    let ((input_text, result_text), mut out) = rayon::join(
+        || rayon::join(|| ev_input.gather(&p.input_text), || ev_result.gather(&p.result_text)),
+        || paired_columns("pair_", (0..p.len()).map(|i| (&p, i))),
+    );
+    let pairs = p.len();
+    drop(p);
+    out.extend(paired_texts("pair_", Col::Strs(input_text), Col::Strs(result_text)));
     let mut int = |i: usize| take(&mut r.ints[i]);
     let (created_ms, n_blocks, text_chars) = (int(murmur::CREATED_MS), int(murmur::N_BLOCKS), int(murmur::TEXT_CHARS));
     let mut string = |i: usize| Col::Strs(take(&mut r.strs[i]));
@@ -362,7 +369,7 @@ fn record_columns(mut r: lines::Rows) -> (Named, Left) {
     let left = Left {
         rows: r.rows(),
         events: r.ev_row.len(),
-        pairs: p.len(),
+        pairs,
         lines: r.lines,
         diags: take(&mut r.diags),
         title: r.title.take(),
@@ -409,19 +416,21 @@ fn event_columns(r: &mut lines::Rows) -> Named {
     .collect()
 }
 
-/// Pairing rows as the PAIRED columns, each named `prefix` + its name: the one conversion of
-/// `pair::Rows` for the scan's pairing and the pairing walk's alike. `rows` are `(rows, index)`
-/// in row order; the text columns are given in that order (the texts, or where they are).
-fn paired_columns<'r>(
-    prefix: &str,
-    rows: impl Iterator<Item = (&'r pair::Rows, usize)>,
-    input_text: Col,
-    result_text: Col,
-) -> Named {
-    let (mut call_id, mut name, mut kind, mut status) =
-        (Strings::default(), Strings::default(), Strings::default(), Strings::default());
-    let (mut called, mut result, mut is_error, mut chars, mut input_bytes) =
-        (Ints::default(), Ints::default(), Ints::default(), Ints::default(), Ints::default());
+/// Pairing rows as the PAIRED columns but the texts, each named `prefix` + its name: the one
+/// conversion of `pair::Rows` for the scan's pairing and the pairing walk's alike. `rows` are
+/// `(rows, index)` in row order; [`paired_texts`] names the text columns.
+fn paired_columns<'r>(prefix: &str, rows: impl Iterator<Item = (&'r pair::Rows, usize)> + Clone) -> Named {
+    // Sizes first, so each column is allocated once (a large record has hundreds of thousands of rows).
+    let (mut n, mut id_bytes, mut name_bytes) = (0, 0, 0);
+    for (p, i) in rows.clone() {
+        n += 1;
+        id_bytes += p.call_id[i].len();
+        name_bytes += p.name[i].as_deref().map_or(0, str::len);
+    }
+    let (mut call_id, mut name) = (Strings::with_capacity(n, id_bytes), Strings::with_capacity(n, name_bytes));
+    let (mut kind, mut status) = (Strings::with_capacity(n, 6 * n), Strings::with_capacity(n, 7 * n));
+    let ints = || Ints::with_capacity(n);
+    let (mut called, mut result, mut is_error, mut chars, mut input_bytes) = (ints(), ints(), ints(), ints(), ints());
     for (p, i) in rows {
         call_id.push(Some(&p.call_id[i]));
         name.push(p.name[i].as_deref());
@@ -443,12 +452,15 @@ fn paired_columns<'r>(
         ("is_error", Col::Bools(is_error)),
         ("result_chars", Col::Ints(chars)),
         ("input_bytes", Col::Ints(input_bytes)),
-        ("input_text", input_text),
-        ("result_text", result_text),
     ]
     .into_iter()
     .map(|(k, col)| (format!("{prefix}{k}"), col))
     .collect()
+}
+
+/// The PAIRED text columns, in row order (the texts, or where they are), named as [`paired_columns`] names the rest.
+fn paired_texts(prefix: &str, input_text: Col, result_text: Col) -> Named {
+    vec![(format!("{prefix}input_text"), input_text), (format!("{prefix}result_text"), result_text)]
 }
 
 /// Named columns into `d`, as Python buffers.
@@ -1015,7 +1027,8 @@ fn finish_walks<'py>(py: Python<'py>, mut walks: Vec<PyRefMut<'_, PyPairer>>) ->
         result_text.push(rows.result_text[i]);
     }
     let d = PyDict::new(py);
-    columns_into(py, d, paired_columns("", all(), Col::Ints(input_text), Col::Ints(result_text)))?;
+    columns_into(py, d, paired_columns("", all()))?;
+    columns_into(py, d, paired_texts("", Col::Ints(input_text), Col::Ints(result_text)))?;
     d.set_item("row_starts", starts_of(walks.iter().map(|w| w.inner.rows.len() + w.inner.answers.len())))?;
     d.set_item("summary", walks.iter().map(|w| w.inner.summary()).collect::<Vec<_>>())?;
     d.set_item("answered", walks.iter().map(|w| w.inner.answered.clone()).collect::<Vec<_>>())?;
