@@ -47,10 +47,20 @@ class ScanGroup(Group):
     def __init__(self, raw: ScannedGroup) -> None:
         super().__init__(raw, "records", _PLAIN, _FIXED)
         self.raw: ScannedGroup = raw
+        self._text_chars: list[int] | None = None
 
     def records(self) -> list[RecordScan]:
         """Each record of the group, in the order scanned."""
         return [RecordScan(self, i) for i in range(self.size)]
+
+    def text_chars(self) -> list[int]:
+        """Each record's text characters, summed over its messages (summed for the whole group at once)."""
+        if self._text_chars is None:
+            chars = np.frombuffer(memoryview(self.raw["text_chars"]), np.int64)
+            running = np.concatenate([[0], np.cumsum(chars)])
+            starts = self.starts["rows"]
+            self._text_chars = (running[starts[1:]] - running[starts[:-1]]).tolist()
+        return self._text_chars
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +150,7 @@ class RecordScan:
 
     def text_chars(self) -> int:
         """The text characters of its messages, summed."""
-        a, b = self._range("rows")
-        return int(np.frombuffer(memoryview(self.group.raw["text_chars"]), np.int64)[a:b].sum())
+        return self.group.text_chars()[self.index]
 
     def shifted(self, lines: int) -> RecordScan:
         """The same scan, its line numbers ``lines`` further on."""

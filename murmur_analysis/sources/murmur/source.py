@@ -342,7 +342,7 @@ class MurmurSource(Source):
         key, where = (str(rec.path), rec.record, rec.context_id), str(rec.path)
         if scanned is not None:
             skipped = [skipped_detail(line_no, code) for line_no, code in scanned.diagnostics]
-            bad = unreadable(skipped, self._settled(rec.path))
+            bad = unreadable(skipped, self._settled(rec.path)) if skipped else None
             if bad is not None:
                 diagnostics.report(rec.path, bad[1], bad[2], bad[0])
                 return Conversation(source=self.name, conversation_id=rec.conversation_id, entries=(), key=key,
@@ -462,8 +462,9 @@ class MurmurSource(Source):
             diagnostics.report(path, "unreadable", scanned.error)
         skipped = [skipped_detail(line_no, code) for line_no, code in scanned.diagnostics]
         # In line order, as the entries report them: a line's id time before what else it has.
-        report_skipped(path, sorted([*_id_times(path, scanned), *skipped], key=lambda r: r[0]), self._settled(path),
-                       diagnostics)
+        reported = sorted([*_id_times(path, scanned), *skipped], key=lambda r: r[0])
+        if reported:  # whether the record has settled matters to its skipped lines alone
+            report_skipped(path, reported, self._settled(path), diagnostics)
         title = title_of(scanned.title) if scanned.title is not None else None
         if join is None:
             return scanned_columns(scanned, None, None), learned(None, title, pairing(scanned))
