@@ -20,6 +20,7 @@
 //! a run going on across the stop in a way the closed part cannot be walked on from, make the
 //! walk [`Pairer::exact`] false (the caller then walks the whole record).
 
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -467,9 +468,10 @@ impl Pairer {
 
     /// What a walk of the entries after the ones fed needs; call after [`Pairer::finish`].
     ///
-    /// The open calls and the called ids are moved out, not copied (a walk of a long run of
-    /// calls saved after every range would otherwise copy all of them each time): the walk is
-    /// spent and is not saved, fed or finished again.
+    /// The open calls and the hashes of the ids called before are moved out, not copied (a walk
+    /// of a long run of calls saved after every range would otherwise copy all of them each
+    /// time), and this walk's own ids called join them as the hashes it filed them under: the
+    /// walk is spent and is not saved, fed or finished again.
     pub fn save(&mut self, runs: MessageRuns) -> Saved {
         let mut called = std::mem::take(&mut self.called_before);
         called.add(self.called.keys().copied().collect());
@@ -581,8 +583,7 @@ impl Pairer {
         let (calls, results): (Vec<Event>, Vec<Event>) = run.into_iter().partition(|e| e.call);
         for e in calls {
             let key = (e.kind, e.id);
-            let rows = &mut self.rows;
-            let row = self.base + rows.len();
+            let row = self.base + self.rows.len();
             match self.open.get_mut(&key) {
                 Some(waiting) => waiting.push_back(row),
                 None => {
@@ -592,10 +593,10 @@ impl Pairer {
             let hash = id_hash(&key);
             if !self.called_here(&key, hash) {
                 match self.called.entry(hash) {
-                    std::collections::hash_map::Entry::Vacant(first) => {
+                    Entry::Vacant(first) => {
                         first.insert(row - self.base);
                     }
-                    std::collections::hash_map::Entry::Occupied(_) => self.called_more.push((hash, row - self.base)),
+                    Entry::Occupied(_) => self.called_more.push((hash, row - self.base)),
                 }
             }
             let rows = &mut self.rows;
