@@ -66,7 +66,7 @@ impl Strings {
                 *slot = r;
             }
         }
-        let mut out = Strings { offsets: Vec::with_capacity(at.len() + 1), valid: Vec::with_capacity(at.len()), data: Vec::new() };
+        let mut out = Strings::with_capacity(at.len(), 0);
         if !once {
             for k in at {
                 out.push(k.and_then(|k| self.get(k as usize)));

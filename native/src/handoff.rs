@@ -111,7 +111,7 @@ fn plain<T: Copy>(parts: Vec<Vec<T>>) -> Vec<T> {
 
 fn nullable(parts: Vec<Ints>) -> Ints {
     let n = parts.iter().map(|p| p.values.len()).sum();
-    let mut out = Ints { values: Vec::with_capacity(n), valid: Vec::with_capacity(n) };
+    let mut out = Ints::with_capacity(n);
     for p in parts {
         out.values.extend_from_slice(&p.values);
         out.valid.extend_from_slice(&p.valid);
@@ -132,17 +132,12 @@ fn offsets(parts: Vec<Vec<i32>>) -> Vec<i32> {
 
 fn strings(parts: Vec<Strings>) -> Strings {
     let rows: usize = parts.iter().map(Strings::len).sum();
-    let mut out = Strings { offsets: Vec::with_capacity(rows + 1), data: Vec::new(), valid: Vec::with_capacity(rows) };
+    let mut out = Strings::with_capacity(rows, parts.iter().map(|p| p.data.len()).sum());
     out.offsets.push(0);
-    let mut end = 0usize;
     for p in &parts {
-        let base = end as i32;
+        let base = out.data.len() as i32;
         out.offsets.extend(p.offsets.iter().skip(1).map(|o| o + base));
         out.valid.extend_from_slice(&p.valid);
-        end += p.data.len();
-    }
-    out.data = Vec::with_capacity(end);
-    for p in parts {
         out.data.extend_from_slice(&p.data);
     }
     out

@@ -371,7 +371,7 @@ class MurmurSource(Source):
         summary: Summary | None = None
         point: ResumePoint | None = None
         if scanned is not None:
-            chunk, summary = self._columns(rec, scanned, Join(tasks, cutoff) if tasks else None, diagnostics)
+            chunk, summary = self._columns(rec, scanned, skipped, Join(tasks, cutoff) if tasks else None, diagnostics)
             columns = [chunk]
             # Where an export may read on from, when the record grows (not for a record joined to traces).
             point = resume_point(scanned) if not tasks else None
@@ -454,13 +454,16 @@ class MurmurSource(Source):
         return settled(path, self.settle_seconds)
 
     def _columns(
-        self, rec: _Record, scanned: RecordScan, join: Join | None, diagnostics: Diagnostics
+        self, rec: _Record, scanned: RecordScan, skipped: Sequence[tuple[int, str, str]], join: Join | None,
+        diagnostics: Diagnostics,
     ) -> tuple[EntryColumns, Summary]:
-        """The record's message rows as scanned by the native engine, joined to its traces, and what they tell."""
+        """The record's message rows as scanned by the native engine, joined to its traces, and what they tell.
+
+        ``skipped``: ``(line, kind, detail)`` of each line the scan skipped (:func:`skipped_detail`).
+        """
         path = rec.path
         if scanned.error is not None:
             diagnostics.report(path, "unreadable", scanned.error)
-        skipped = [skipped_detail(line_no, code) for line_no, code in scanned.diagnostics]
         # In line order, as the entries report them: a line's id time before what else it has.
         reported = sorted([*_id_times(path, scanned), *skipped], key=lambda r: r[0])
         if reported:  # whether the record has settled matters to its skipped lines alone
