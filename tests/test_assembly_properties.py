@@ -81,10 +81,15 @@ def test_a_growing_conversation_drops_what_assembly_drops_at_every_prefix(
     specs: list[tuple[int, str, list[Block]]],
 ) -> None:
     entries = sorted(build(specs), key=lambda e: e.position)
-    pairer = Pairer()
+    pairer, lean = Pairer(), Pairer(keep_inputs=False, rows=False)  # lean: asked only what it drops
     for n, entry in enumerate(entries, start=1):
         pairer.feed(entry)
-        assert pairer.dropped_orphans() == assemble(entries[:n]).dropped_orphans
+        lean.feed(entry)
+        assert pairer.dropped_orphans() == lean.dropped_orphans() == assemble(entries[:n]).dropped_orphans
+    with pytest.raises(ValueError, match="makes no rows"):
+        lean.pairing()
+    with pytest.raises(ValueError, match="makes no rows"):
+        lean.finish()
 
 
 @given(st.lists(entry_spec, max_size=25))

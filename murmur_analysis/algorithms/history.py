@@ -186,7 +186,7 @@ class History:
         self._messages = 0
         self._chars = 0
         self._context: int | None = None
-        self._pairer = Pairer(keep_inputs=False)
+        self._pairer = Pairer(keep_inputs=False, rows=False)
 
     @property
     def state(self) -> State:
@@ -224,7 +224,7 @@ class History:
     def reset(self, entries: Iterable[Entry]) -> State:
         """The history rewritten to ``entries``; return the new state."""
         self._messages, self._chars, self._context = 0, 0, None
-        self._pairer = Pairer(keep_inputs=False)
+        self._pairer = Pairer(keep_inputs=False, rows=False)
         self._state = None
         return self.append(sorted_entries(entries))
 

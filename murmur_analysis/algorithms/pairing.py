@@ -149,12 +149,14 @@ def input_size(value: object) -> int | None:
     return None if text is None else len(text.encode())
 
 
-def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
+def tool_events(entry: Entry, keep_inputs: bool = True, sizes: bool = True) -> list[ToolEvent]:
     """The tool calls and results of one entry, in block order, as pairing events.
 
     Args:
         entry: the entry.
         keep_inputs: keep each call's input (``False`` keeps only its size).
+        sizes: work out each call's input size and text and each result's characters and text
+            (``False``: they are ``None``, for a walk asked only which results it drops).
 
     Returns:
         One event per tool block (client or server, call or result).
@@ -162,15 +164,15 @@ def tool_events(entry: Entry, keep_inputs: bool = True) -> list[ToolEvent]:
     events: list[ToolEvent] = []
     for block in entry.blocks:
         if isinstance(block, ToolUse | ServerToolUse):
-            text = input_text(block.input)
+            text = input_text(block.input) if sizes else None
             events.append(CallEvent("client" if type(block) is ToolUse else "server", block.id, block.name,
                                     block.input if keep_inputs else None,
                                     None if text is None else len(text.encode()), text))
         elif isinstance(block, ToolResult):
             is_error = block.is_error if block.is_error is not None else entry.is_error
             content = block.content or ()
-            events.append(ResultEvent("client", block.tool_use_id, is_error, text_chars(content),
-                                      message_text(content)))
+            events.append(ResultEvent("client", block.tool_use_id, is_error, text_chars(content) if sizes else None,
+                                      message_text(content) if sizes else None))
         elif isinstance(block, ServerToolResult):
             events.append(ResultEvent("server", block.tool_use_id, block.is_error, None, None))
     return events
@@ -436,6 +438,9 @@ class Pairer:
         keep_inputs: keep every call's input on its row (``False`` keeps only its size, so a
             long conversation does not hold every input until its end).
         state: what an earlier walk left (:meth:`save`), taken over by this walk.
+        rows: ``False`` for a walk asked only which results it drops (:meth:`dropped_orphans`,
+            as the history core asks at every state): the entries fed to it one at a time
+            give it no sizes or texts, and it makes no rows.
 
     Attributes:
         runs: the message-run state of the entries fed one at a time (:meth:`feed`), going on
@@ -446,8 +451,9 @@ class Pairer:
         exact: after :meth:`finish_columns`, whether the rows are exactly a whole walk's.
     """
 
-    def __init__(self, keep_inputs: bool = True, state: _native.PairState | None = None) -> None:
+    def __init__(self, keep_inputs: bool = True, state: _native.PairState | None = None, rows: bool = True) -> None:
         self.keep_inputs = keep_inputs
+        self.rows = rows
         self.runs = MessageRuns(*state.runs) if state is not None else MessageRuns()
         self._walk = _native.Pairer(state)
         self._inputs: list[object] = []
@@ -469,12 +475,12 @@ class Pairer:
         message = self.runs.next(entry.side)
         for block in entry.blocks:
             if type(block) in _TOOL_BLOCKS:
-                self.feed_events(entry.position, message, tool_events(entry, self.keep_inputs))
+                self.feed_events(entry.position, message, tool_events(entry, self.keep_inputs, self.rows))
                 break
 
     def feed_events(self, position: int, message: int, events: list[ToolEvent]) -> None:
         """Take one entry's tool events (:func:`tool_events`), with its message (run) index."""
-        columns = ToolEvents(inputs=[] if self.keep_inputs else None, texts=[])
+        columns = ToolEvents(inputs=[] if self.keep_inputs else None, texts=[] if self.rows else None)
         for event in events:
             _append(columns, 0, event)
         self.feed_columns([position] * len(events), [message] * len(events), columns)
@@ -515,6 +521,10 @@ class Pairer:
         if len(positions):
             self._last = positions[-1]
 
+    def _rows_kept(self) -> None:
+        if not self.rows:
+            raise ValueError("this pairing walk was asked only for the results it drops: it makes no rows")
+
     def dropped_orphans(self) -> list[str]:
         """The ids ``assemble`` would drop from the entries fed so far, in the order met.
 
@@ -534,7 +544,12 @@ class Pairer:
         return self._summary._replace(dropped=list(self._summary.dropped))
 
     def finish_columns(self) -> dict[str, list[Any]]:
-        """Like :meth:`finish`, as one list per :class:`ToolCall` field."""
+        """Like :meth:`finish`, as one list per :class:`ToolCall` field.
+
+        Raises:
+            ValueError: the walk makes no rows (``rows=False``).
+        """
+        self._rows_kept()
         done = self._walk.finish()
         self._summary = PairSummary(*done["summary"])
         self.answered, self.exact = done["answered"], done["exact"]
@@ -563,6 +578,8 @@ class Pairer:
         """
         if not walks:
             return []
+        for w in walks:
+            w._rows_kept()
         done = _native.Pairer.finish_arrow_many([w._walk for w in walks])
         starts: list[int] = done["row_starts"]
         for w, summary, answered, exact in zip(walks, done["summary"], done["answered"], done["exact"], strict=True):
