@@ -12,6 +12,7 @@ from live_git import commit_file
 
 import murmur_analysis as ma
 from murmur_analysis.corpus import read_parquet
+from murmur_analysis.errors import GitError
 from murmur_analysis.export import export
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany import replay as replay_module
@@ -114,3 +115,65 @@ def test_a_load_starts_git_once_per_batch_of_branches(tmp_path: Path, monkeypatc
     corpus = ma.load(tmp_path / "ws")
     assert len(corpus.conversations) == 7 and len(corpus.messages) == 7
     assert len(reads) == 4  # a; b, c; d, e, f; g: each batch reads ahead twice as far as the one before
+
+
+def test_a_batch_read_ahead_for_branches_then_left_unread_is_thrown_away_unparsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tmp_path / "ws"
+    repo = RepoBuilder(ws / "repo.git")
+    for agent in "abcdefg":
+        Branch(repo, agent).put(tree(("001-operator.md", f"go {agent}"),
+                                     ("002-claude-fable-5.json", j({"content": [{"type": "text", "text": agent}]}))))
+    repo.finish()
+    out = tmp_path / "out"
+    assert export(ws, out=out).conversations_read == 7
+    for agent in "bce":
+        commit_file(ws / "repo.git", f"agents/{agent}", "messages/003-operator.md", f"more {agent}".encode(), T0 + 600)
+    dropped: list[list[str]] = []
+    real_drop = source_module._Fetch.drop
+    monkeypatch.setattr(source_module._Fetch, "drop", lambda self: dropped.append(self.agents) or real_drop(self))
+    reads = Reads(monkeypatch)
+    again = export(ws, out=out)
+    assert (again.conversations_read, again.conversations_kept) == (3, 4)
+    # c reads d ahead, and the batch after d (e, f, g) is read while c is; d is kept unread, so
+    # e is read alone and that batch is thrown away: f's and g's blobs were never parsed.
+    assert dropped == [["e", "f", "g"]]
+    assert reads.take() == (3, 3 + 3 + 2 + 3)  # b, c and e replayed; the blobs of b, c, d (read ahead) and e
+    exported = read_parquet(out).tables
+    loaded = ma.load(ws).tables
+    for name, key in {"messages": ["conversation_id", "seq"], "growth": ["conversation_id", "position"]}.items():
+        pd.testing.assert_frame_equal(exported[name].to_pandas().sort_values(key).reset_index(drop=True),
+                                      loaded[name].to_pandas().sort_values(key).reset_index(drop=True))
+
+
+def test_reads_of_one_repository_from_two_threads_take_turns(tmp_path: Path) -> None:
+    import threading
+
+    repo = RepoBuilder(tmp_path / "repo.git")
+    for agent in "ab":
+        Branch(repo, agent).put(tree(*((f"{n:03d}-operator.md", f"{agent} says {n}") for n in range(1, 40))))
+    repo.finish()
+    git = GitRepo(tmp_path / "repo.git")
+    wanted = {agent: [f"agents/{agent}:messages/{n:03d}-operator.md" for n in range(1, 40)] for agent in "ab"}
+    seen: dict[str, list[bool]] = {"a": [], "b": []}
+
+    def read(agent: str) -> None:
+        for _ in range(30):
+            try:
+                found = git.read(wanted[agent])
+            except (GitError, ValueError):  # answers mixed up between the threads: git's replies misread
+                seen[agent].append(False)
+                continue
+            seen[agent].append(all(found[name] == f"{agent} says {int(name[-15:-12])}".encode()
+                                   for name in wanted[agent]))
+
+    threads = [threading.Thread(target=read, args=(agent,), daemon=True) for agent in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    hung = any(t.is_alive() for t in threads)
+    if not hung:
+        git.close()
+    assert not hung, "a read waited forever for answers the other thread took"
+    assert seen == {"a": [True] * 30, "b": [True] * 30}

@@ -106,6 +106,7 @@ class GitRepo:
         self._hazards: list[str] | None = None
         self._batch: _CatFile | None = None
         self._closer: weakref.finalize[[], GitRepo] | None = None
+        self._reading = threading.RLock()  # one read of the cat-file process at a time, from any thread
 
     def hazards(self) -> list[str]:
         """Files of the repository git would block on: FIFOs, sockets and devices among its own files.
@@ -299,7 +300,7 @@ class GitRepo:
         by the first and kept until :meth:`close`: the names are written to it and its answers
         read back, batch after batch. A name may be an object id or ``<commit>:<path>``.
         Nothing is cached here: callers keep what they parsed, keyed by object id, and never
-        ask twice.
+        ask twice. Reads from several threads take turns.
 
         Raises:
             GitError: git could not be started or stopped answering, or the repository holds
@@ -310,24 +311,29 @@ class GitRepo:
             return {}
         if any("\n" in n for n in wanted):
             raise GitError("an object name holds a newline")
-        if self._batch is None:
-            self._refuse_hazards()
-            self._batch = _CatFile(self._cmd(("cat-file", "--batch")), os.fspath(self.git_dir))
-            self._closer = weakref.finalize(self, self._batch.close)
-        try:
-            found = self._batch.read(wanted)
-        except BaseException:
-            self.close()
-            raise
-        self.blob_reads += found.blobs
+        with self._reading:
+            if self._batch is None:
+                self._refuse_hazards()
+                self._batch = _CatFile(self._cmd(("cat-file", "--batch")), os.fspath(self.git_dir))
+                self._closer = weakref.finalize(self, self._batch.close)
+            try:
+                found = self._batch.read(wanted)
+            except BaseException:
+                self.close()
+                raise
+            self.blob_reads += found.blobs
         return found.contents
 
     def close(self) -> None:
-        """Stop the ``cat-file --batch`` process of :meth:`read`, if one runs (a later read starts another)."""
-        batch, self._batch = self._batch, None
-        if self._closer is not None:
-            self._closer.detach()
-            self._closer = None
+        """Stop the ``cat-file --batch`` process of :meth:`read`, if one runs (a later read starts another).
+
+        A read under way in another thread finishes first.
+        """
+        with self._reading:
+            batch, self._batch = self._batch, None
+            if self._closer is not None:
+                self._closer.detach()
+                self._closer = None
         if batch is not None:
             batch.close()
 

@@ -75,8 +75,13 @@ class Replayer:
         return todo
 
     def take(self, todo: dict[tuple[str, bool], str], data: Mapping[str, bytes | None]) -> None:
-        """Parse the blobs of a :meth:`plan`, read by the caller (``data``: blob id -> contents)."""
+        """Parse the blobs of a :meth:`plan`, read by the caller (``data``: blob id -> contents).
+
+        A blob parsed since the plan was made (read on demand meanwhile) is not parsed again.
+        """
         for (oid, is_md), where in todo.items():
+            if (oid, is_md) in self._parsed:
+                continue
             raw = data.get(oid)
             if raw is None:
                 parsed = Parsed(error=f"blob {oid} is missing from the repository")

@@ -39,10 +39,12 @@ states over the commits, and the growth rows leave as columns.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Generator, Hashable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -147,6 +149,31 @@ class LitanySource(Source):
         return workspace.conversation(agent_id)
 
 
+@dataclass(slots=True)
+class _Fetch:
+    """One batch of branches being read: its blobs and ``name`` files from git, its step records from disk.
+
+    Attributes:
+        agents: the batch's branches, in ref order.
+        todo: the blobs asked for (:meth:`Replayer.plan`).
+        names: each branch's ``<head>:name`` object.
+        data: what git answered, by object name.
+        records: each branch's step records, and what reading them reported.
+    """
+
+    agents: list[str]
+    todo: dict[tuple[str, bool], str]
+    names: list[str]
+    data: Future[dict[str, bytes | None]]
+    records: Future[list[tuple[list[StepRecord], list[Diagnostic]]]]
+
+    def drop(self) -> None:
+        """Let the reads finish and throw away what they found (nothing of it was parsed or reported)."""
+        for pending in (self.data, self.records):
+            with contextlib.suppress(Exception):
+                pending.result()
+
+
 class _Workspace:
     """One repository's agent branches: listed up front, walked and read on demand.
 
@@ -172,6 +199,8 @@ class _Workspace:
         self._started: set[str] = set()  # branches whose entries were iterated
         self._read_ahead = 0
         self._ready: dict[str, tuple[list[StepRecord], list[Diagnostic], bytes | None]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._coming: _Fetch | None = None  # the next batch, read while this one's branches are
 
     @classmethod
     def open(cls, git: str, git_dir: Path, steps_dir: Path | None, diags: Diagnostics,
@@ -257,30 +286,68 @@ class _Workspace:
         Git starts once per batch of branches: while every branch handed over is read (a
         load), each batch reads ahead twice as many of the branches not handed over yet (up to
         :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
-        one branch asked for. The blobs are read while the step records are.
+        one branch asked for. A batch's blobs are read while its step records are, on threads of
+        their own; during a load, the next batch's are read while this one's branches are.
         """
         before = self._handed.get(agent)
         if before is not None and before not in self._started:
             self._read_ahead = 0
         elif before is not None:
-            self._read_ahead = min(_MOST_AHEAD, max(1, 2 * self._read_ahead))
+            self._read_ahead = _ahead_after(self._read_ahead)
+        batch = self._batch(agent, self._read_ahead)
+        fetch, self._coming = self._coming, None
+        if fetch is None or fetch.agents != batch:
+            if fetch is not None:
+                fetch.drop()  # read for branches that are not read next after all
+            fetch = self._fetch(batch)
+        data = fetch.data.result()
+        self.replayer.take(fetch.todo, data)
+        for (a, name), (found, reported) in zip(zip(batch, fetch.names, strict=True), fetch.records.result(),
+                                                strict=True):
+            self._ready[a] = (found, reported, data.get(name))
+        if self._read_ahead and batch:
+            following = self._batch_after(batch[-1], _ahead_after(self._read_ahead))
+            if following:
+                self._coming = self._fetch(following)
+
+    def _batch(self, agent: str, ahead: int) -> list[str]:
+        """``agent`` and the ``ahead`` branches after it neither handed over nor read yet (walkable ones)."""
         following = itertools.islice(self.wanted, self._order[agent] + 1, None)
         later = (a for a in following if a not in self._handed and a not in self._ready)
-        batch: dict[str, BranchLog] = {}
-        for other in [agent, *itertools.islice(later, self._read_ahead)]:
-            try:
-                batch[other] = self.log(other)
-            except GitError:
-                continue  # reported when that branch is read
-        todo = self.replayer.plan(f for log in batch.values() for f in message_files(log))
+        return [a for a in [agent, *itertools.islice(later, ahead)] if self._walkable(a)]
+
+    def _batch_after(self, last: str, ahead: int) -> list[str]:
+        """The batch :meth:`_prepare` makes next if the branches are read in order after ``last``."""
+        following = itertools.islice(self.wanted, self._order[last] + 1, None)
+        first = next((a for a in following if a not in self._handed and a not in self._ready), None)
+        return [] if first is None else self._batch(first, ahead)
+
+    def _walkable(self, agent: str) -> bool:
+        try:
+            self.log(agent)
+        except GitError:
+            return False  # reported when that branch is read
+        return True
+
+    def _fetch(self, batch: list[str]) -> _Fetch:
+        """Start reading a batch's blobs (those not parsed yet) and ``name`` files, and its step records."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="litany-read")
+        todo = self.replayer.plan(f for a in batch for f in message_files(self.log(a)))
         names = [f"{self.wanted[a][1]}:name" for a in batch]
-        with ThreadPoolExecutor(max_workers=1) as pool:  # git works while the step records are read
-            fetching = pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
-            records = _read_steps(self.steps_dir, list(batch), self.diags.source)
-            data = fetching.result()
-        self.replayer.take(todo, data)
-        for (a, name), (found, reported) in zip(zip(batch, names, strict=True), records, strict=True):
-            self._ready[a] = (found, reported, data.get(name))
+        data = self._pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
+        records = self._pool.submit(_read_steps, self.steps_dir, batch, self.diags.source)
+        return _Fetch(batch, todo, names, data, records)
+
+    def _done(self) -> None:
+        """Every branch is read: git's cat-file process and the reading threads are not needed any more."""
+        fetch, self._coming = self._coming, None
+        if fetch is not None:
+            fetch.drop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self.repo.close()
 
     def _read(self, agent: str) -> Generator[Entry, None, Summary]:
         ref, head = self.wanted[agent]
@@ -305,9 +372,14 @@ class _Workspace:
         entries, summary = _replay(self.replayer, agent, head, log, records, inherited, self.shallow,
                                    title.decode("utf-8", "replace").strip() if title else None)
         if all(a in self._started or isinstance(self._logs.get(a), GitError) for a in self.wanted):
-            self.repo.close()  # every branch is read: git's cat-file process is not needed any more
+            self._done()
         yield from entries
         return summary
+
+
+def _ahead_after(ahead: int) -> int:
+    """How many branches a batch reads ahead when the one before it read ``ahead`` (a load's doubling)."""
+    return min(_MOST_AHEAD, max(1, 2 * ahead))
 
 
 def _read_steps(
