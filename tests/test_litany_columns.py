@@ -12,7 +12,7 @@ from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 from murmur_analysis.algorithms.history import Appended, Event, Reset, Timeline, replay
 from murmur_analysis.core.files import read_regular, read_regular_files
-from murmur_analysis.core.model import Entry
+from murmur_analysis.core.model import Entry, Usage
 from murmur_analysis.core.wire import blocks_from_wire
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany.git import GitRepo
@@ -68,7 +68,8 @@ def test_a_commit_time_no_timestamp_holds_is_null_in_every_column() -> None:
 
 
 def test_the_timeline_spreads_each_state_over_the_points_that_leave_it_alone() -> None:
-    a = Entry(position=1, side="assistant", blocks=blocks_from_wire([USE]))
+    a = Entry(position=1, side="assistant", blocks=blocks_from_wire([USE]), usage=Usage(input_total_tokens=90,
+                                                                                      output_tokens=7))
     b = Entry(position=2, side="tool", blocks=blocks_from_wire([RESULT]))
     c = Entry(position=3, side="tool", blocks=blocks_from_wire([ORPHAN]))
     events: dict[int, Event] = {2: Appended((a,)), 3: Appended((b,)), 6: Appended((c,)), 8: Reset((a, c))}
@@ -79,9 +80,10 @@ def test_the_timeline_spreads_each_state_over_the_points_that_leave_it_alone() -
     messages, chars, context, orphans = timeline.columns()
     assert messages.to_pylist() == [s.messages for s in every] == [0, 0, 1, 2, 2, 2, 3, 3, 2, 2]
     assert chars.to_pylist() == [s.chars for s in every]
-    assert context.to_pylist() == [s.context_tokens for s in every]
+    assert context.to_pylist() == [s.context_tokens for s in every] == [None, None, *[97] * 8]
     assert orphans.to_pylist() == [s.orphans for s in every] == [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
     assert Timeline([], [], 3).columns()[0].to_pylist() == [0, 0, 0]
+    assert [len(c) for c in Timeline([], [], 0).columns()] == [0, 0, 0, 0]
 
 
 def test_every_read_of_a_repository_goes_through_one_cat_file_process(tmp_path: Path) -> None:
