@@ -416,7 +416,8 @@ pub struct Pairer {
     base: usize,
     open: HashMap<Key, VecDeque<usize>>,
     /// every id this walk called, by its [`id_hash`]: the row (of `rows`) that called it first,
-    /// where the id itself is kept (no copy of it here)
+    /// where the id itself is kept (no copy of it here). So `rows` stay where they are until
+    /// the walk is saved: `called_here` reads a called id from its row.
     called: HashMap<u64, usize>,
     /// the first rows of ids called whose hash an id called before them has (none, in practice)
     called_more: Vec<(u64, usize)>,
