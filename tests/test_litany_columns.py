@@ -14,6 +14,7 @@ from murmur_analysis.algorithms.history import Appended, Event, Reset, Timeline,
 from murmur_analysis.core.files import read_regular, read_regular_files
 from murmur_analysis.core.model import Entry, Usage
 from murmur_analysis.core.wire import blocks_from_wire
+from murmur_analysis.errors import GitError
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany.git import GitRepo
 from murmur_analysis.sources.litany.gitlog import BranchLog, parse_log
@@ -55,6 +56,28 @@ def test_a_branch_through_the_walk_is_the_branch_its_own_log_gives(tmp_path: Pat
         assert BranchLog.of_commits(alone).shas == branch.shas
         stamps = branch.timestamps()
         assert stamps.type == pa.timestamp("us", tz="UTC") and stamps.to_pylist() == [c.at for c in alone]
+
+
+def test_a_walk_after_another_lists_none_of_its_history_and_a_branch_follows_through_both(tmp_path: Path) -> None:
+    repo = GitRepo(forked(tmp_path))
+    heads = repo.refs()
+    parent, child = heads["refs/heads/agents/p"], heads["refs/heads/agents/p-c"]
+    first = repo.walk_columns([parent], ["messages/"])
+    second = repo.walk_columns([child], ["messages/"], known=[parent])
+    assert (len(first.shas), len(second.shas)) == (4, 2)  # the child's own two commits: nothing shared again
+    joined = first.extended(second)
+    again = repo.walk_columns([child], ["messages/"])  # walked without the parent's: the shared commits too
+    assert len(again.shas) == 4 and first.extended(again).shas == joined.shas  # each commit once
+    whole = repo.walk_columns(heads.values(), ["messages/"])
+    assert sorted(joined.shas) == sorted(whole.shas)
+    for walk in (joined, first.extended(again)):
+        for head in (parent, child):
+            mine, theirs = BranchLog.of_walk(walk, head), BranchLog.of_walk(whole, head)
+            assert (mine.shas, mine.seconds.tolist(), mine.changes) == (theirs.shas, theirs.seconds.tolist(),
+                                                                        theirs.changes)
+    with pytest.raises(GitError, match="not in the walk"):
+        BranchLog.of_walk(second, child)  # alone, the second walk stops where the parent's history begins
+    assert first.extended(first) is first
 
 
 def test_a_commit_time_no_timestamp_holds_is_null_in_every_column() -> None:

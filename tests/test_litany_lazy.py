@@ -117,6 +117,38 @@ def test_a_load_starts_git_once_per_batch_of_branches(tmp_path: Path, monkeypatc
     assert len(reads) == 4  # a; b, c; d, e, f; g: each batch reads ahead twice as far as the one before
 
 
+def test_each_batch_is_walked_once_and_a_history_walked_before_is_not_listed_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = RepoBuilder(tmp_path / "ws" / "repo.git")
+    p = Branch(repo, "p")
+    p.put(tree(("001-operator.md", "go")))
+    fork = p.put(tree(("002-claude-fable-5.json", blocks(USE))))
+    p.put(tree(("003-operator.md", "parent goes on")))
+    child = Branch(repo, "p-c", start=T0 + 10_000, parent=fork)
+    child.put(tree(("003-operator.md", "child goes on")))
+    for agent in "qr":
+        Branch(repo, agent).put(tree(("001-operator.md", f"go {agent}")))
+    repo.finish()
+    walks: list[tuple[int, int]] = []  # heads walked, commits listed
+    real = GitRepo.walk_columns
+
+    def walk(self: GitRepo, heads: Any, paths: Any = (), known: Any = ()) -> Any:
+        found = real(self, list(heads), paths, known)
+        walks.append((len(list(found.shas)), len(list(known))))
+        return found
+
+    monkeypatch.setattr(GitRepo, "walk_columns", walk)
+    corpus = ma.load(tmp_path / "ws")
+    # p; then p-c and q, p's history known; then r: the six commits are each listed once
+    assert walks == [(3, 0), (2, 1), (1, 0)]
+    by = corpus.conversations.set_index("conversation_id")
+    assert by["messages"].to_dict() == {"p": 3, "p-c": 3, "q": 1, "r": 1}
+    assert corpus.growth.groupby("conversation_id").size().to_dict() == {"p": 3, "p-c": 3, "q": 1, "r": 1}
+    mine = corpus.messages.query("conversation_id == 'p-c'")
+    assert list(mine["message_id"]) == ["001-operator.md", "002-claude-fable-5.json", "003-operator.md"]
+    assert (mine["text"].iloc[0], mine["text"].iloc[-1]) == ("go", "child goes on")
+
+
 def test_a_batch_read_ahead_for_branches_then_left_unread_is_thrown_away_unparsed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = tmp_path / "ws"

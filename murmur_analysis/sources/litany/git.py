@@ -262,8 +262,14 @@ class GitRepo:
         """
         return {c.sha: c for c in self.walk_columns(heads, paths).commits()}
 
-    def walk_columns(self, heads: Iterable[str], paths: Sequence[str] = ()) -> Walk:
+    def walk_columns(self, heads: Iterable[str], paths: Sequence[str] = (), known: Iterable[str] = ()) -> Walk:
         """The walk of :meth:`walk` as columns (follow a branch with :meth:`Walk.chain`).
+
+        Args:
+            heads: the commits to walk from.
+            paths: list only the changes under these folders.
+            known: commits whose history is walked already: none of it is listed (join the two
+                walks with :meth:`Walk.extended` to follow a branch into it).
 
         Raises:
             GitError: a head is not a full object id, or git failed (e.g. a missing object).
@@ -272,10 +278,12 @@ class GitRepo:
         parser = LogParser()
         if not wanted:
             return parser.finish_walk()
-        if not all(_HEX.match(h) for h in wanted):
+        skipped = [h for h in dict.fromkeys(known) if h not in wanted]
+        if not all(_HEX.match(h) for h in [*wanted, *skipped]):
             raise GitError("a head to walk is not an object id")
         limit = ("--full-history", "--sparse", "--", *paths) if paths else ("--",)
-        self.stream("log", "--stdin", *LOG_ARGS, *limit, stdin=("\n".join(wanted) + "\n").encode(), sink=parser.feed)
+        revs = "".join(f"{h}\n" for h in wanted) + "".join(f"^{h}\n" for h in skipped)
+        self.stream("log", "--stdin", *LOG_ARGS, *limit, stdin=revs.encode(), sink=parser.feed)
         return parser.finish_walk()
 
     def ls_tree(self, rev: str, path: str) -> list[TreeItem]:

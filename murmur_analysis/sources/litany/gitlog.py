@@ -85,6 +85,29 @@ class Walk:
         return [Commit(sha, datetime_of_seconds(int(s)), p, changes.get(i, ()))
                 for i, (sha, s, p) in enumerate(zip(self.shas, self.times, self.parents, strict=True))]
 
+    def extended(self, other: Walk) -> Walk:
+        """This walk followed by the commits of ``other`` it does not hold (a later walk's, in git's order)."""
+        new = [i for i, sha in enumerate(other.shas) if sha not in self.index]
+        if not new:
+            return self
+        if len(new) < len(other.shas):
+            other = other.subset(new)
+        n = len(self.shas)
+        changes = dict(self.changes)
+        changes.update((n + i, c) for i, c in other.changes.items())
+        index = dict(self.index)
+        index.update((sha, n + i) for i, sha in enumerate(other.shas))
+        return Walk(self.shas + other.shas, self.times + other.times, np.concatenate([self.seconds, other.seconds]),
+                    self.parents + other.parents, changes, index, np.concatenate([self.changed, other.changed]))
+
+    def subset(self, rows: list[int]) -> Walk:
+        """The commits at ``rows`` (ascending), as a walk of their own."""
+        at = np.asarray(rows, dtype=np.int64)
+        shas = [self.shas[i] for i in rows]
+        changes = {j: self.changes[i] for j, i in enumerate(rows) if i in self.changes}
+        return Walk(shas, [self.times[i] for i in rows], self.seconds[at], [self.parents[i] for i in rows], changes,
+                    dict(zip(shas, range(len(shas)), strict=True)), self.changed[at])
+
     def chain(self, head: str) -> list[int]:
         """The indexes of ``head``'s first-parent history, oldest first.
 

@@ -29,10 +29,12 @@ its steps matched when its entries are iterated; the entries' generator returns 
 conversation's :class:`~murmur_analysis.core.handoff.Summary`.
 
 Git is read through :mod:`murmur_analysis.sources.litany.git` (plumbing only, safe on hostile repositories).
-The first branch read walks every branch of its repository in one ``git log`` listing only
-``messages/`` changes, parsed into columns; each batch of branches then asks the repository's
-one ``git cat-file --batch`` process for the blobs no branch read before: every blob is parsed
-once per load however many commits and branches hold it. A commit that does not touch
+Branches are read in batches (one, then twice as many as the batch before, up to 64): each
+batch is walked in one ``git log`` listing only ``messages/`` changes, parsed into columns (a
+history a batch before walked, such as the parent's a fork inherited, is not listed again), and
+then asks the repository's one ``git cat-file --batch`` process for the blobs no branch read
+before: every blob is parsed once per load however many commits and branches hold it. While a
+load decodes one batch, the next is walked and read. A commit that does not touch
 ``messages/`` costs one log line and no Python object of its own: the history core spreads the
 states over the commits, and the growth rows leave as columns.
 """
@@ -149,27 +151,59 @@ class LitanySource(Source):
         return workspace.conversation(agent_id)
 
 
+@dataclass(frozen=True, slots=True)
+class _Walked:
+    """What one walk of branches found.
+
+    Attributes:
+        listed: the commits the walk listed (``None``: it failed, and each branch was walked alone).
+        walk: the walk it was based on followed by those commits (what branches are followed through).
+        base: the walk it was based on.
+        logs: each branch walked: its first-parent history, or why git cannot give it.
+    """
+
+    listed: Walk | None
+    walk: Walk | None
+    base: Walk | None
+    logs: dict[str, BranchLog | GitError]
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A batch's branches walked, and the blobs and ``name`` files of those that can be read.
+
+    Attributes:
+        walked: the batch's walk.
+        read: the batch's branches that have a history, in ref order (the others are reported when read).
+        todo: the blobs asked for (:meth:`Replayer.plan`).
+        names: each branch's ``<head>:name`` object, as ``read``.
+        data: what git answered, by object name.
+    """
+
+    walked: _Walked
+    read: list[str]
+    todo: dict[tuple[str, bool], str]
+    names: list[str]
+    data: dict[str, bytes | None]
+
+
 @dataclass(slots=True)
 class _Fetch:
-    """One batch of branches being read: its blobs and ``name`` files from git, its step records from disk.
+    """One batch of branches being read: walked and its blobs read from git, its step records from disk.
 
     Attributes:
         agents: the batch's branches, in ref order.
-        todo: the blobs asked for (:meth:`Replayer.plan`).
-        names: each branch's ``<head>:name`` object.
-        data: what git answered, by object name.
+        found: the walk and what git answered.
         records: each branch's step records, and what reading them reported.
     """
 
     agents: list[str]
-    todo: dict[tuple[str, bool], str]
-    names: list[str]
-    data: Future[dict[str, bytes | None]]
+    found: Future[_Found]
     records: Future[list[tuple[list[StepRecord], list[Diagnostic]]]]
 
     def drop(self) -> None:
         """Let the reads finish and throw away what they found (nothing of it was parsed or reported)."""
-        for pending in (self.data, self.records):
+        for pending in (self.found, self.records):
             with contextlib.suppress(Exception):
                 pending.result()
 
@@ -190,9 +224,9 @@ class _Workspace:
         self.wanted = wanted
         self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
-        self._walked = False
-        self._walk: Walk | None = None
+        self._walk: Walk | None = None  # every commit the walks so far listed
         self._logs: dict[str, BranchLog | GitError] = {}
+        self._in_walk: set[str] = set()  # branches whose whole history is in the walk
         self._order = {a: i for i, a in enumerate(wanted)}
         self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
         self._last: str | None = None
@@ -253,41 +287,77 @@ class _Workspace:
             git_dir, steps_dir, agent), path=git_dir, part=agent, versions=dict(sorted(tips.items())))
 
     def log(self, agent: str) -> BranchLog:
-        """The branch's first-parent history, oldest first (the first call walks every branch).
-
-        The walk is one ``git log`` of every wanted branch, listing only ``messages/`` changes;
-        should it fail (a missing object, say), each branch is walked alone, so that only the
-        broken ones fail.
+        """The branch's first-parent history, oldest first (walked now if no batch walked it).
 
         Raises:
             GitError: git cannot walk this branch.
         """
-        if not self._walked:
-            self._walked = True
-            try:
-                self._walk = self.repo.walk_columns((head for _ref, head in self.wanted.values()), [MESSAGES])
-            except GitError:
-                self._walk = None
         if agent not in self._logs:
-            head = self.wanted[agent][1]
-            try:
-                self._logs[agent] = (BranchLog.of_walk(self._walk, head) if self._walk is not None
-                                     else BranchLog.of_commits(self.repo.log(head)))
-            except GitError as err:
-                self._logs[agent] = err
+            heads, known = self._to_walk([agent])
+            self._learn(self._walk_heads(heads, known, self._walk))
         found = self._logs[agent]
         if isinstance(found, GitError):
             raise found
         return found
 
+    def _to_walk(self, batch: list[str]) -> tuple[dict[str, str], list[str]]:
+        """The heads a batch's walk lists, by branch, and the heads whose history is walked already.
+
+        It lists the batch's branches not walked yet, and the branches they were forked from that
+        are not walked yet either; a history walked before is not listed again.
+        """
+        agents = list(dict.fromkeys(a for b in batch for a in [*self._ancestors(b), b]))
+        heads = {a: self.wanted[a][1] for a in agents if a not in self._logs}
+        return heads, [self.wanted[a][1] for a in agents if a in self._in_walk]
+
+    def _walk_heads(self, heads: dict[str, str], known: list[str], base: Walk | None) -> _Walked:
+        """Walk branches in one ``git log`` listing only ``messages/`` changes (nothing of the workspace changes).
+
+        Should the walk fail (a missing object, say), each branch is walked alone, so that only
+        the broken ones fail.
+        """
+        if not heads:
+            return _Walked(None, base, base, {})
+        logs: dict[str, BranchLog | GitError] = {}
+        try:
+            listed = self.repo.walk_columns(heads.values(), [MESSAGES], known)
+        except GitError:
+            for agent, head in heads.items():
+                try:
+                    logs[agent] = BranchLog.of_commits(self.repo.log(head))
+                except GitError as err:
+                    logs[agent] = err
+            return _Walked(None, base, base, logs)
+        walk = listed if base is None else base.extended(listed)
+        for agent, head in heads.items():
+            try:
+                logs[agent] = BranchLog.of_walk(walk, head)
+            except GitError as err:
+                logs[agent] = err
+        return _Walked(listed, walk, base, logs)
+
+    def _learn(self, walked: _Walked) -> None:
+        """Keep what a walk found (the first history found for a branch is kept)."""
+        if walked.listed is not None:
+            if self._walk is walked.base:
+                self._walk = walked.walk
+            else:  # another walk was learned meanwhile
+                self._walk = walked.listed if self._walk is None else self._walk.extended(walked.listed)
+        for agent, log in walked.logs.items():
+            if agent not in self._logs:
+                self._logs[agent] = log
+                if walked.listed is not None and isinstance(log, BranchLog):
+                    self._in_walk.add(agent)
+
     def _prepare(self, agent: str) -> None:
-        """Read the blobs, ``name`` file and step records of ``agent``, and of some branches after it.
+        """Walk ``agent`` and some branches after it, and read their blobs, ``name`` files and step records.
 
         Git starts once per batch of branches: while every branch handed over is read (a
         load), each batch reads ahead twice as many of the branches not handed over yet (up to
         :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
-        one branch asked for. A batch's blobs are read while its step records are, on threads of
-        their own; during a load, the next batch's are read while this one's branches are.
+        one branch asked for. A batch is walked and its blobs read while its step records are,
+        on threads of their own; during a load, the next batch's are while this one's branches
+        are decoded.
         """
         before = self._handed.get(agent)
         if before is not None and before not in self._started:
@@ -300,44 +370,53 @@ class _Workspace:
             if fetch is not None:
                 fetch.drop()  # read for branches that are not read next after all
             fetch = self._fetch(batch)
-        data = fetch.data.result()
-        self.replayer.take(fetch.todo, data)
-        for (a, name), (found, reported) in zip(zip(batch, fetch.names, strict=True), fetch.records.result(),
-                                                strict=True):
-            self._ready[a] = (found, reported, data.get(name))
+        found = fetch.found.result()
+        self._learn(found.walked)
+        self.replayer.take(found.todo, found.data)
+        read = dict(zip(found.read, found.names, strict=True))
+        for a, (records, reported) in zip(batch, fetch.records.result(), strict=True):
+            if a in read:
+                self._ready[a] = (records, reported, found.data.get(read[a]))
         if self._read_ahead and batch:
             following = self._batch_after(batch[-1], _ahead_after(self._read_ahead))
             if following:
                 self._coming = self._fetch(following)
 
     def _batch(self, agent: str, ahead: int) -> list[str]:
-        """``agent`` and the ``ahead`` branches after it neither handed over nor read yet (walkable ones)."""
+        """``agent`` and the ``ahead`` branches after it neither handed over nor read yet (and not found broken)."""
         following = itertools.islice(self.wanted, self._order[agent] + 1, None)
-        later = (a for a in following if a not in self._handed and a not in self._ready)
-        return [a for a in [agent, *itertools.islice(later, ahead)] if self._walkable(a)]
+        later = (a for a in following if a not in self._handed and a not in self._ready
+                 and not isinstance(self._logs.get(a), GitError))
+        return [agent, *itertools.islice(later, ahead)]
 
     def _batch_after(self, last: str, ahead: int) -> list[str]:
         """The batch :meth:`_prepare` makes next if the branches are read in order after ``last``."""
         following = itertools.islice(self.wanted, self._order[last] + 1, None)
-        first = next((a for a in following if a not in self._handed and a not in self._ready), None)
+        first = next((a for a in following if a not in self._handed and a not in self._ready
+                      and not isinstance(self._logs.get(a), GitError)), None)
         return [] if first is None else self._batch(first, ahead)
 
-    def _walkable(self, agent: str) -> bool:
-        try:
-            self.log(agent)
-        except GitError:
-            return False  # reported when that branch is read
-        return True
-
     def _fetch(self, batch: list[str]) -> _Fetch:
-        """Start reading a batch's blobs (those not parsed yet) and ``name`` files, and its step records."""
+        """Start walking a batch and reading its blobs (those not parsed yet), ``name`` files and step records."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="litany-read")
-        todo = self.replayer.plan(f for a in batch for f in message_files(self.log(a)))
-        names = [f"{self.wanted[a][1]}:name" for a in batch]
-        data = self._pool.submit(self.repo.read, [*(oid for oid, _ in todo), *names])
+        heads, known = self._to_walk(batch)
+        known_logs = {a: self._logs[a] for a in batch if a in self._logs}
+        found = self._pool.submit(self._find, batch, heads, known, self._walk, known_logs)
         records = self._pool.submit(_read_steps, self.steps_dir, batch, self.diags.source)
-        return _Fetch(batch, todo, names, data, records)
+        return _Fetch(batch, found, records)
+
+    def _find(self, batch: list[str], heads: dict[str, str], known: list[str], base: Walk | None,
+              logs: dict[str, BranchLog | GitError]) -> _Found:
+        """Walk a batch (on a reading thread: nothing of the workspace changes) and read what its branches hold."""
+        walked = self._walk_heads(heads, known, base)
+        logs = {**logs, **walked.logs}
+        histories = {a: log for a in batch if isinstance(log := logs.get(a), BranchLog)}
+        todo = self.replayer.plan(f for log in histories.values() for f in message_files(log))
+        read = list(histories)
+        names = [f"{self.wanted[a][1]}:name" for a in read]
+        data = self.repo.read([*(oid for oid, _ in todo), *names])
+        return _Found(walked, read, todo, names, data)
 
     def _done(self) -> None:
         """Every branch is read: git's cat-file process and the reading threads are not needed any more."""
@@ -351,13 +430,13 @@ class _Workspace:
 
     def _read(self, agent: str) -> Generator[Entry, None, Summary]:
         ref, head = self.wanted[agent]
+        if agent not in self._ready and not isinstance(self._logs.get(agent), GitError):
+            self._prepare(agent)
         try:
             log = self.log(agent)
         except GitError as err:
             self.diags.report(f"{self.repo.git_dir}@{ref}", "unreadable_branch", str(err))
             return Summary(readable=False)  # found unreadable once read: no row of any table
-        if agent not in self._ready:
-            self._prepare(agent)
         self._started.add(agent)
         records, reported, title = self._ready.pop(agent)
         self.diags.extend(reported)
