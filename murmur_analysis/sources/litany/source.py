@@ -157,14 +157,10 @@ class _Walked:
 
     Attributes:
         listed: the commits the walk listed (``None``: it failed, and each branch was walked alone).
-        walk: the walk it was based on followed by those commits (what branches are followed through).
-        base: the walk it was based on.
         logs: each branch walked: its first-parent history, or why git cannot give it.
     """
 
     listed: Walk | None
-    walk: Walk | None
-    base: Walk | None
     logs: dict[str, BranchLog | GitError]
 
 
@@ -224,7 +220,7 @@ class _Workspace:
         self.wanted = wanted
         self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
-        self._walk: Walk | None = None  # every commit the walks so far listed
+        self._walks: list[Walk] = []  # what the walks so far listed
         self._logs: dict[str, BranchLog | GitError] = {}
         self._in_walk: set[str] = set()  # branches whose whole history is in the walk
         self._order = {a: i for i, a in enumerate(wanted)}
@@ -294,7 +290,7 @@ class _Workspace:
         """
         if agent not in self._logs:
             heads, known = self._to_walk([agent])
-            self._learn(self._walk_heads(heads, known, self._walk))
+            self._learn(self._walk_heads(heads, known, self._walked() if known else None))
         found = self._logs[agent]
         if isinstance(found, GitError):
             raise found
@@ -310,14 +306,24 @@ class _Workspace:
         heads = {a: self.wanted[a][1] for a in agents if a not in self._logs}
         return heads, [self.wanted[a][1] for a in agents if a in self._in_walk]
 
+    def _walked(self) -> Walk | None:
+        """Every commit the walks so far listed, as one walk (``None``: none listed any)."""
+        if len(self._walks) > 1:
+            joined = self._walks[0]
+            for walk in self._walks[1:]:
+                joined = joined.extended(walk)
+            self._walks = [joined]
+        return self._walks[0] if self._walks else None
+
     def _walk_heads(self, heads: dict[str, str], known: list[str], base: Walk | None) -> _Walked:
         """Walk branches in one ``git log`` listing only ``messages/`` changes (nothing of the workspace changes).
 
-        Should the walk fail (a missing object, say), each branch is walked alone, so that only
-        the broken ones fail.
+        ``known`` are heads whose history is in ``base`` (the walks before): it is not listed
+        again, and the branches are followed into it. Should the walk fail (a missing object,
+        say), each branch is walked alone, so that only the broken ones fail.
         """
         if not heads:
-            return _Walked(None, base, base, {})
+            return _Walked(None, {})
         logs: dict[str, BranchLog | GitError] = {}
         try:
             listed = self.repo.walk_columns(heads.values(), [MESSAGES], known)
@@ -327,22 +333,19 @@ class _Workspace:
                     logs[agent] = BranchLog.of_commits(self.repo.log(head))
                 except GitError as err:
                     logs[agent] = err
-            return _Walked(None, base, base, logs)
+            return _Walked(None, logs)
         walk = listed if base is None else base.extended(listed)
         for agent, head in heads.items():
             try:
                 logs[agent] = BranchLog.of_walk(walk, head)
             except GitError as err:
                 logs[agent] = err
-        return _Walked(listed, walk, base, logs)
+        return _Walked(listed, logs)
 
     def _learn(self, walked: _Walked) -> None:
         """Keep what a walk found (the first history found for a branch is kept)."""
         if walked.listed is not None:
-            if self._walk is walked.base:
-                self._walk = walked.walk
-            else:  # another walk was learned meanwhile
-                self._walk = walked.listed if self._walk is None else self._walk.extended(walked.listed)
+            self._walks.append(walked.listed)
         for agent, log in walked.logs.items():
             if agent not in self._logs:
                 self._logs[agent] = log
@@ -402,7 +405,7 @@ class _Workspace:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="litany-read")
         heads, known = self._to_walk(batch)
         known_logs = {a: self._logs[a] for a in batch if a in self._logs}
-        found = self._pool.submit(self._find, batch, heads, known, self._walk, known_logs)
+        found = self._pool.submit(self._find, batch, heads, known, self._walked() if known else None, known_logs)
         records = self._pool.submit(_read_steps, self.steps_dir, batch, self.diags.source)
         return _Fetch(batch, found, records)
 
