@@ -10,6 +10,7 @@ mod buffer;
 mod columns;
 mod files;
 mod formats;
+mod gitlog;
 mod handoff;
 mod json;
 mod line;
@@ -1036,6 +1037,48 @@ fn finish_walks<'py>(py: Python<'py>, mut walks: Vec<PyRefMut<'_, PyPairer>>) ->
     Ok(d)
 }
 
+/// git_log(data, end, pending, before) -> (shas, times, parents, changes, pending): the whole
+/// records of `git log -z --raw` output in `data[:end]` (see `gitlog.rs`).
+///
+/// `times` are ints, `parents` tuples of str, `changes` `(owner, path bytes, mode, blob, status)`
+/// with `owner` counted over the whole output; `pending` is a change line whose path is the
+/// next run's first record. `pending` in: the one the run before ended with; `before`: the
+/// commits read before.
+///
+/// Raises:
+///     ValueError: `("output" | "header", record)`, the record that is not what git log writes.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn git_log<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    end: usize,
+    pending: Option<&[u8]>,
+    before: usize,
+) -> PyResult<(&'py PyList, &'py PyList, &'py PyList, &'py PyList, Option<&'py PyBytes>)> {
+    let read = gitlog::records(&data[..end.min(data.len())], pending, before).map_err(|bad| {
+        let (kind, record) = match bad {
+            gitlog::Bad::Output(r) => ("output", r),
+            gitlog::Bad::Header(r) => ("header", r),
+        };
+        PyValueError::new_err((kind, PyBytes::new(py, record).to_object(py)))
+    })?;
+    let shas = PyList::new(py, read.headers.iter().map(|h| h.sha));
+    let mut times = Vec::with_capacity(read.headers.len());
+    for h in &read.headers {
+        times.push(match h.time.parse::<i64>() {
+            Ok(t) => t.to_object(py),
+            Err(_) => py.get_type::<PyLong>().call1((h.time,))?.to_object(py), // past int64: as written
+        });
+    }
+    let parents = PyList::new(py, read.headers.iter().map(|h| PyTuple::new(py, &h.parents)));
+    let changes = PyList::new(
+        py,
+        read.changes.iter().map(|c| (c.owner, PyBytes::new(py, c.path), c.mode, c.blob, c.status).to_object(py)),
+    );
+    Ok((shas, PyList::new(py, times), parents, changes, read.pending.map(|p| PyBytes::new(py, p))))
+}
+
 #[pymodule]
 fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide_line, m)?)?;
@@ -1054,6 +1097,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_files, m)?)?;
     m.add_function(wrap_pyfunction!(message_runs, m)?)?;
     m.add_function(wrap_pyfunction!(codex_blocks, m)?)?;
+    m.add_function(wrap_pyfunction!(git_log, m)?)?;
     m.add_class::<PyPairer>()?;
     m.add_class::<PyPairState>()?;
     m.add_class::<Buffer>()?;

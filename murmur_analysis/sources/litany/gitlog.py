@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ...core.values import EPOCH, BadTime, datetime_of_seconds
+from ...engine import _native
 from ...errors import GitError
 
 __all__ = ["LOG_ARGS", "BranchLog", "Change", "Commit", "LogParser", "Walk", "first_parent", "parse_log"]
@@ -225,10 +226,10 @@ def parse_log(out: bytes) -> list[Commit]:
 class LogParser:
     """The ``-z --raw`` output of ``git log``, fed in pieces of any size, parsed as they arrive.
 
-    Each piece is split at its NULs once; the ``--raw`` lines are found among its records (the
-    record after each is its path, whatever it holds) and every other record is a commit's
-    header, so the work per commit is a few list comprehensions, not a loop. A record cut by
-    the end of a piece waits for the next.
+    The whole records of each piece are read by the engine in one pass
+    (:func:`~murmur_analysis.engine._native.git_log`): every record is a commit's header, a
+    ``--raw`` line, or the path the record before it names, whatever that holds. A record cut by
+    the end of a piece waits for the next, and so does a ``--raw`` line whose path does.
     """
 
     def __init__(self) -> None:
@@ -245,9 +246,11 @@ class LogParser:
         Raises:
             GitError: the output is not what ``git log -z --raw`` writes.
         """
-        records = (self._rest + data).split(b"\0") if self._rest else data.split(b"\0")
-        self._rest = records.pop()
-        self._take(records)
+        held = self._rest + data if self._rest else data
+        end = held.rfind(b"\0") + 1
+        self._rest = held[end:]
+        if end:
+            self._take(held, end)
 
     def finish(self) -> list[Commit]:
         """Every commit parsed, in git's order.
@@ -261,7 +264,7 @@ class LogParser:
         """Every commit parsed, as columns (see :meth:`finish`)."""
         rest, self._rest = self._rest, b""
         if rest:
-            self._take([rest])  # the last record, with no NUL after it
+            self._take(rest, len(rest))  # the last record, with no NUL after it
         if self._raw is not None:
             raise GitError("git log output ended inside a change")
         shas, times = self._shas, self._times
@@ -270,49 +273,20 @@ class LogParser:
         return Walk(shas, times, _int64(times), self._parents, {i: tuple(c) for i, c in self._changes.items()},
                     dict(zip(shas, range(len(shas)), strict=True)), changed)
 
-    def _take(self, records: list[bytes]) -> None:
-        start = 0
-        if self._raw is not None and records:  # the path of the --raw line the last piece ended with
-            self._change(len(self._shas) - 1, self._raw, records[0])
-            self._raw, start = None, 1
-        stripped = [r.lstrip(b"\n") for r in records]
-        raws: list[int] = []
-        for i in [i for i, t in enumerate(stripped) if t[:1] == b":"]:
-            if i >= start and (not raws or i != raws[-1] + 1):  # the record after a --raw line is its path
-                raws.append(i)
-        paths = {i + 1 for i in raws} | ({0} if start else set())
-        heads = [i for i, t in enumerate(stripped) if t[:7] == b"commit "]
-        if paths:
-            heads = [i for i in heads if i not in paths]
-        known = len(heads) + len(raws) + sum(1 for i in paths if i < len(stripped) and stripped[i])
-        early = bool(raws) and not self._shas and (not heads or raws[0] < heads[0])  # a change before any commit
-        if early or known != len(stripped) - stripped.count(b""):  # a record that is none of the three
-            odd = next((t for i, t in enumerate(stripped) if t and t[:7] != b"commit " and t[:1] != b":"
-                        and i not in paths), stripped[raws[0]] if raws else b"")
-            raise GitError(f"unexpected git log output: {odd[:80]!r}")
-        first = len(self._shas)
-        self._headers([stripped[i] for i in heads])
-        owners = np.searchsorted(np.asarray(heads, dtype=np.int64), np.asarray(raws, dtype=np.int64), side="right")
-        for r, owner in zip(raws, (owners + first - 1).tolist(), strict=True):
-            if r + 1 == len(records):
-                self._raw = stripped[r]  # its path is in the next piece
-            else:
-                self._change(owner, stripped[r], records[r + 1])
-
-    def _headers(self, heads: list[bytes]) -> None:
-        fields = [h.decode().split(" ") for h in heads]  # "commit", id, time, parents...
-        stamps = [f[2] if len(f) > 2 else "" for f in fields]
-        if stamps and not (all(stamps) and "".join(stamps).isdigit()):
-            bad = next(f for f, t in zip(fields, stamps, strict=True) if not t.isdigit())
-            raise GitError(f"unexpected git log header: {' '.join(bad[1:])[:80]!r}")
-        self._shas += [f[1] for f in fields]
-        self._times += map(int, stamps)
-        self._parents += [tuple(filter(None, f[3:])) for f in fields]
-
-    def _change(self, owner: int, raw: bytes, path: bytes) -> None:
-        _old_mode, mode, _old, blob, status = raw[1:].decode().split(" ")
-        self._changes.setdefault(owner, []).append(Change(path.decode("utf-8", "surrogateescape"), mode, blob,
-                                                          status[:1]))
+    def _take(self, data: bytes, end: int) -> None:
+        try:
+            shas, times, parents, changes, self._raw = _native.git_log(data, end, self._raw, len(self._shas))
+        except ValueError as err:
+            kind, record = err.args
+            if kind == "header":
+                raise GitError(f"unexpected git log header: {record.decode(errors='replace')[7:][:80]!r}") from None
+            raise GitError(f"unexpected git log output: {record[:80]!r}") from None
+        self._shas += shas
+        self._times += times
+        self._parents += parents
+        for owner, path, mode, blob, status in changes:
+            self._changes.setdefault(owner, []).append(Change(path.decode("utf-8", "surrogateescape"), mode, blob,
+                                                              status))
 
 
 def _int64(seconds: list[int]) -> np.ndarray:
