@@ -29,12 +29,13 @@ its steps matched when its entries are iterated; the entries' generator returns 
 conversation's :class:`~murmur_analysis.core.handoff.Summary`.
 
 Git is read through :mod:`murmur_analysis.sources.litany.git` (plumbing only, safe on hostile repositories).
-Branches are read in batches (one, then twice as many as the batch before, up to 64): each
+Branches are read in batches (one, then twice as many as the batch before, up to 32): each
 batch is walked in one ``git log`` listing only ``messages/`` changes, parsed into columns (a
 history a batch before walked, such as the parent's a fork inherited, is not listed again), and
 then asks the repository's one ``git cat-file --batch`` process for the blobs no branch read
 before: every blob is parsed once per load however many commits and branches hold it. While a
-load decodes one batch, the next is walked and read. A commit that does not touch
+load decodes one batch, the next is read and the one after it walked, one walk at a time on a
+thread of its own. A commit that does not touch
 ``messages/`` costs one log line and no Python object of its own: the history core spreads the
 states over the commits, and the growth rows leave as columns.
 """
@@ -75,8 +76,9 @@ from .workspaces import find_git_dir, find_workspaces, guess_can_open, shallow_b
 __all__ = ["LitanySource", "Replayer", "assemble_commit"]
 
 AGENTS = "refs/heads/agents/"
-#: The most branches after the one asked for that one read of git reads ahead.
-_MOST_AHEAD = 64
+#: The most branches after the one asked for that one read of git reads ahead (the last batch is
+#: decoded after the last walk ends: at 10x the commits, 64 left 0.3 s of it).
+_MOST_AHEAD = 32
 
 
 class LitanySource(Source):
@@ -166,17 +168,15 @@ class _Walked:
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """A batch's branches walked, and the blobs and ``name`` files of those that can be read.
+    """The blobs and ``name`` files of a batch's branches that have a history.
 
     Attributes:
-        walked: the batch's walk.
         read: the batch's branches that have a history, in ref order (the others are reported when read).
         todo: the blobs asked for (:meth:`Replayer.plan`).
         names: each branch's ``<head>:name`` object, as ``read``.
         data: what git answered, by object name.
     """
 
-    walked: _Walked
     read: list[str]
     todo: dict[tuple[str, bool], str]
     names: list[str]
@@ -185,11 +185,11 @@ class _Found:
 
 @dataclass(slots=True)
 class _Fetch:
-    """One batch of branches being read: walked and its blobs read from git, its step records from disk.
+    """One batch of branches being read: its blobs from git once it is walked, its step records from disk.
 
     Attributes:
         agents: the batch's branches, in ref order.
-        found: the walk and what git answered.
+        found: what git answered.
         records: each branch's step records, and what reading them reported.
     """
 
@@ -220,9 +220,12 @@ class _Workspace:
         self.wanted = wanted
         self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
+        # The walks, one at a time on a thread of their own (the only one that changes these):
         self._walks: list[Walk] = []  # what the walks so far listed
         self._logs: dict[str, BranchLog | GitError] = {}
         self._in_walk: set[str] = set()  # branches whose whole history is in the walk
+        self._walker: ThreadPoolExecutor | None = None
+        self._walking: dict[str, Future[None]] = {}  # the walk that gives each branch's history
         self._order = {a: i for i, a in enumerate(wanted)}
         self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
         self._last: str | None = None
@@ -283,18 +286,39 @@ class _Workspace:
             git_dir, steps_dir, agent), path=git_dir, part=agent, versions=dict(sorted(tips.items())))
 
     def log(self, agent: str) -> BranchLog:
-        """The branch's first-parent history, oldest first (walked now if no batch walked it).
+        """The branch's first-parent history, oldest first (walked now if no walk under way gives it).
 
         Raises:
             GitError: git cannot walk this branch.
         """
-        if agent not in self._logs:
-            heads, known = self._to_walk([agent])
-            self._learn(self._walk_heads(heads, known, self._walked() if known else None))
+        self._walk_ahead([agent])
+        self._wait_walks([agent])
         found = self._logs[agent]
         if isinstance(found, GitError):
             raise found
         return found
+
+    def _walk_ahead(self, batch: list[str]) -> None:
+        """Queue a walk of the batch's branches no walk gives yet (walks run one after another, in order).
+
+        Only the thread that reads the branches queues walks.
+        """
+        todo = [a for a in batch if a not in self._walking and a not in self._logs]
+        if todo:
+            if self._walker is None:
+                self._walker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="litany-walk")
+            walking = self._walker.submit(self._walk_now, todo)
+            self._walking.update(dict.fromkeys(todo, walking))
+
+    def _wait_walks(self, batch: list[str]) -> None:
+        """Wait for the walks queued for the batch's branches."""
+        for walking in {id(w): w for a in batch if (w := self._walking.get(a)) is not None}.values():
+            walking.result()
+
+    def _walk_now(self, batch: list[str]) -> None:
+        """Walk a batch and keep what it found (on the walking thread)."""
+        heads, known = self._to_walk(batch)
+        self._learn(self._walk_heads(heads, known, self._walked() if known else None))
 
     def _to_walk(self, batch: list[str]) -> tuple[dict[str, str], list[str]]:
         """The heads a batch's walk lists, by branch, and the heads whose history is walked already.
@@ -358,9 +382,9 @@ class _Workspace:
         Git starts once per batch of branches: while every branch handed over is read (a
         load), each batch reads ahead twice as many of the branches not handed over yet (up to
         :data:`_MOST_AHEAD`); once one is left unread (an export that keeps it), a batch is the
-        one branch asked for. A batch is walked and its blobs read while its step records are,
-        on threads of their own; during a load, the next batch's are while this one's branches
-        are decoded.
+        one branch asked for. A batch is walked, then its blobs read while its step records
+        are, on threads of their own; during a load, the next batch is read while this one's
+        branches are decoded, and the batch after it walked.
         """
         before = self._handed.get(agent)
         if before is not None and before not in self._started:
@@ -374,7 +398,6 @@ class _Workspace:
                 fetch.drop()  # read for branches that are not read next after all
             fetch = self._fetch(batch)
         found = fetch.found.result()
-        self._learn(found.walked)
         self.replayer.take(found.todo, found.data)
         read = dict(zip(found.read, found.names, strict=True))
         for a, (records, reported) in zip(batch, fetch.records.result(), strict=True):
@@ -384,6 +407,7 @@ class _Workspace:
             following = self._batch_after(batch[-1], _ahead_after(self._read_ahead))
             if following:
                 self._coming = self._fetch(following)
+                self._walk_ahead(self._batch_after(following[-1], _ahead_after(_ahead_after(self._read_ahead))))
 
     def _batch(self, agent: str, ahead: int) -> list[str]:
         """``agent`` and the ``ahead`` branches after it neither handed over nor read yet (and not found broken)."""
@@ -400,35 +424,33 @@ class _Workspace:
         return [] if first is None else self._batch(first, ahead)
 
     def _fetch(self, batch: list[str]) -> _Fetch:
-        """Start walking a batch and reading its blobs (those not parsed yet), ``name`` files and step records."""
+        """Start reading a batch's blobs (those not parsed yet) and ``name`` files once walked, and its step records."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="litany-read")
-        heads, known = self._to_walk(batch)
-        known_logs = {a: self._logs[a] for a in batch if a in self._logs}
-        found = self._pool.submit(self._find, batch, heads, known, self._walked() if known else None, known_logs)
+        self._walk_ahead(batch)
+        found = self._pool.submit(self._find, batch)
         records = self._pool.submit(_read_steps, self.steps_dir, batch, self.diags.source)
         return _Fetch(batch, found, records)
 
-    def _find(self, batch: list[str], heads: dict[str, str], known: list[str], base: Walk | None,
-              logs: dict[str, BranchLog | GitError]) -> _Found:
-        """Walk a batch (on a reading thread: nothing of the workspace changes) and read what its branches hold."""
-        walked = self._walk_heads(heads, known, base)
-        logs = {**logs, **walked.logs}
-        histories = {a: log for a in batch if isinstance(log := logs.get(a), BranchLog)}
+    def _find(self, batch: list[str]) -> _Found:
+        """Read what a batch's branches hold, once they are walked (on a reading thread)."""
+        self._wait_walks(batch)
+        histories = {a: log for a in batch if isinstance(log := self._logs[a], BranchLog)}
         todo = self.replayer.plan(f for log in histories.values() for f in message_files(log))
         read = list(histories)
         names = [f"{self.wanted[a][1]}:name" for a in read]
         data = self.repo.read([*(oid for oid, _ in todo), *names])
-        return _Found(walked, read, todo, names, data)
+        return _Found(read, todo, names, data)
 
     def _done(self) -> None:
         """Every branch is read: git's cat-file process and the reading threads are not needed any more."""
         fetch, self._coming = self._coming, None
         if fetch is not None:
             fetch.drop()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        for pool in (self._pool, self._walker):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._pool = self._walker = None
         self.repo.close()
 
     def _read(self, agent: str) -> Generator[Entry, None, Summary]:
