@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -129,18 +130,21 @@ def test_each_batch_is_walked_once_and_a_history_walked_before_is_not_listed_aga
     for agent in "qr":
         Branch(repo, agent).put(tree(("001-operator.md", f"go {agent}")))
     repo.finish()
-    walks: list[tuple[int, int]] = []  # heads walked, commits listed
+    walks: list[tuple[int, int]] = []  # commits listed, heads known
+    threads: set[str] = set()
     real = GitRepo.walk_columns
 
     def walk(self: GitRepo, heads: Any, paths: Any = (), known: Any = ()) -> Any:
         found = real(self, list(heads), paths, known)
         walks.append((len(list(found.shas)), len(list(known))))
+        threads.add(threading.current_thread().name.rpartition("_")[0])
         return found
 
     monkeypatch.setattr(GitRepo, "walk_columns", walk)
     corpus = ma.load(tmp_path / "ws")
     # p; then p-c and q, p's history known; then r: the six commits are each listed once
     assert walks == [(3, 0), (2, 1), (1, 0)]
+    assert threads == {"litany-walk"}  # one after another, beside the load
     by = corpus.conversations.set_index("conversation_id")
     assert by["messages"].to_dict() == {"p": 3, "p-c": 3, "q": 1, "r": 1}
     assert corpus.growth.groupby("conversation_id").size().to_dict() == {"p": 3, "p-c": 3, "q": 1, "r": 1}
