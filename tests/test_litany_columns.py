@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 
 from murmur_analysis.algorithms.history import Appended, Event, Reset, Timeline, replay
@@ -17,7 +20,7 @@ from murmur_analysis.core.wire import blocks_from_wire
 from murmur_analysis.errors import GitError
 from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany.git import GitRepo
-from murmur_analysis.sources.litany.gitlog import BranchLog, parse_log
+from murmur_analysis.sources.litany.gitlog import BranchLog, Change, LogParser, parse_log
 
 USE = {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls"}}
 RESULT = {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}]}
@@ -181,6 +184,49 @@ def test_a_branch_load_builds_its_growth_as_columns(tmp_path: Path, extra: int) 
     assert growth["orphans"].to_pylist() == [0] * (extra + 1) + [1]
     assert growth["event"].to_pylist() == ["commit"] * (extra + 2)
     assert growth["at"].to_pylist()[-1].timestamp() == T0 + 60 * (extra + 2)
+
+
+hexes = st.text("0123456789abcdef", min_size=1, max_size=12)
+changes = st.tuples(st.sampled_from(["100644", "100755", "120000", "160000"]), hexes,
+                    st.sampled_from(["A", "M", "D", "T", "R100"]),
+                    st.binary(min_size=1, max_size=12).filter(lambda b: b"\0" not in b))
+commits = st.lists(st.tuples(hexes, st.integers(0, 10**25), st.lists(hexes, max_size=3), st.lists(changes, max_size=3)),
+                   max_size=12)
+
+
+@given(commits, st.lists(st.integers(1, 64), min_size=1, max_size=8), st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_the_log_parser_reads_what_git_writes_in_any_pieces(log: list[Any], cuts: list[int], newline: bool) -> None:
+    out = b""
+    for sha, time, parents, changed in log:
+        out += f"commit {sha} {time} {' '.join(parents)}".encode() + b"\0"
+        for mode, blob, status, path in changed:
+            raw = f":000000 {mode} {'0' * 40} {blob} {status}".encode()
+            out += (b"\n" if newline else b"") + raw + b"\0" + path + b"\0"
+    parser = LogParser()
+    at, k = 0, 0
+    while at < len(out):
+        parser.feed(out[at : at + cuts[k % len(cuts)]])
+        at, k = at + cuts[k % len(cuts)], k + 1
+    walk = parser.finish_walk()
+    assert walk.shas == [sha for sha, *_ in log]
+    assert walk.times == [time for _, time, _, _ in log]
+    assert walk.parents == [tuple(parents) for _, _, parents, _ in log]
+    assert walk.changes == {i: tuple(Change(path.decode("utf-8", "surrogateescape"), mode, blob, status[0])
+                                     for mode, blob, status, path in changed)
+                            for i, (*_, changed) in enumerate(log) if changed}
+
+
+@given(st.binary(max_size=200), st.integers(1, 50))
+@settings(max_examples=300, deadline=None)
+def test_the_log_parser_refuses_any_other_bytes_with_a_git_error(data: bytes, size: int) -> None:
+    parser = LogParser()
+    try:
+        for i in range(0, len(data), size):
+            parser.feed(data[i : i + size])
+        parser.finish_walk()
+    except GitError:
+        pass
 
 
 def test_the_log_parser_refuses_what_git_log_does_not_write() -> None:
