@@ -220,12 +220,13 @@ class _Workspace:
         self.wanted = wanted
         self.shallow = shallow_boundary(repo.git_dir)
         self.replayer = Replayer(repo, diags)
-        # The walks, one at a time on a thread of their own (the only one that changes these):
+        # Walks are queued by the thread that reads the branches and run one at a time on a
+        # thread of their own, the only one that changes what they found (the three after these).
+        self._walker: ThreadPoolExecutor | None = None
+        self._walking: dict[str, Future[None]] = {}  # the walk that gives each branch's history
         self._walks: list[Walk] = []  # what the walks so far listed
         self._logs: dict[str, BranchLog | GitError] = {}
         self._in_walk: set[str] = set()  # branches whose whole history is in the walk
-        self._walker: ThreadPoolExecutor | None = None
-        self._walking: dict[str, Future[None]] = {}  # the walk that gives each branch's history
         self._order = {a: i for i, a in enumerate(wanted)}
         self._handed: dict[str, str | None] = {}  # branches handed over: the one handed over before each
         self._last: str | None = None
