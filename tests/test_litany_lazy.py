@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from litany_git import T0, Branch, RepoBuilder, blocks, j, tree
 from live_git import commit_file
 
@@ -19,6 +21,7 @@ from murmur_analysis.sources import Diagnostics
 from murmur_analysis.sources.litany import replay as replay_module
 from murmur_analysis.sources.litany import source as source_module
 from murmur_analysis.sources.litany.git import GitRepo
+from murmur_analysis.sources.litany.gitlog import BranchLog
 
 USE = {"type": "tool_use", "id": "t1", "name": "sh", "input": {"cmd": "ls"}}
 
@@ -151,6 +154,52 @@ def test_each_batch_is_walked_once_and_a_history_walked_before_is_not_listed_aga
     mine = corpus.messages.query("conversation_id == 'p-c'")
     assert list(mine["message_id"]) == ["001-operator.md", "002-claude-fable-5.json", "003-operator.md"]
     assert (mine["text"].iloc[0], mine["text"].iloc[-1]) == ("go", "child goes on")
+
+
+# Each agent: the agent it forks from (an index among those before it, or None: a root), the
+# commit of that agent's it starts from, whether its id extends the parent's (litany's naming,
+# so the parent's walk is known to its own), and its commits (True: a transcript change).
+agents_strategy = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 7)), st.integers(0, 3), st.booleans(),
+              st.lists(st.booleans(), min_size=1, max_size=4)),
+    min_size=1, max_size=8)
+
+
+@given(agents_strategy)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_branches_walked_in_batches_have_the_history_each_alone_has(
+        tmp_path_factory: pytest.TempPathFactory, agents: list[tuple[int | None, int, bool, list[bool]]]) -> None:
+    ws = tmp_path_factory.mktemp("ws")
+    repo = RepoBuilder(ws / "repo.git")
+    ids: list[str] = []
+    marks: list[list[int]] = []
+    for n, (parent, at, named, commits) in enumerate(agents):
+        if parent is None or not ids:
+            agent, start = f"r{n}", None
+        else:
+            k = parent % len(ids)
+            agent, start = (f"{ids[k]}-{n}" if named else f"x{n}"), marks[k][at % len(marks[k])]
+        branch = Branch(repo, agent, start=T0 + 1_000 * n, parent=start)
+        for c, change in enumerate(commits):
+            branch.put(tree((f"{n:02d}{c}-operator.md", f"{agent} {c}")) if change else {"work/n.txt": f"{n} {c}"})
+        ids.append(agent)
+        marks.append(branch.marks)
+    repo.finish()
+    workspace = source_module._Workspace.open("git", ws / "repo.git", None, Diagnostics("litany"), None)
+    assert workspace is not None
+    for agent in workspace.wanted:  # as a load reads them: handed over and read in ref order
+        list(workspace.conversation(agent).entries)
+    git = GitRepo(ws / "repo.git")
+    for agent, (_ref, head) in workspace.wanted.items():
+        walked, alone = workspace.log(agent), BranchLog.of_commits(git.log(head))
+        assert walked.shas == alone.shas, agent
+        assert walked.seconds.tolist() == alone.seconds.tolist()
+        assert walked.changes == {i: tuple(ch for ch in c if ch.path.startswith("messages/"))
+                                  for i, c in alone.changes.items() if any(ch.path.startswith("messages/") for ch in c)}
+    listed = [sha for walk in workspace._walks for sha in walk.shas]
+    forks_named = all(p is None or named for p, _, named, _ in agents)
+    if forks_named:  # every shared history follows litany's naming: no commit is listed twice
+        assert len(listed) == len(set(listed))
 
 
 def test_a_batch_read_ahead_for_branches_then_left_unread_is_thrown_away_unparsed(
