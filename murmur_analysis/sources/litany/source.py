@@ -411,18 +411,19 @@ class _Workspace:
                 self._walk_ahead(self._batch_after(following[-1], _ahead_after(_ahead_after(self._read_ahead))))
 
     def _batch(self, agent: str, ahead: int) -> list[str]:
-        """``agent`` and the ``ahead`` branches after it neither handed over nor read yet (and not found broken)."""
-        following = itertools.islice(self.wanted, self._order[agent] + 1, None)
-        later = (a for a in following if a not in self._handed and a not in self._ready
-                 and not isinstance(self._logs.get(a), GitError))
-        return [agent, *itertools.islice(later, ahead)]
+        """``agent`` and the ``ahead`` branches after it that a batch may read (:meth:`_readable_after`)."""
+        return [agent, *itertools.islice(self._readable_after(agent), ahead)]
 
     def _batch_after(self, last: str, ahead: int) -> list[str]:
         """The batch :meth:`_prepare` makes next if the branches are read in order after ``last``."""
-        following = itertools.islice(self.wanted, self._order[last] + 1, None)
-        first = next((a for a in following if a not in self._handed and a not in self._ready
-                      and not isinstance(self._logs.get(a), GitError)), None)
+        first = next(self._readable_after(last), None)
         return [] if first is None else self._batch(first, ahead)
+
+    def _readable_after(self, agent: str) -> Iterator[str]:
+        """The branches after ``agent`` neither handed over nor read yet, and not found broken."""
+        following = itertools.islice(self.wanted, self._order[agent] + 1, None)
+        return (a for a in following if a not in self._handed and a not in self._ready
+                and not isinstance(self._logs.get(a), GitError))
 
     def _fetch(self, batch: list[str]) -> _Fetch:
         """Start reading a batch's blobs (those not parsed yet) and ``name`` files once walked, and its step records."""
