@@ -29,15 +29,15 @@ its steps matched when its entries are iterated; the entries' generator returns 
 conversation's :class:`~murmur_analysis.core.handoff.Summary`.
 
 Git is read through :mod:`murmur_analysis.sources.litany.git` (plumbing only, safe on hostile repositories).
-Branches are read in batches (one, then twice as many as the batch before, up to 32): each
-batch is walked in one ``git log`` listing only ``messages/`` changes, parsed into columns (a
-history a batch before walked, such as the parent's a fork inherited, is not listed again), and
-then asks the repository's one ``git cat-file --batch`` process for the blobs no branch read
-before: every blob is parsed once per load however many commits and branches hold it. While a
-load decodes one batch, the next is read and the one after it walked, one walk at a time on a
-thread of its own. A commit that does not touch
-``messages/`` costs one log line and no Python object of its own: the history core spreads the
-states over the commits, and the growth rows leave as columns.
+Branches are read in batches (one, then twice as many as the batch before, up to 32): each batch
+is walked in one ``git log`` listing only ``messages/`` changes, parsed into columns (a history
+a batch before walked, such as the parent's a fork inherited, is not listed again), and then
+asks the repository's one ``git cat-file --batch`` process for the blobs no branch read before:
+every blob is parsed once per load however many commits and branches hold it. While a load
+decodes one batch, the next is read and the one after it walked, one walk at a time on a thread
+of its own. A commit that does not touch ``messages/`` costs one log line and no Python object
+of its own: the history core spreads the states over the commits, and the growth rows leave as
+columns.
 """
 
 from __future__ import annotations
