@@ -338,9 +338,12 @@ class Timeline:
         """Entries held, their characters, the tokens in context and the orphans dropped at each point (int64)."""
         owner = np.full(self.points, -1, dtype=np.int64)
         owner[np.asarray(self.at, dtype=np.int64)] = np.arange(len(self.at), dtype=np.int64)
-        take = pa.array(np.maximum.accumulate(owner) + 1)
+        take = np.maximum.accumulate(owner) + 1  # each point's state: 0 the empty one, k the k-th event's
         states = [_EMPTY, *self.states]
-        return (pa.array([s.messages for s in states], _I64).take(take),
-                pa.array([s.chars for s in states], _I64).take(take),
-                pa.array([s.context_tokens for s in states], _I64).take(take),
-                pa.array([len(s.dropped) for s in states], _I64).take(take))
+        n = len(states)
+        context = [s.context_tokens for s in states]
+        known = np.fromiter((c is not None for c in context), bool, n)[take]
+        return (pa.array(np.fromiter((s.messages for s in states), np.int64, n)[take], _I64),
+                pa.array(np.fromiter((s.chars for s in states), np.int64, n)[take], _I64),
+                pa.array(np.fromiter((c or 0 for c in context), np.int64, n)[take], _I64, mask=~known),
+                pa.array(np.fromiter((len(s.dropped) for s in states), np.int64, n)[take], _I64))
