@@ -7,6 +7,7 @@ previous reader left in the cache folder, parsing only what was appended since.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -448,15 +449,19 @@ def test_a_record_read_in_chunks_ahead_gives_the_index_of_one_read(
     whole = murmur_reader.RecordReader().read_messages(record, limit=100)
     monkeypatch.setattr(murmur_reader, "_CHUNK", 700)  # a few lines a chunk: each next one read ahead
     reads: list[int] = []
-    pread = os.pread
+    filled: list[object] = []  # the buffers the chunks are read into (held, so no two share an id)
+    preadv = os.preadv
 
-    def counted(fd: int, n: int, offset: int) -> bytes:
+    def counted(fd: int, buffers: list[memoryview], offset: int) -> int:
         reads.append(offset)
-        return pread(fd, n, offset)
+        filled.extend(b.obj for b in buffers)
+        return preadv(fd, buffers, offset)
 
-    monkeypatch.setattr(murmur_reader.os, "pread", counted)
+    monkeypatch.setattr(murmur_reader.os, "preadv", counted)
     chunked = murmur_reader.RecordReader().read_messages(record, limit=100)
     assert len(reads) > 10
+    assert reads == sorted(reads)
+    assert len({id(b) for b in filled}) == 2  # two buffers take turns, whatever the number of chunks
     assert (chunked.total, ids(chunked)) == (whole.total, ids(whole)) == (40, [id_at(n) for n in reversed(range(40))])
 
 
@@ -472,18 +477,45 @@ def test_a_failed_read_ahead_fails_the_page_as_a_failed_first_read_does(
     write(record, range(40))
     monkeypatch.setattr(murmur_reader, "_CHUNK", 700)
     calls = 0
-    pread = os.pread
+    preadv = os.preadv
 
-    def failing_read(fd: int, n: int, offset: int) -> bytes:
+    def failing_read(fd: int, buffers: list[memoryview], offset: int) -> int:
         nonlocal calls
         calls += 1
         if calls == failing:
             raise OSError(errno.EIO, "Input/output error")
-        return pread(fd, n, offset)
+        return preadv(fd, buffers, offset)
 
-    monkeypatch.setattr(murmur_reader.os, "pread", failing_read)
+    monkeypatch.setattr(murmur_reader.os, "preadv", failing_read)
     threads = threading.active_count()
     with pytest.raises(ma.ReadMessagesError, match="Input/output error") as failed:
         murmur_reader.RecordReader().read_messages(record, limit=100)
     assert failed.value.code == "unavailable"
     assert threading.active_count() == threads  # no read left running
+
+
+def _coherent_by_hand(starts: list[int], ends: list[int], runs: list[tuple[int, int]], size: int) -> bool:
+    """The rule a persisted index's offsets and runs are held to, written out plainly."""
+    spans = list(zip(starts, ends, strict=True))
+    ordered = all(s <= e for s, e in spans) and all(b[0] > a[1] for a, b in itertools.pairwise(spans))
+    within = not spans or (spans[0][0] >= 0 and spans[-1][1] <= size)
+    lines_ok = all(first >= 1 and n >= 1 for first, n in runs) and all(
+        b[0] > a[0] + a[1] for a, b in itertools.pairwise(runs))
+    return ordered and within and lines_ok
+
+
+@settings(max_examples=300)
+@given(spans=st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60)), max_size=8),
+       runs=st.lists(st.tuples(st.integers(-2, 30), st.integers(-2, 10)), max_size=6),
+       size=st.integers(0, 70))
+def test_an_index_is_coherent_exactly_when_its_offsets_and_runs_can_describe_the_file(
+    spans: list[tuple[int, int]], runs: list[tuple[int, int]], size: int
+) -> None:
+    from array import array
+
+    from murmur_analysis.sources.murmur.index import _coherent
+
+    starts, ends = array("q", [s for s, _ in spans]), array("q", [e for _, e in spans])
+    skipped = array("q", [v for run in runs for v in run])
+    n = {"parsed_to": size, "size": size, "tail_start": len(spans), "count": len(spans)}
+    assert _coherent(starts, ends, skipped, n) == _coherent_by_hand(list(starts), list(ends), runs, size)

@@ -183,16 +183,26 @@ fn decide_line(line: &[u8], first: bool) -> u8 {
 /// absolute offsets of its message lines as int64 bytes, the lines skipped and reported as
 /// (1-based line within `data`, terminated), the header line's span, the number of lines,
 /// the offset just past the last "\n" (or `base`), and whether a line is not UTF-8.
+///
+/// `data` is any contiguous bytes-like object (`bytes`, or a `bytearray` a reader fills again
+/// for each stretch); it is held, unresizable, for the call.
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn index_lines<'py>(
     py: Python<'py>,
-    data: &[u8],
+    data: pyo3::buffer::PyBuffer<u8>,
     limit: usize,
     base: usize,
     first: bool,
-) -> (&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool) {
-    let data = &data[..limit.min(data.len())];
+) -> PyResult<(&'py PyBytes, &'py PyBytes, Vec<(usize, bool)>, Option<(usize, usize)>, usize, usize, bool)> {
+    if !data.is_c_contiguous() {
+        return Err(PyTypeError::new_err("index_lines reads a contiguous buffer"));
+    }
+    // SAFETY: the buffer is exported to this call (a bytearray cannot be resized or freed
+    // meanwhile) and is C-contiguous bytes of `len_bytes()`; nothing else writes it while
+    // the record reader decides it (its next stretch is read into another buffer).
+    let whole = unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+    let data = &whole[..limit.min(whole.len())];
     let decided = py.allow_threads(|| in_pool(|| line::decide_all(data, first)));
     let (mut starts, mut ends, mut skipped) = (Vec::new(), Vec::new(), Vec::new());
     let (mut header, mut parsed_to, mut bad) = (None, base, false);
@@ -212,7 +222,7 @@ fn index_lines<'py>(
             Kind::BadUtf8 => bad = true,
         }
     }
-    (
+    Ok((
         PyBytes::new(py, bytes_of(&starts)),
         PyBytes::new(py, bytes_of(&ends)),
         skipped,
@@ -220,7 +230,44 @@ fn index_lines<'py>(
         decided.len(),
         parsed_to,
         bad,
-    )
+    ))
+}
+
+/// index_coherent(starts, ends, skipped, size) -> bool: whether a persisted line index can
+/// describe a file of `size` bytes, whatever its bytes: its message lines (`starts`, `ends`:
+/// native int64 offsets, as many of each) each end at or after their start, each starts after
+/// the one before ends, and all lie within the file; its runs of skipped lines (`skipped`:
+/// int64 pairs of first line and length) are of lines from 1, at least one long, each after
+/// the one before. Each column is given as bytes (any bytes-like object of format `B`).
+#[pyfunction]
+fn index_coherent(
+    py: Python<'_>,
+    starts: pyo3::buffer::PyBuffer<u8>,
+    ends: pyo3::buffer::PyBuffer<u8>,
+    skipped: pyo3::buffer::PyBuffer<u8>,
+    size: i64,
+) -> PyResult<bool> {
+    let read = |b: &pyo3::buffer::PyBuffer<u8>| -> PyResult<Option<Vec<i64>>> {
+        let cells = b.as_slice(py).ok_or_else(|| PyTypeError::new_err("an index column is not contiguous"))?;
+        if cells.len() % 8 != 0 {
+            return Ok(None);
+        }
+        let bytes: Vec<u8> = cells.iter().map(|c| c.get()).collect();
+        Ok(Some(bytes.chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().expect("8 bytes"))).collect()))
+    };
+    let (first, last, runs) = match (read(&starts)?, read(&ends)?, read(&skipped)?) {
+        (Some(first), Some(last), Some(runs)) => (first, last, runs),
+        _ => return Ok(false),
+    };
+    if first.len() != last.len() || runs.len() % 2 != 0 {
+        return Ok(false);
+    }
+    let ordered = first.iter().zip(&last).all(|(s, e)| s <= e) && first.iter().skip(1).zip(&last).all(|(s, e)| s > e);
+    let within = first.first().map_or(true, |s| *s >= 0) && last.last().map_or(true, |e| *e <= size);
+    let pairs: Vec<(i64, i64)> = runs.chunks(2).map(|p| (p[0], p[1])).collect();
+    let runs_ok = pairs.iter().all(|&(line, n)| line >= 1 && n >= 1)
+        && pairs.windows(2).all(|w| w[1].0 > w[0].0.saturating_add(w[0].1));
+    Ok(ordered && within && runs_ok)
 }
 
 /// parse(line) -> object: the line as serde_json reads it, as Python values.
@@ -1084,6 +1131,7 @@ fn _native(_py: Python<'_>, m: &PyModule) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decide_line, m)?)?;
     m.add_function(wrap_pyfunction!(header, m)?)?;
     m.add_function(wrap_pyfunction!(index_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(index_coherent, m)?)?;
     m.add_function(wrap_pyfunction!(parse, m)?)?;
     m.add_function(wrap_pyfunction!(lower, m)?)?;
     m.add_function(wrap_pyfunction!(uuid7_field, m)?)?;

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from ...core.cache import (
@@ -49,6 +48,7 @@ from ...core.cache import (
     write_atomic,
 )
 from ...core.identity import HEAD_BYTES, classify, probe
+from ...engine import _native
 from .record import LineReport, skipped_line
 
 __all__ = [
@@ -361,9 +361,8 @@ def _coherent(starts: array[int], ends: array[int], skipped: array[int], n: dict
     """Whether the offsets and runs of an index can describe a file of its size (whatever its bytes)."""
     if not n["parsed_to"] <= n["size"] or not n["tail_start"] <= n["count"] or n["count"] - n["tail_start"] > 1:
         return False
-    first, last = np.frombuffer(starts, np.int64), np.frombuffer(ends, np.int64)
-    lines = np.frombuffer(skipped, np.int64).reshape(-1, 2)
-    ordered = bool(np.all(first <= last)) and bool(np.all(first[1:] > last[:-1]))
-    runs = bool(np.all(lines[:, 0] >= 1)) and bool(np.all(lines[:, 1] >= 1))
-    return ordered and runs and bool(np.all(lines[1:, 0] > lines[:-1].sum(axis=1))) and (
-        not len(last) or (first[0] >= 0 and last[-1] <= n["size"]))
+    # Read as bytes, aligned or not (an empty array's buffer is not aligned for int64).
+    return _native.index_coherent(memoryview(starts).cast("B"), memoryview(ends).cast("B"),
+                                  memoryview(skipped).cast("B"), n["size"])
+
+

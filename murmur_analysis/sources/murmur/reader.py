@@ -375,13 +375,19 @@ def _reason(err: OSError) -> str:
 
 
 class _Ahead:
-    """One ``os.pread``, on a thread of its own while the chunk before it is decided.
+    """One read of the record into ``buffer``, on a thread of its own while the chunk before it is decided.
 
-    With ``now``, the read is made here: nothing is to be decided meanwhile.
+    A buffer is filled again for each chunk, so reading a record writes into memory already
+    mapped rather than new pages for every chunk; a larger one is made only when a line is
+    longer than the buffer. With ``now``, the read is made here: nothing is to be decided
+    meanwhile.
     """
 
-    def __init__(self, fd: int, length: int, offset: int, now: bool = False) -> None:
-        self._data = b""
+    def __init__(self, fd: int, buffer: bytearray, length: int, offset: int, now: bool = False) -> None:
+        if len(buffer) < length:
+            buffer = bytearray(length)
+        self.buffer = buffer
+        self._read_bytes = 0
         self._error: OSError | None = None
         self._thread: threading.Thread | None = None
         if now:
@@ -392,7 +398,8 @@ class _Ahead:
 
     def _read(self, fd: int, length: int, offset: int) -> None:
         try:
-            self._data = os.pread(fd, length, offset)
+            with memoryview(self.buffer) as view:
+                self._read_bytes = os.preadv(fd, [view[:length]], offset)
         except OSError as err:
             self._error = err
 
@@ -401,12 +408,12 @@ class _Ahead:
         if self._thread is not None:
             self._thread.join()
 
-    def result(self) -> bytes:
-        """The bytes read; the read's own ``OSError`` is raised here."""
+    def result(self) -> int:
+        """How many bytes were read (from the buffer's start); the read's own ``OSError`` is raised here."""
         self.join()
         if self._error is not None:
             raise self._error
-        return self._data
+        return self._read_bytes
 
 
 def _parse_from(fd: int, snap: _Snapshot) -> None:
@@ -419,32 +426,36 @@ def _parse_from(fd: int, snap: _Snapshot) -> None:
     line_no = snap.lines_before
     size = snap.size
     want = _CHUNK
+    # Two buffers take turns: one is decided while the next chunk is read into the other.
+    spare = bytearray()
     # The first read is made here: nothing is decided meanwhile.
-    ahead = _Ahead(fd, min(want, size - offset), offset, now=True) if offset < size else None
+    ahead = _Ahead(fd, bytearray(), min(want, size - offset), offset, now=True) if offset < size else None
     try:
         while ahead is not None:
             # Each read starts at a line start (the partial line a read ends with is read again
             # by the next one), so no chunk is copied to join it to the one before.
-            data = ahead.result()
-            ahead = None
-            if not data:
+            got = ahead.result()
+            data, ahead = ahead.buffer, None
+            if not got:
                 break
-            cut = len(data) if offset + len(data) >= size else data.rfind(b"\n") + 1
+            cut = got if offset + got >= size else data.rfind(b"\n", 0, got) + 1
             if cut == 0:  # one line longer than the read: read more of it, here (nothing is decided meanwhile)
                 want *= 2
-                ahead = _Ahead(fd, min(want, size - offset), offset, now=True)
+                ahead = _Ahead(fd, data, min(want, size - offset), offset, now=True)
                 continue
             want = _CHUNK
             if offset + cut < size:
-                ahead = _Ahead(fd, min(want, size - offset - cut), offset + cut)
+                ahead = _Ahead(fd, spare, min(want, size - offset - cut), offset + cut)
             found = index_lines(data, cut, offset, offset == 0)
+            if ahead is not None:
+                spare = data  # filled again by the read after next
             if found.bad_utf8:
                 # murmur reads the record as one UTF-8 string: invalid UTF-8 anywhere fails the read.
                 raise ReadMessagesError("unavailable", "stream did not contain valid UTF-8")
             snap.starts.frombytes(found.starts)
             snap.ends.frombytes(found.ends)
             if found.header is not None:
-                snap.header = header_of(data[found.header[0] : found.header[1]])
+                snap.header = header_of(bytes(data[found.header[0] : found.header[1]]))
             for n, _ in found.skipped:  # whether it ends with a newline follows from its number
                 snap.skip(line_no + n)
             if found.parsed_to > snap.parsed_to:

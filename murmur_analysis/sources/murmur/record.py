@@ -83,11 +83,13 @@ class LineSpans(NamedTuple):
     bad_utf8: bool  #: a line is not UTF-8 (murmur's whole read fails)
 
 
-def index_lines(data: bytes, limit: int, base: int, first: bool) -> LineSpans:
+def index_lines(data: bytes | bytearray, limit: int, base: int, first: bool) -> LineSpans:
     """Decide every line of ``data[:limit]`` (whole lines of a record at offset ``base``) on every core.
 
     This is the record reader's index: which lines are messages, where they are, and which
-    lines are skipped and reported. ``first`` says whether ``data`` starts at line 1.
+    lines are skipped and reported. ``first`` says whether ``data`` starts at line 1. A
+    ``bytearray`` is read in place (the reader fills one again for each chunk); it must not be
+    changed during the call.
     """
     return LineSpans(*_native.index_lines(data, limit, base, first))
 
