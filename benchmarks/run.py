@@ -534,8 +534,9 @@ def check_targets(by_key: dict[str, Scenario]) -> list[Target]:
     out.append(Target("page-indexed", "first page, fresh process, current line index", "<= 0.2 s",
                       f"{i:.3f} s" if i is not None else "not measured", None if i is None else i <= 0.2))
     r = rel(wall("page-cold", TOOLKIT), wall("page-cold", "duckdb read_json_auto"))
-    out.append(Target("page-cold", "first page, fresh process, no index, vs DuckDB's full read", "<= 1.5x",
-                      _fmt_ratio(r) if r else "not measured", None if r is None else r <= 1.5))
+    for limit in (1.5, 0.25):  # the first goal, and the one set once the import no longer cost the time
+        out.append(Target("page-cold", "first page, fresh process, no index, vs DuckDB's full read", f"<= {limit}x",
+                          _fmt_ratio(r) if r else "not measured", None if r is None else r <= limit))
     for key, four in (("export", EXPORT_4X), ("export-long", EXPORT_4X_LONG), ("claude-export", None)):
         full = wall(key, EXPORT_FULL)
         for name, goal, limit in ((EXPORT_UNCHANGED, "<= 5% of a full export", 0.05),
@@ -622,6 +623,9 @@ def check_floors(by_key: dict[str, Scenario]) -> list[Floor]:
             floor(key, f"text=False, wall vs {ref} <= 0.7x", load(key), wall(key, ref), 0.7)
         floor(key, "speed-up over pandas.read_json >= 15x", load(key), wall(key, "pandas.read_json(lines=True)"), 15,
               speed_up=True)
+    # A cold first page decides every line of the record: murmur's total and cursor count them all.
+    floor("page-cold", "first page, no index, vs duckdb read_json_auto <= 0.25x", load("big-load"),
+          wall("page-cold", "duckdb read_json_auto"), 0.25)
     for key, peer in (("claude-daily", CCUSAGE), ("codex-daily", CCUSAGE_CODEX), ("claude-many-daily", CCUSAGE)):
         floor(key, f"whole process vs {peer} <= 0.1x", {"imports": wall(key, IMPORTS), **load(key)}, wall(key, peer),
               0.1)
