@@ -377,13 +377,30 @@ def engine_scan_lines(format: str, files: list[str], text: bool = True) -> Timed
 
 
 def engine_index(record: str) -> Timed:
-    """The native line decision behind a cold ``ma.read_messages``: every line of the record."""
+    """The native line decision behind a cold ``ma.read_messages``: every line of the record.
+
+    The record is read as the reader reads it, a chunk at a time into one buffer filled again,
+    and each chunk's lines are decided before the next is read (the reader reads the next one
+    meanwhile).
+    """
+    from murmur_analysis.sources.murmur.reader import _CHUNK
     from murmur_analysis.sources.murmur.record import index_lines
 
     def run() -> Summary:
-        with open(record, "rb") as f:
-            data = f.read()
-        return {"messages": len(index_lines(data, len(data), 0, True).starts) // 8}
+        size = os.path.getsize(record)
+        buffer = bytearray(_CHUNK)
+        offset = messages = 0
+        with open(record, "rb", buffering=0) as f, memoryview(buffer) as view:
+            while offset < size:
+                got = os.preadv(f.fileno(), [view[: min(_CHUNK, size - offset)]], offset)
+                if not got:
+                    break
+                cut = got if offset + got >= size else buffer.rfind(b"\n", 0, got) + 1
+                if not cut:
+                    raise ValueError("a line longer than the reader's chunk: not a benchmark record")
+                messages += len(index_lines(buffer, cut, offset, offset == 0).starts) // 8
+                offset += cut
+        return {"messages": messages}
 
     return run
 

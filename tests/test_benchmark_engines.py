@@ -104,3 +104,23 @@ def test_toolkit_walk_matches_the_reference(record: Path, reference: list[dict[s
             row.update(tool_call_id=content["tool_call_id"], is_error=content["is_error"], content=content["body"])
         rows.append(row)
     assert _mismatches(rows, reference) == []
+
+
+@pytest.mark.parametrize("lines_a_chunk", [2, 0])
+def test_the_engine_row_of_a_cold_page_counts_the_messages_the_reader_does(
+    record: Path, lines_a_chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine's row of the cold-page scenario reads the record in chunks, as the reader does: same count."""
+    from murmur_analysis.sources.murmur import reader
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        import scenarios
+    finally:
+        sys.path.remove(str(BENCH))
+    longest = max(len(line) for line in record.read_bytes().splitlines()) + 1
+    chunk = longest * lines_a_chunk or record.stat().st_size  # a few lines a chunk, or the whole record in one
+    assert chunk < record.stat().st_size or not lines_a_chunk
+    monkeypatch.setattr(reader, "_CHUNK", chunk)
+    counted = scenarios.engine_index(str(record))()
+    assert counted == {"messages": ma.RecordReader().read_messages(record).total}
