@@ -3,7 +3,7 @@
 #   make report execute the notebooks on the samples (or DATA=path, SESSIONS=dir, PRICES=csv) into build/report/*.html
 #   make test   lint, type-check, check the layers' imports and test (what CI runs; installs the peers)
 #   make peers  install the peer readers the tests run (ccusage, @ccusage/codex; npm ci in tests/peers)
-#   make bench  the side-by-side benchmarks (see benchmarks/README.md)
+#   make bench  the side-by-side benchmarks (installs the peers; see benchmarks/README.md)
 #   make fuzz   the property and fuzz tests (serde_json oracle included) with many more examples (minutes)
 
 PYTHON ?= python3
@@ -127,7 +127,7 @@ fuzz: setup
 samples: setup
 	$(BIN)/python data/samples/make_samples.py
 
-bench: setup
+bench: setup peers
 	$(BIN)/python benchmarks/run.py
 
 # A wheel built from this checkout, installed into a fresh virtual environment, loads the samples.
