@@ -313,7 +313,7 @@ class _Workspace:
 
     def _wait_walks(self, batch: list[str]) -> None:
         """Wait for the walks queued for the batch's branches."""
-        for walking in {id(w): w for a in batch if (w := self._walking.get(a)) is not None}.values():
+        for walking in {w for a in batch if (w := self._walking.get(a)) is not None}:
             walking.result()
 
     def _walk_now(self, batch: list[str]) -> None:
