@@ -152,6 +152,7 @@ def index_lines(
 ) -> tuple[bytes, bytes, list[tuple[int, bool]], tuple[int, int] | None, int, int, bool]: ...
 
 def index_coherent(starts: memoryview, ends: memoryview, skipped: memoryview, size: int) -> bool: ...
+
 # A group of files a line-delimited format read, joined as records are (a ScannedGroup's layout):
 # ``files``; ``row_starts`` and ``event_starts``; ``line``; the format's columns (``line_columns``:
 # IntColumn, then StrColumn, or a list of each file's StrColumn where they are too large to join);

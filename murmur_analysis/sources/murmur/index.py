@@ -364,5 +364,3 @@ def _coherent(starts: array[int], ends: array[int], skipped: array[int], n: dict
     # Read as bytes, aligned or not (an empty array's buffer is not aligned for int64).
     return _native.index_coherent(memoryview(starts).cast("B"), memoryview(ends).cast("B"),
                                   memoryview(skipped).cast("B"), n["size"])
-
-
